@@ -1,0 +1,99 @@
+//! Printing the plugin and tool inventory, as tables or JSON.
+
+use std::process::ExitCode;
+
+use serde_json::json;
+
+use crate::plugins::PluginState;
+use crate::runtime::Runtime;
+
+/// `hearth plugins`.
+pub fn plugins(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
+    let reports = rt.plugins.reports();
+    if as_json {
+        let rows: Vec<_> = reports
+            .iter()
+            .map(|r| {
+                let (state, reason) = state_parts(&r.state);
+                let health = rt
+                    .plugins
+                    .active()
+                    .iter()
+                    .find(|p| Some(&p.name) == r.name.as_ref())
+                    .and_then(|p| p.channel_status());
+                json!({
+                    "name": r.name, "version": r.version, "path": r.path,
+                    "state": state, "reason": reason,
+                    "tools": r.tools, "channel": r.channel, "channel_status": health,
+                })
+            })
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("plugins ({}):", reports.len());
+    for r in &reports {
+        let (state, reason) = state_parts(&r.state);
+        println!(
+            "  {:<12} {:<8} {:<8} tools: {:<3} {}",
+            r.name.as_deref().unwrap_or("?"),
+            r.version.as_deref().unwrap_or("-"),
+            state,
+            r.tools.len(),
+            r.path.display()
+        );
+        if let Some(reason) = reason {
+            println!("      reason: {reason}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `hearth tools`.
+pub fn tools(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
+    if as_json {
+        let rows: Vec<_> = rt
+            .tools
+            .iter()
+            .map(|t| json!({ "spec": t.spec, "source": t.provider.describe() }))
+            .collect();
+        println!("{}", serde_json::to_string_pretty(&rows)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("tools ({}):", rt.tools.iter().count());
+    for t in rt.tools.iter() {
+        let risk = serde_json::to_value(t.spec.risk)?;
+        println!(
+            "  {:<16} {:<6} {:<16} {}",
+            t.spec.name,
+            risk.as_str().unwrap_or("?"),
+            t.provider.describe(),
+            t.spec.description
+        );
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Everything `hearth check` counts as a failure.
+pub fn problems(rt: &Runtime) -> Vec<String> {
+    let failed = rt
+        .plugins
+        .reports()
+        .into_iter()
+        .filter_map(|r| match r.state {
+            PluginState::Failed(why) => Some(why),
+            _ => None,
+        });
+    failed
+        .chain(rt.plugins.warnings().iter().cloned())
+        .chain(rt.tool_warnings.iter().cloned())
+        .collect()
+}
+
+fn state_parts(state: &PluginState) -> (&'static str, Option<&str>) {
+    match state {
+        PluginState::Active => ("active", None),
+        PluginState::Disabled => ("disabled", Some("enabled = false in its config table")),
+        PluginState::Failed(why) => ("failed", Some(why.as_str())),
+    }
+}

@@ -1,0 +1,181 @@
+//! The command line: `hearth run | check | plugins | tools | tool call`.
+//!
+//! This is the top of the program, the one place that uses `anyhow`: every
+//! library error arrives here with its own message and is printed as
+//! `error: ...` with the causes, and the exit code says whether it worked.
+
+mod inventory;
+
+use std::io::Read;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::{Parser, Subcommand};
+
+use crate::config::{self, Config, LogFormat, LogLevel};
+use crate::runtime::Runtime;
+
+/// hearth: one person's AI agent, on their own always-on PC.
+#[derive(Parser, Debug)]
+#[command(name = "hearth", version, about, propagate_version = true)]
+pub struct Cli {
+    /// Config file [default: $HEARTH_CONFIG, else $HEARTH_HOME/hearth.toml if present]
+    #[arg(long, global = true, value_name = "FILE")]
+    config: Option<PathBuf>,
+    /// Log format, overriding `[log] format`.
+    #[arg(long, global = true, value_enum)]
+    log_format: Option<LogFormat>,
+    /// Log level, overriding `[log] level` (other commands than `run` default to warn).
+    #[arg(long, global = true, value_enum)]
+    log_level: Option<LogLevel>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand, Debug)]
+enum Command {
+    /// Run the daemon until SIGTERM or SIGINT; SIGHUP reloads the config.
+    Run,
+    /// Validate the config, load the plugins, print the inventory; exit 1 on any problem.
+    Check,
+    /// List the plugins found and whether each one loaded.
+    Plugins {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List every tool in the registry.
+    Tools {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Work with one tool.
+    Tool {
+        #[command(subcommand)]
+        action: ToolAction,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ToolAction {
+    /// Call a tool through the registry and print its JSON result.
+    Call {
+        /// The tool's name.
+        name: String,
+        /// Arguments as a JSON object; `-` reads them from stdin.
+        #[arg(default_value = "{}")]
+        args: String,
+    },
+}
+
+/// Parses the command line, runs the command, and turns the outcome into an
+/// exit code.
+pub fn main() -> ExitCode {
+    let started = Instant::now();
+    let cli = Cli::parse();
+    match run(cli, started) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
+    let path = config::resolve_path(cli.config.as_deref());
+    let loaded = config::load(path.as_deref());
+    let is_daemon = matches!(cli.command, Command::Run);
+    // Log before the config is known to be good, so a config error in `run`
+    // still reaches the log collector in the requested format.
+    let (format, level) = match &loaded {
+        Ok(c) => (c.log.format, c.log.level),
+        Err(_) => (LogFormat::default(), LogLevel::default()),
+    };
+    let level = cli
+        .log_level
+        .unwrap_or(if is_daemon { level } else { LogLevel::Warn });
+    let log = crate::logging::init(cli.log_format.unwrap_or(format), level);
+    let config = match loaded {
+        Ok(config) => config,
+        Err(e) if matches!(cli.command, Command::Check) => {
+            println!("config: {e}");
+            return Ok(ExitCode::FAILURE);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    match cli.command {
+        Command::Run => {
+            crate::daemon::run(config, log, started)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Check => check(config),
+        Command::Plugins { json } => with_runtime(config, |rt| inventory::plugins(rt, json)),
+        Command::Tools { json } => with_runtime(config, |rt| inventory::tools(rt, json)),
+        Command::Tool {
+            action: ToolAction::Call { name, args },
+        } => with_runtime(config, |rt| call_tool(rt, &name, &args)),
+    }
+}
+
+/// `hearth check`: everything `run` would do up to `ready`, then a report.
+fn check(config: Config) -> anyhow::Result<ExitCode> {
+    let shown = config
+        .source
+        .as_ref()
+        .map_or("built-in defaults".into(), |p| p.display().to_string());
+    println!("config: {shown} (ok)");
+    println!("home: {}", config.home.display());
+    println!("mode: {:?}", config.mode);
+    with_runtime(config, |rt| {
+        inventory::plugins(rt, false)?;
+        println!();
+        inventory::tools(rt, false)?;
+        let problems = inventory::problems(rt);
+        if problems.is_empty() {
+            println!("\ncheck passed");
+            Ok(ExitCode::SUCCESS)
+        } else {
+            println!("\ncheck failed:");
+            for p in &problems {
+                println!("  - {p}");
+            }
+            Ok(ExitCode::FAILURE)
+        }
+    })
+}
+
+fn call_tool(rt: &Runtime, name: &str, args: &str) -> anyhow::Result<ExitCode> {
+    let text = if args == "-" {
+        let mut buf = String::new();
+        std::io::stdin()
+            .read_to_string(&mut buf)
+            .context("cannot read the arguments from stdin")?;
+        buf
+    } else {
+        args.to_owned()
+    };
+    let args: serde_json::Value = serde_json::from_str(&text)
+        .with_context(|| format!("the arguments are not valid JSON ({text:?})"))?;
+    if !args.is_object() {
+        bail!("the arguments must be a JSON object, like '{{\"text\":\"hi\"}}'");
+    }
+    let result = rt.tools.call(name, args)?;
+    println!("{}", serde_json::to_string_pretty(&result)?);
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Starts a runtime for a one-shot command and always stops it after.
+fn with_runtime(
+    config: Config,
+    f: impl FnOnce(&Runtime) -> anyhow::Result<ExitCode>,
+) -> anyhow::Result<ExitCode> {
+    let deadline = std::time::Duration::from_millis(config.daemon.shutdown_timeout_ms);
+    let rt = Runtime::start(config)?;
+    let outcome = f(&rt);
+    rt.stop(deadline)?;
+    outcome
+}

@@ -1,0 +1,280 @@
+//! The daemon's configuration: `hearth.toml`, parsed strictly.
+//!
+//! Every key is known: an unknown key, a wrong type or a syntax error is an
+//! error that names the file, the line and the key, because a typo that is
+//! silently ignored (`requried = true`) is worse than a refusal. Relative
+//! paths are taken relative to the config file, so a config works from any
+//! working directory. The environment overrides a few keys
+//! (`HEARTH_HOME`, `HEARTH_MODE`) so the same file serves several setups.
+
+mod plugins;
+
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+pub use plugins::{PluginEntry, PluginsConfig};
+
+/// The default config file name inside `$HEARTH_HOME`.
+pub const FILE_NAME: &str = "hearth.toml";
+
+/// A loaded, validated configuration.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Config {
+    /// The file it was read from; `None` for built-in defaults.
+    pub source: Option<PathBuf>,
+    /// `$HEARTH_HOME`: the data directory.
+    pub home: PathBuf,
+    /// Development or production.
+    pub mode: Mode,
+    /// `[log]`.
+    pub log: LogConfig,
+    /// `[daemon]`.
+    pub daemon: DaemonConfig,
+    /// `[plugins]`.
+    pub plugins: PluginsConfig,
+}
+
+/// How much the agent may do without asking; see `docs/security.md`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Mode {
+    /// Writes confined to `$HEARTH_HOME` and `/tmp`; every write/exec asks.
+    #[default]
+    Development,
+    /// Full host access; only guarded actions ask.
+    Production,
+}
+
+/// `[log]`.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct LogConfig {
+    /// The most verbose level shown.
+    #[serde(default)]
+    pub level: LogLevel,
+    /// Human-readable text or one JSON object per line.
+    #[serde(default)]
+    pub format: LogFormat,
+}
+
+/// Log verbosity.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Errors only.
+    Error,
+    /// Warnings and errors.
+    Warn,
+    /// The normal level.
+    #[default]
+    Info,
+    /// Debugging detail.
+    Debug,
+    /// Everything.
+    Trace,
+}
+
+/// Log output format.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    #[default]
+    Text,
+    /// One JSON object per line, for log collectors.
+    Json,
+}
+
+/// `[daemon]`.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct DaemonConfig {
+    /// How long a graceful stop may take before hearth exits anyway.
+    pub shutdown_timeout_ms: u64,
+    /// Capacity of the queues behind the plugin callbacks (`submit`, `log`).
+    pub queue_capacity: usize,
+    /// How long a plugin callback may wait for room in a full queue, and for
+    /// a submitted message to be stored, before it is told to retry.
+    pub queue_wait_ms: u64,
+}
+
+impl Default for DaemonConfig {
+    fn default() -> Self {
+        DaemonConfig {
+            shutdown_timeout_ms: 4_000,
+            queue_capacity: 4_096,
+            queue_wait_ms: 2_000,
+        }
+    }
+}
+
+/// Why a config could not be used. Each message names the file and, where
+/// there is one, the line and key.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    /// The file could not be read.
+    #[error("cannot read config {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// TOML syntax, an unknown key or a wrong type; `detail` has the line.
+    #[error("invalid config {path}: {detail}")]
+    Parse {
+        /// The file.
+        path: PathBuf,
+        /// The parser's report: line, column, key and what was expected.
+        detail: String,
+    },
+    /// A value that parses but cannot be used.
+    #[error("invalid config {path}: key `{key}`: {message}")]
+    Invalid {
+        /// The file.
+        path: PathBuf,
+        /// The dotted key.
+        key: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// No home directory could be found for the default `~/.hearth`.
+    #[error("cannot find a home directory: set HEARTH_HOME or `home` in the config")]
+    NoHome,
+}
+
+/// Where the config comes from, in order of precedence.
+pub fn resolve_path(flag: Option<&Path>) -> Option<PathBuf> {
+    if let Some(p) = flag {
+        return Some(p.to_owned());
+    }
+    if let Some(p) = std::env::var_os("HEARTH_CONFIG").filter(|p| !p.is_empty()) {
+        return Some(PathBuf::from(p));
+    }
+    let default = default_home().ok()?.join(FILE_NAME);
+    default.is_file().then_some(default)
+}
+
+/// Loads the config from `path`, or built-in defaults when `None`.
+pub fn load(path: Option<&Path>) -> Result<Config, ConfigError> {
+    match path {
+        Some(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| ConfigError::Read {
+                path: path.to_owned(),
+                source,
+            })?;
+            parse(&text, Some(path))
+        }
+        None => parse("", None),
+    }
+}
+
+/// Parses config text. `path` names the file in errors and anchors relative
+/// paths; without it they are relative to the working directory.
+pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
+    let shown = path.map_or_else(|| PathBuf::from("<defaults>"), Path::to_owned);
+    let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
+        path: shown.clone(),
+        detail: e.to_string().trim_end().to_owned(),
+    })?;
+    let base = path
+        .and_then(Path::parent)
+        .map(|p| {
+            if p.as_os_str().is_empty() {
+                Path::new(".")
+            } else {
+                p
+            }
+        })
+        .unwrap_or(Path::new("."))
+        .to_owned();
+    let home = match std::env::var_os("HEARTH_HOME").filter(|h| !h.is_empty()) {
+        Some(h) => PathBuf::from(h),
+        None => match raw.home {
+            Some(h) => resolve(&base, &h)?,
+            None => default_home()?,
+        },
+    };
+    let mode = match std::env::var("HEARTH_MODE") {
+        Ok(m) if !m.is_empty() => parse_mode(&m).ok_or_else(|| ConfigError::Invalid {
+            path: shown.clone(),
+            key: "HEARTH_MODE (environment)".into(),
+            message: format!("{m:?} is not a mode; use \"development\" or \"production\""),
+        })?,
+        _ => raw.mode,
+    };
+    let invalid = |key: &str, message: &str| ConfigError::Invalid {
+        path: shown.clone(),
+        key: key.into(),
+        message: message.into(),
+    };
+    if raw.daemon.queue_capacity == 0 {
+        return Err(invalid("daemon.queue_capacity", "must be at least 1"));
+    }
+    if raw.daemon.shutdown_timeout_ms == 0 {
+        return Err(invalid("daemon.shutdown_timeout_ms", "must be at least 1"));
+    }
+    let plugins =
+        plugins::build(raw.plugins, &base).map_err(|(key, message)| ConfigError::Invalid {
+            path: shown.clone(),
+            key,
+            message,
+        })?;
+    Ok(Config {
+        source: path.map(Path::to_owned),
+        home,
+        mode,
+        log: raw.log,
+        daemon: raw.daemon,
+        plugins,
+    })
+}
+
+/// `~/.hearth`.
+pub fn default_home() -> Result<PathBuf, ConfigError> {
+    Ok(user_home()?.join(".hearth"))
+}
+
+fn user_home() -> Result<PathBuf, ConfigError> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+        .ok_or(ConfigError::NoHome)
+}
+
+/// The file as written: every section optional, every key known.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RawConfig {
+    home: Option<String>,
+    #[serde(default)]
+    mode: Mode,
+    #[serde(default)]
+    log: LogConfig,
+    #[serde(default)]
+    daemon: DaemonConfig,
+    #[serde(default)]
+    plugins: plugins::RawPlugins,
+}
+
+fn parse_mode(s: &str) -> Option<Mode> {
+    match s {
+        "development" => Some(Mode::Development),
+        "production" => Some(Mode::Production),
+        _ => None,
+    }
+}
+
+/// Expands a leading `~/` and anchors a relative path at `base`.
+fn resolve(base: &Path, value: &str) -> Result<PathBuf, ConfigError> {
+    let path = match value.strip_prefix("~/") {
+        Some(rest) => user_home()?.join(rest),
+        None => PathBuf::from(value),
+    };
+    Ok(if path.is_absolute() {
+        path
+    } else {
+        base.join(path)
+    })
+}

@@ -1,0 +1,159 @@
+//! `hearth run`: the daemon's life cycle.
+//!
+//! Start: signals are hooked first (so a SIGTERM during start-up is not
+//! lost), then the [`Runtime`] starts, the run is recorded in the store, and
+//! readiness is announced twice: `READY=1` to systemd and a `ready` log line
+//! with the start-up time. Then the daemon waits for signals:
+//! - SIGTERM / SIGINT: graceful stop within `daemon.shutdown_timeout_ms`;
+//! - SIGHUP: re-read the config; a bad file is refused with the reason and
+//!   the running config stays.
+
+mod notify;
+
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use tokio::signal::unix::{SignalKind, signal};
+
+use crate::config::{self, Config};
+use crate::logging::LogHandle;
+use crate::runtime::{Runtime, StartError};
+use crate::store;
+
+/// Why the daemon stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum DaemonError {
+    /// It could not start.
+    #[error(transparent)]
+    Start(#[from] StartError),
+    /// The async runtime or a signal hook could not be set up.
+    #[error("cannot set up the daemon: {0}")]
+    Setup(#[from] std::io::Error),
+    /// It stopped, but not cleanly (a plugin overran the deadline).
+    #[error("unclean stop: {0}")]
+    Stop(#[from] crate::runtime::StopError),
+}
+
+/// Runs the daemon until SIGTERM or SIGINT.
+pub fn run(config: Config, log: LogHandle, started: Instant) -> Result<(), DaemonError> {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .thread_name("hearth-worker")
+        .enable_all()
+        .build()?;
+    rt.block_on(serve(config, log, started))
+}
+
+async fn serve(config: Config, log: LogHandle, started: Instant) -> Result<(), DaemonError> {
+    let mut term = signal(SignalKind::terminate())?;
+    let mut int = signal(SignalKind::interrupt())?;
+    let mut hup = signal(SignalKind::hangup())?;
+
+    let config_path = config.source.clone();
+    let deadline = Duration::from_millis(config.daemon.shutdown_timeout_ms);
+    let runtime = Runtime::start(config)?;
+    let run_id = record_start(&runtime);
+    notify::ready();
+    tracing::info!(
+        startup_ms = started.elapsed().as_secs_f64() * 1000.0,
+        plugins = runtime.plugins.active().len(),
+        tools = runtime.tools.iter().count(),
+        home = %runtime.config.home.display(),
+        pid = std::process::id(),
+        "ready"
+    );
+
+    let mut current = runtime.config.clone();
+    let signal_name = loop {
+        tokio::select! {
+            _ = term.recv() => break "SIGTERM",
+            _ = int.recv() => break "SIGINT",
+            _ = hup.recv() => reload(config_path.as_ref(), &mut current, &log),
+        }
+    };
+
+    tracing::info!(signal = signal_name, "stopping");
+    notify::stopping();
+    let stop_started = Instant::now();
+    runtime.close_intake();
+    record_stop(&runtime, run_id);
+    // Plugin shutdowns block (they join threads): keep them off the async
+    // workers.
+    let outcome = tokio::task::spawn_blocking(move || runtime.stop(deadline))
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))?;
+    match &outcome {
+        Ok(()) => tracing::info!(
+            stop_ms = stop_started.elapsed().as_secs_f64() * 1000.0,
+            "stopped"
+        ),
+        Err(e) => tracing::error!("{e}; exiting anyway"),
+    }
+    outcome.map_err(DaemonError::from)
+}
+
+/// Re-reads the config; applies what can change live, keeps the rest.
+fn reload(path: Option<&PathBuf>, current: &mut Config, log: &LogHandle) {
+    notify::reloading();
+    let Some(path) = path else {
+        tracing::warn!(
+            "SIGHUP: running on built-in defaults, so there is no config file to reload"
+        );
+        notify::reloaded();
+        return;
+    };
+    match config::load(Some(path)) {
+        Err(e) => tracing::error!("config reload refused, the running config stays: {e}"),
+        Ok(new) => {
+            let restart_needed: Vec<&str> = [
+                ("home", new.home != current.home),
+                ("mode", new.mode != current.mode),
+                ("log.format", new.log.format != current.log.format),
+                ("daemon", new.daemon != current.daemon),
+                ("plugins", new.plugins != current.plugins),
+            ]
+            .into_iter()
+            .filter_map(|(key, changed)| changed.then_some(key))
+            .collect();
+            if !restart_needed.is_empty() {
+                tracing::warn!(
+                    "config reloaded; changes to {} take effect at the next restart",
+                    restart_needed.join(", ")
+                );
+            }
+            // Logged before a new level applies, so it shows even when the
+            // new level hides info lines.
+            tracing::info!(path = %path.display(), level = ?new.log.level, "config reloaded");
+            if new.log.level != current.log.level {
+                log.set_level(new.log.level);
+            }
+            *current = new;
+        }
+    }
+    notify::reloaded();
+}
+
+fn record_start(runtime: &Runtime) -> Option<i64> {
+    let now = store::now_ms();
+    let result = runtime.store.conn().execute(
+        "INSERT INTO daemon_runs (pid, version, started_at_ms, ready_at_ms) VALUES (?1, ?2, ?3, ?3)",
+        rusqlite::params![std::process::id(), env!("CARGO_PKG_VERSION"), now],
+    );
+    match result {
+        Ok(_) => Some(runtime.store.conn().last_insert_rowid()),
+        Err(e) => {
+            tracing::warn!("cannot record this run in the store: {e}");
+            None
+        }
+    }
+}
+
+fn record_stop(runtime: &Runtime, run_id: Option<i64>) {
+    let Some(id) = run_id else { return };
+    if let Err(e) = runtime.store.conn().execute(
+        "UPDATE daemon_runs SET stopped_at_ms = ?1, clean_stop = 1 WHERE id = ?2",
+        rusqlite::params![store::now_ms(), id],
+    ) {
+        tracing::warn!("cannot record the stop in the store: {e}");
+    }
+}

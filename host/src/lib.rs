@@ -1,0 +1,16 @@
+//! The hearth host: config, store, plugin loader, tool registry and daemon.
+//!
+//! The binary in `main.rs` only calls [`cli::main`]. Everything else lives
+//! here so integration tests and benchmarks drive the same code the daemon
+//! runs. `docs/ARCHITECTURE.md` has the map; each module's own docs say what
+//! it owns.
+
+pub mod cli;
+pub mod config;
+pub mod daemon;
+pub mod logging;
+pub mod plugins;
+pub mod router;
+pub mod runtime;
+pub mod store;
+pub mod tools;

@@ -1,0 +1,363 @@
+//! The host side of the plugin callbacks: `log`, `submit`, `call` and
+//! `write_result`, as `extern "C"` functions over bounded queues.
+//!
+//! Architecture invariant: host callbacks only enqueue. A plugin may call
+//! them from any thread, as often as it likes; each call puts one item on a
+//! bounded queue and returns. A full queue makes the caller wait at most
+//! `daemon.queue_wait_ms`, then answers `BUSY`, so a flood from one plugin
+//! slows that plugin down instead of the daemon. The only wait beyond that is
+//! `submit` of a message, which returns once the message is stored (see
+//! `router::inbox`), bounded by the same wait.
+
+use std::ffi::c_void;
+use std::panic::{AssertUnwindSafe, catch_unwind};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded, select};
+use hearth_sdk::abi::{self, HearthStr, HostApi, status};
+use hearth_sdk::protocol::{ChannelStatus, HostInfo, InboundMessage, Submission, service};
+
+use crate::router::inbox::{self, StoreJob};
+
+/// The largest submission accepted, in bytes. Attachments travel as files,
+/// so a message body has no business being larger.
+pub const MAX_SUBMISSION_BYTES: usize = 1 << 20;
+
+/// The queues and threads behind every plugin's callbacks.
+pub struct Bridge {
+    logs: Sender<LogRecord>,
+    jobs: Sender<StoreJob>,
+    wait: Duration,
+    closed: AtomicBool,
+    finishing: AtomicBool,
+    stop: Mutex<Option<Sender<()>>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+    dropped_logs: AtomicU64,
+    info: String,
+}
+
+/// What a plugin's `ctx` pointer refers to: the bridge plus who is calling.
+pub struct PluginContext {
+    plugin: Arc<str>,
+    bridge: Arc<Bridge>,
+    channel: OnceLock<String>,
+    status: Mutex<Option<ChannelStatus>>,
+}
+
+/// Why the bridge could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum BridgeError {
+    /// A worker thread could not be spawned.
+    #[error("cannot start the {0} thread: {1}")]
+    Thread(&'static str, std::io::Error),
+}
+
+struct LogRecord {
+    plugin: Arc<str>,
+    level: u32,
+    target: String,
+    message: String,
+}
+
+impl Bridge {
+    /// Starts the log drainer and the inbox writer (which takes `conn`).
+    pub fn start(
+        conn: rusqlite::Connection,
+        capacity: usize,
+        wait: Duration,
+        info: &HostInfo,
+    ) -> Result<Arc<Bridge>, BridgeError> {
+        let (logs, log_rx) = bounded(capacity);
+        let (jobs, job_rx) = bounded(capacity);
+        let (stop, stop_rx) = bounded::<()>(0);
+        let drainer = spawn_log_drainer(log_rx, stop_rx.clone())
+            .map_err(|e| BridgeError::Thread("plugin log", e))?;
+        let writer = inbox::spawn_writer(conn, job_rx, stop_rx)
+            .map_err(|e| BridgeError::Thread("inbox writer", e))?;
+        Ok(Arc::new(Bridge {
+            logs,
+            jobs,
+            wait,
+            closed: AtomicBool::new(false),
+            finishing: AtomicBool::new(false),
+            stop: Mutex::new(Some(stop)),
+            threads: Mutex::new(vec![drainer, writer]),
+            dropped_logs: AtomicU64::new(0),
+            info: serde_json::to_string(info).unwrap_or_else(|_| "{}".into()),
+        }))
+    }
+
+    /// Builds the per-plugin context and the API table handed to its `init`.
+    ///
+    /// Both are leaked on purpose: the plugin may keep the pointers until its
+    /// `shutdown` returns, and native plugins are never unloaded, so there is
+    /// no later moment at which freeing them would be safe.
+    pub fn api_for(self: &Arc<Self>, plugin: &str) -> (&'static PluginContext, *const HostApi) {
+        let ctx: &'static PluginContext = Box::leak(Box::new(PluginContext {
+            plugin: plugin.into(),
+            bridge: Arc::clone(self),
+            channel: OnceLock::new(),
+            status: Mutex::new(None),
+        }));
+        let api: &'static HostApi = Box::leak(Box::new(HostApi {
+            struct_size: std::mem::size_of::<HostApi>() as u32,
+            abi_major: abi::ABI_MAJOR,
+            abi_minor: abi::ABI_MINOR,
+            ctx: (ctx as *const PluginContext).cast_mut().cast(),
+            log: Some(host_log),
+            submit: Some(host_submit),
+            call: Some(host_call),
+            write_result: Some(super::sink::host_write_result),
+        }));
+        (ctx, api)
+    }
+
+    /// Stops intake: from now on `submit` answers `CLOSED`.
+    pub fn close_intake(&self) {
+        self.closed.store(true, Ordering::SeqCst);
+    }
+
+    /// Stops the worker threads after they have drained their queues: every
+    /// log line already queued is written and every message stored.
+    pub fn finish(&self) {
+        self.close_intake();
+        self.finishing.store(true, Ordering::SeqCst);
+        drop(lock(&self.stop).take());
+        for thread in lock(&self.threads).drain(..) {
+            let _ = thread.join();
+        }
+        let dropped = self.dropped_logs.load(Ordering::Relaxed);
+        if dropped > 0 {
+            tracing::warn!(
+                dropped,
+                "plugin log lines were dropped because the queue stayed full"
+            );
+        }
+    }
+}
+
+impl PluginContext {
+    /// Records the channel the plugin serves: only it may submit messages
+    /// for that channel.
+    pub fn set_channel(&self, channel: &str) {
+        let _ = self.channel.set(channel.to_owned());
+    }
+
+    /// The last health the plugin's channel reported.
+    pub fn channel_status(&self) -> Option<ChannelStatus> {
+        lock(&self.status).clone()
+    }
+
+    fn log(&self, level: u32, target: &str, message: &str) {
+        // Logs are taken until the threads are told to finish, so a plugin's
+        // shutdown messages still reach the log.
+        if self.bridge.finishing.load(Ordering::Relaxed) {
+            return;
+        }
+        let record = LogRecord {
+            plugin: Arc::clone(&self.plugin),
+            level,
+            target: target.to_owned(),
+            message: message.to_owned(),
+        };
+        if self
+            .bridge
+            .logs
+            .send_timeout(record, self.bridge.wait)
+            .is_err()
+        {
+            self.bridge.dropped_logs.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn submit(&self, json: &[u8]) -> i32 {
+        if self.bridge.closed.load(Ordering::SeqCst) {
+            return status::CLOSED;
+        }
+        if json.len() > MAX_SUBMISSION_BYTES {
+            self.refuse(&format!(
+                "submission of {} bytes is over the {MAX_SUBMISSION_BYTES}-byte limit",
+                json.len()
+            ));
+            return status::INVALID;
+        }
+        let submission: Submission = match serde_json::from_slice(json) {
+            Ok(s) => s,
+            Err(e) => {
+                self.refuse(&format!("malformed submission: {e}"));
+                return status::INVALID;
+            }
+        };
+        match submission {
+            Submission::ChannelStatus(s) => {
+                tracing::info!(plugin = %self.plugin, state = ?s.state, detail = %s.detail, "channel status");
+                *lock(&self.status) = Some(s);
+                status::OK
+            }
+            Submission::Message(m) => self.submit_message(m),
+        }
+    }
+
+    fn submit_message(&self, message: InboundMessage) -> i32 {
+        if let Err(why) = check_message(&message, self.channel.get()) {
+            self.refuse(&why);
+            return status::INVALID;
+        }
+        let (reply, answer) = bounded(1);
+        let job = StoreJob { message, reply };
+        match self.bridge.jobs.send_timeout(job, self.bridge.wait) {
+            Ok(()) => {}
+            Err(SendTimeoutError::Timeout(_)) => return status::BUSY,
+            Err(SendTimeoutError::Disconnected(_)) => return status::CLOSED,
+        }
+        match answer.recv_timeout(self.bridge.wait) {
+            Ok(Ok(_stored)) => status::OK,
+            Ok(Err(_)) => status::ERROR,
+            // Still queued or committing: the plugin submits again later and
+            // the idempotency key makes that harmless.
+            Err(_) => status::BUSY,
+        }
+    }
+
+    fn call(&self, service: &[u8]) -> (i32, String) {
+        match service {
+            s if s == service::HOST_INFO.as_bytes() => (status::OK, self.bridge.info.clone()),
+            other => (
+                status::UNSUPPORTED,
+                format!(
+                    "unknown host service {:?}; this host offers: {}",
+                    String::from_utf8_lossy(other),
+                    service::HOST_INFO
+                ),
+            ),
+        }
+    }
+
+    fn refuse(&self, why: &str) {
+        tracing::warn!(plugin = %self.plugin, "submission refused: {why}");
+    }
+}
+
+/// Checks a message before it is queued; the error says which field is bad.
+fn check_message(m: &InboundMessage, own_channel: Option<&String>) -> Result<(), String> {
+    match own_channel {
+        None => return Err("a plugin that serves no channel cannot submit messages".into()),
+        Some(c) if *c != m.channel => {
+            return Err(format!(
+                "field `channel`: {:?} is not this plugin's channel {c:?}",
+                m.channel
+            ));
+        }
+        Some(_) => {}
+    }
+    for (field, value, max) in [
+        ("idempotency_key", &m.idempotency_key, 256),
+        ("sender", &m.sender, 256),
+    ] {
+        if value.is_empty() {
+            return Err(format!("field `{field}` is empty"));
+        }
+        if value.len() > max {
+            return Err(format!("field `{field}` is over {max} bytes"));
+        }
+    }
+    Ok(())
+}
+
+fn spawn_log_drainer(
+    records: Receiver<LogRecord>,
+    stop: Receiver<()>,
+) -> std::io::Result<JoinHandle<()>> {
+    std::thread::Builder::new()
+        .name("hearth-plugin-log".into())
+        .spawn(move || {
+            loop {
+                select! {
+                    recv(records) -> r => match r { Ok(r) => emit(&r), Err(_) => return },
+                    recv(stop) -> _ => {
+                        records.try_iter().for_each(|r| emit(&r));
+                        return;
+                    }
+                }
+            }
+        })
+}
+
+/// Re-emits a plugin's log record as a host `tracing` event.
+fn emit(r: &LogRecord) {
+    let (plugin, target, message) = (&*r.plugin, r.target.as_str(), r.message.as_str());
+    match r.level {
+        abi::level::ERROR => tracing::error!(target: "plugin", plugin, target, "{message}"),
+        abi::level::WARN => tracing::warn!(target: "plugin", plugin, target, "{message}"),
+        abi::level::INFO => tracing::info!(target: "plugin", plugin, target, "{message}"),
+        abi::level::DEBUG => tracing::debug!(target: "plugin", plugin, target, "{message}"),
+        _ => tracing::trace!(target: "plugin", plugin, target, "{message}"),
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // A poisoned lock only means another thread panicked while holding it;
+    // the data (a sender, a status) is still valid.
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// # Safety
+/// `ctx` must be a pointer made by [`Bridge::api_for`].
+unsafe fn context<'a>(ctx: *mut c_void) -> Option<&'a PluginContext> {
+    // SAFETY: guaranteed by the caller; the context is leaked, so 'static.
+    unsafe { ctx.cast::<PluginContext>().cast_const().as_ref() }
+}
+
+unsafe extern "C" fn host_log(ctx: *mut c_void, level: u32, target: HearthStr, message: HearthStr) {
+    let _ = catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: the plugin passes back our ctx and borrowed strings.
+        let (Some(ctx), target, message) =
+            (unsafe { (context(ctx), target.as_bytes(), message.as_bytes()) })
+        else {
+            return;
+        };
+        ctx.log(
+            level,
+            &String::from_utf8_lossy(target),
+            &String::from_utf8_lossy(message),
+        );
+    }));
+}
+
+unsafe extern "C" fn host_submit(ctx: *mut c_void, event_json: HearthStr) -> i32 {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `host_log`.
+        match unsafe { (context(ctx), event_json.as_bytes()) } {
+            (Some(ctx), json) => ctx.submit(json),
+            (None, _) => status::INVALID,
+        }
+    }))
+    .unwrap_or(status::ERROR)
+}
+
+unsafe extern "C" fn host_call(
+    ctx: *mut c_void,
+    service: HearthStr,
+    _request_json: HearthStr,
+    user: *mut c_void,
+    receive: Option<abi::ReceiveFn>,
+) -> i32 {
+    catch_unwind(AssertUnwindSafe(|| {
+        // SAFETY: as in `host_log`.
+        let Some(ctx) = (unsafe { context(ctx) }) else {
+            return status::INVALID;
+        };
+        // SAFETY: as in `host_log`.
+        let (code, answer) = ctx.call(unsafe { service.as_bytes() });
+        if let Some(receive) = receive {
+            // SAFETY: `receive` and `user` come from the plugin for this
+            // call; the answer is borrowed for the duration of `receive`.
+            unsafe { receive(user, HearthStr::from_str(&answer)) };
+        }
+        code
+    }))
+    .unwrap_or(status::ERROR)
+}

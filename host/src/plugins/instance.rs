@@ -1,0 +1,254 @@
+//! A plugin that passed `init`: its state pointer, its description, and safe
+//! wrappers around `invoke` and `shutdown`.
+//!
+//! A plugin that panics (the SDK reports `PANIC`) is disabled: its state may
+//! be half-updated, so no further call reaches it, while every other plugin
+//! and the daemon carry on.
+
+use std::ffi::c_void;
+use std::path::PathBuf;
+use std::sync::{Mutex, RwLock};
+
+use hearth_sdk::abi::{DescribeFn, HearthStr, InvokeFn, ShutdownFn, status};
+use hearth_sdk::protocol::{ChannelStatus, Description};
+use serde_json::Value;
+
+use super::bridge::{Bridge, PluginContext};
+use super::loader::Library;
+use super::sink::{MAX_RESULT_BYTES, Sink};
+
+/// A loaded, initialised plugin.
+pub struct ActivePlugin {
+    /// Its name.
+    pub name: String,
+    /// Its version.
+    pub version: String,
+    /// The file it came from.
+    pub path: PathBuf,
+    describe_fn: DescribeFn,
+    invoke_fn: InvokeFn,
+    shutdown_fn: ShutdownFn,
+    state: StatePtr,
+    ctx: &'static PluginContext,
+    description: Description,
+    fault: Mutex<Option<String>>,
+    /// `true` once `shutdown` ran. Calls hold the read side, so shutdown
+    /// waits for calls in flight and no call starts after it.
+    shut: RwLock<bool>,
+}
+
+/// Why a call into a plugin failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum InvokeError {
+    /// The plugin is disabled (after a panic) or shut down.
+    #[error("plugin {plugin} is unavailable: {reason}")]
+    Unavailable {
+        /// The plugin.
+        plugin: String,
+        /// Why.
+        reason: String,
+    },
+    /// The plugin answered with an error.
+    #[error("{message}")]
+    Failed {
+        /// The plugin.
+        plugin: String,
+        /// Its message.
+        message: String,
+    },
+    /// The plugin panicked; it is now disabled.
+    #[error("plugin {plugin} crashed ({message}); it is disabled until hearth restarts")]
+    Panicked {
+        /// The plugin.
+        plugin: String,
+        /// The panic message.
+        message: String,
+    },
+    /// The answer was over the size cap or not what the protocol says.
+    #[error("plugin {plugin} answered badly: {why}")]
+    BadAnswer {
+        /// The plugin.
+        plugin: String,
+        /// What was wrong.
+        why: String,
+    },
+}
+
+/// Why `init` or `describe` failed.
+#[derive(Debug, thiserror::Error)]
+#[error("{path}: plugin {name}: {why}")]
+pub struct StartError {
+    /// The file.
+    pub path: PathBuf,
+    /// The plugin.
+    pub name: String,
+    /// What happened.
+    pub why: String,
+}
+
+struct StatePtr(*mut c_void);
+
+// SAFETY: the ABI requires plugins to accept calls from any thread, and
+// several `invoke`s at once.
+unsafe impl Send for StatePtr {}
+// SAFETY: as above.
+unsafe impl Sync for StatePtr {}
+
+impl ActivePlugin {
+    /// Runs `init` with `settings`, then `describe`.
+    pub(super) fn start(
+        library: Library,
+        bridge: &std::sync::Arc<Bridge>,
+        settings: &Value,
+    ) -> Result<ActivePlugin, StartError> {
+        let fail = |why: String| StartError {
+            path: library.path.clone(),
+            name: library.name.clone(),
+            why,
+        };
+        let (ctx, api) = bridge.api_for(&library.name);
+        let config = settings.to_string();
+        let mut state: *mut c_void = std::ptr::null_mut();
+        let mut error = Sink::default();
+        let h = &library.header;
+        let (Some(init), Some(describe_fn), Some(invoke_fn), Some(shutdown_fn)) =
+            (h.init, h.describe, h.invoke, h.shutdown)
+        else {
+            return Err(fail("the header lacks a function".into()));
+        };
+        // SAFETY: `api` is leaked (valid forever); the config and the sink
+        // outlive the call; the loader checked the header.
+        let code = unsafe {
+            init(
+                api,
+                HearthStr::from_str(&config),
+                &mut state,
+                error.as_ptr(),
+            )
+        };
+        if code != status::OK {
+            let text = error.into_text();
+            return Err(fail(match code {
+                status::PANIC => format!("init crashed: {text}"),
+                _ if text.is_empty() => format!("init failed with status {code}"),
+                _ => format!("init failed: {text}"),
+            }));
+        }
+        let mut plugin = ActivePlugin {
+            name: library.name.clone(),
+            version: library.version.clone(),
+            path: library.path.clone(),
+            describe_fn,
+            invoke_fn,
+            shutdown_fn,
+            state: StatePtr(state),
+            ctx,
+            description: Description::default(),
+            fault: Mutex::new(None),
+            shut: RwLock::new(false),
+        };
+        match plugin.describe() {
+            Ok(description) => {
+                if let Some(channel) = &description.channel {
+                    ctx.set_channel(&channel.name);
+                }
+                plugin.description = description;
+                Ok(plugin)
+            }
+            Err(why) => {
+                plugin.shutdown();
+                Err(fail(format!("describe failed: {why}")))
+            }
+        }
+    }
+
+    /// The tools and channel it declared.
+    pub fn description(&self) -> &Description {
+        &self.description
+    }
+
+    /// Why it was disabled at run time, if it was.
+    pub fn fault(&self) -> Option<String> {
+        self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// The last health its channel reported.
+    pub fn channel_status(&self) -> Option<ChannelStatus> {
+        self.ctx.channel_status()
+    }
+
+    /// Calls `invoke(method, payload)` and returns the answer's bytes.
+    pub fn invoke(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, InvokeError> {
+        let shut = self.shut.read().unwrap_or_else(|p| p.into_inner());
+        if *shut {
+            return Err(self.unavailable("it has shut down".into()));
+        }
+        if let Some(fault) = self.fault() {
+            return Err(self.unavailable(fault));
+        }
+        let invoke = self.invoke_fn;
+        let mut out = Sink::default();
+        let payload = HearthStr {
+            ptr: payload.as_ptr(),
+            len: payload.len(),
+        };
+        // SAFETY: the state came from init and the plugin is not shut down
+        // (we hold the read lock); the strings and sink outlive the call.
+        let code = unsafe {
+            invoke(
+                self.state.0,
+                HearthStr::from_str(method),
+                payload,
+                out.as_ptr(),
+            )
+        };
+        let plugin = self.name.clone();
+        match code {
+            status::OK => out.into_bytes().ok_or(InvokeError::BadAnswer {
+                plugin,
+                why: format!("the answer is over {MAX_RESULT_BYTES} bytes"),
+            }),
+            status::PANIC => {
+                let message = out.into_text();
+                tracing::error!(plugin = %self.name, "plugin crashed and is now disabled: {message}");
+                *self.fault.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(format!("disabled after a crash: {message}"));
+                Err(InvokeError::Panicked { plugin, message })
+            }
+            _ => Err(InvokeError::Failed {
+                plugin,
+                message: out.into_text(),
+            }),
+        }
+    }
+
+    /// Calls the plugin's `shutdown` once; later calls do nothing. Waits for
+    /// calls in flight.
+    pub(super) fn shutdown(&self) {
+        let mut shut = self.shut.write().unwrap_or_else(|p| p.into_inner());
+        if std::mem::replace(&mut *shut, true) {
+            return;
+        }
+        // SAFETY: called once, after every other call has returned.
+        unsafe { (self.shutdown_fn)(self.state.0) };
+    }
+
+    fn describe(&self) -> Result<Description, String> {
+        let describe = self.describe_fn;
+        let mut out = Sink::default();
+        // SAFETY: as in `invoke`.
+        let code = unsafe { describe(self.state.0, out.as_ptr()) };
+        if code != status::OK {
+            return Err(format!("status {code}: {}", out.into_text()));
+        }
+        let bytes = out.into_bytes().ok_or("the description is too large")?;
+        serde_json::from_slice(&bytes).map_err(|e| format!("the description is not valid: {e}"))
+    }
+
+    fn unavailable(&self, reason: String) -> InvokeError {
+        InvokeError::Unavailable {
+            plugin: self.name.clone(),
+            reason,
+        }
+    }
+}

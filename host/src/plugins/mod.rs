@@ -1,0 +1,255 @@
+//! Native plugins: finding, loading, initialising, calling and stopping them.
+//!
+//! `discovery` lists the files, `loader` opens one and checks its header,
+//! `instance` wraps an initialised plugin, `bridge` implements the callbacks
+//! the host offers, and `sink` the buffers plugins write answers into. This
+//! file ties them together as a [`PluginSet`]: every plugin that was found,
+//! with a report for each (loaded, disabled or failed and why).
+//!
+//! A plugin that fails is reported and skipped; the daemon goes on, unless
+//! its config table says `required = true`.
+
+mod bridge;
+mod discovery;
+mod instance;
+mod loader;
+mod sink;
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+pub use bridge::{Bridge, BridgeError, MAX_SUBMISSION_BYTES};
+pub use discovery::FILE_PREFIX;
+pub use instance::{ActivePlugin, InvokeError};
+pub use loader::LoadError;
+
+use crate::config::PluginsConfig;
+
+/// Every plugin found, in load order.
+pub struct PluginSet {
+    active: Vec<Arc<ActivePlugin>>,
+    reports: Vec<Report>,
+    warnings: Vec<String>,
+}
+
+/// One plugin file and what became of it.
+#[derive(Clone, Debug)]
+pub struct Report {
+    /// The file.
+    pub path: PathBuf,
+    /// The name from its header, once read.
+    pub name: Option<String>,
+    /// The version from its header, once read.
+    pub version: Option<String>,
+    /// Where it stands.
+    pub state: PluginState,
+    /// Its tools' names.
+    pub tools: Vec<String>,
+    /// The channel it serves.
+    pub channel: Option<String>,
+}
+
+/// Where a plugin stands.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum PluginState {
+    /// Loaded and serving.
+    Active,
+    /// Found but `enabled = false` in its config table.
+    Disabled,
+    /// Not loaded, or disabled at run time; the text says why.
+    Failed(String),
+}
+
+/// A plugin marked `required = true` did not load.
+#[derive(Debug, thiserror::Error)]
+#[error("required plugin {name} did not load: {why}")]
+pub struct RequiredPluginError {
+    /// The plugin.
+    pub name: String,
+    /// Why.
+    pub why: String,
+}
+
+/// Shutdown did not finish within its deadline.
+#[derive(Debug, thiserror::Error)]
+#[error("plugin {plugin} did not finish shutting down within {waited:?}")]
+pub struct ShutdownTimeout {
+    /// The plugin whose shutdown was running.
+    pub plugin: String,
+    /// The deadline.
+    pub waited: Duration,
+}
+
+impl PluginSet {
+    /// Finds, loads and initialises every plugin the config names.
+    pub fn load(
+        config: &PluginsConfig,
+        exe_dir: Option<&Path>,
+        bridge: &Arc<Bridge>,
+    ) -> Result<PluginSet, RequiredPluginError> {
+        let (files, warnings) = discovery::candidates(config, exe_dir);
+        let mut set = PluginSet {
+            active: Vec::new(),
+            reports: Vec::new(),
+            warnings,
+        };
+        for path in files {
+            set.load_one(path, config, bridge);
+        }
+        for (name, entry) in &config.entries {
+            let report = set.reports.iter().find(|r| r.name.as_deref() == Some(name));
+            match (report, entry.required) {
+                (Some(r), true) if r.state != PluginState::Active => {
+                    let why = match &r.state {
+                        PluginState::Failed(why) => why.clone(),
+                        _ => "it is disabled (`enabled = false`)".into(),
+                    };
+                    set.shutdown(Duration::from_secs(5)).ok();
+                    return Err(RequiredPluginError {
+                        name: name.clone(),
+                        why,
+                    });
+                }
+                (None, true) => {
+                    set.shutdown(Duration::from_secs(5)).ok();
+                    return Err(RequiredPluginError {
+                        name: name.clone(),
+                        why: "no plugin with that name was found".into(),
+                    });
+                }
+                (None, false) => set.warnings.push(format!(
+                    "config has [plugins.{name}], but no plugin named {name} was found"
+                )),
+                _ => {}
+            }
+        }
+        for warning in &set.warnings {
+            tracing::warn!("{warning}");
+        }
+        Ok(set)
+    }
+
+    /// The plugins that are serving, in load order.
+    pub fn active(&self) -> &[Arc<ActivePlugin>] {
+        &self.active
+    }
+
+    /// Configuration problems found while loading (missing directories,
+    /// tables for plugins that do not exist).
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+
+    /// A report per plugin file, with run-time faults folded in.
+    pub fn reports(&self) -> Vec<Report> {
+        self.reports
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                let fault = self
+                    .active
+                    .iter()
+                    .find(|p| Some(&p.name) == r.name.as_ref())
+                    .and_then(|p| p.fault());
+                if let (PluginState::Active, Some(fault)) = (&r.state, fault) {
+                    r.state = PluginState::Failed(fault);
+                }
+                r
+            })
+            .collect()
+    }
+
+    /// Calls every plugin's `shutdown`, in reverse load order, on a helper
+    /// thread, and gives up waiting after `deadline`.
+    pub fn shutdown(&self, deadline: Duration) -> Result<(), ShutdownTimeout> {
+        let plugins: Vec<Arc<ActivePlugin>> = self.active.iter().rev().cloned().collect();
+        let current = Arc::new(Mutex::new(String::new()));
+        let (done, finished) = crossbeam_channel::bounded::<()>(1);
+        let running = Arc::clone(&current);
+        let worker = std::thread::Builder::new()
+            .name("hearth-plugin-shutdown".into())
+            .spawn(move || {
+                for plugin in plugins {
+                    *running.lock().unwrap_or_else(|p| p.into_inner()) = plugin.name.clone();
+                    tracing::debug!(plugin = %plugin.name, "shutting down plugin");
+                    plugin.shutdown();
+                }
+                let _ = done.send(());
+            });
+        if worker.is_err() {
+            // No thread to spare: shut down inline rather than not at all.
+            self.active.iter().rev().for_each(|p| p.shutdown());
+            return Ok(());
+        }
+        finished
+            .recv_timeout(deadline)
+            .map_err(|_| ShutdownTimeout {
+                plugin: current.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+                waited: deadline,
+            })
+    }
+
+    fn load_one(&mut self, path: PathBuf, config: &PluginsConfig, bridge: &Arc<Bridge>) {
+        let mut report = Report {
+            path: path.clone(),
+            name: None,
+            version: None,
+            state: PluginState::Active,
+            tools: Vec::new(),
+            channel: None,
+        };
+        let library = match loader::open(&path) {
+            Ok(lib) => lib,
+            Err(e) => return self.fail(report, e.to_string()),
+        };
+        report.name = Some(library.name.clone());
+        report.version = Some(library.version.clone());
+        if let Some(other) = self
+            .reports
+            .iter()
+            .find(|r| r.name.as_deref() == Some(&library.name))
+        {
+            let why = format!(
+                "{}: another plugin named {} was already loaded from {}",
+                path.display(),
+                library.name,
+                other.path.display()
+            );
+            return self.fail(report, why);
+        }
+        let entry = config
+            .entries
+            .get(&library.name)
+            .cloned()
+            .unwrap_or_default();
+        if !entry.enabled {
+            tracing::info!(plugin = %library.name, "plugin disabled by config");
+            report.state = PluginState::Disabled;
+            self.reports.push(report);
+            return;
+        }
+        match ActivePlugin::start(library, bridge, &entry.settings) {
+            Ok(plugin) => {
+                let d = plugin.description();
+                report.tools = d.tools.iter().map(|t| t.name.clone()).collect();
+                report.channel = d.channel.as_ref().map(|c| c.name.clone());
+                tracing::info!(
+                    plugin = %plugin.name,
+                    version = %plugin.version,
+                    tools = report.tools.len(),
+                    "plugin loaded"
+                );
+                self.active.push(Arc::new(plugin));
+                self.reports.push(report);
+            }
+            Err(e) => self.fail(report, e.to_string()),
+        }
+    }
+
+    fn fail(&mut self, mut report: Report, why: String) {
+        tracing::error!("plugin not loaded: {why}");
+        report.state = PluginState::Failed(why);
+        self.reports.push(report);
+    }
+}

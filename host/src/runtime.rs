@@ -1,0 +1,142 @@
+//! `Runtime`: everything a running hearth holds, started and stopped in one
+//! place, so the daemon and the one-shot CLI commands share one start-up.
+//!
+//! Start order: home directory, store, bridge (its threads), plugins, tool
+//! registry. Stop order is the reverse: intake closes, plugins shut down in
+//! reverse load order, the bridge drains its queues, the store closes.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use hearth_sdk::abi;
+use hearth_sdk::protocol::HostInfo;
+
+use crate::config::Config;
+use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
+use crate::store::{self, Store, StoreError};
+use crate::tools::ToolRegistry;
+
+/// A started hearth.
+pub struct Runtime {
+    /// The config it started with.
+    pub config: Config,
+    /// The store.
+    pub store: Store,
+    /// Every plugin found.
+    pub plugins: PluginSet,
+    /// Every tool.
+    pub tools: ToolRegistry,
+    /// Warnings from building the registry (name clashes).
+    pub tool_warnings: Vec<String>,
+    bridge: Arc<Bridge>,
+}
+
+/// Why hearth could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    /// `$HEARTH_HOME` could not be created.
+    #[error("cannot create the data directory {path}: {source}")]
+    Home {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The store could not be opened.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The bridge's threads could not start.
+    #[error(transparent)]
+    Bridge(#[from] BridgeError),
+    /// A required plugin failed.
+    #[error(transparent)]
+    RequiredPlugin(#[from] RequiredPluginError),
+}
+
+/// Why a stop was not clean.
+#[derive(Debug, thiserror::Error)]
+pub enum StopError {
+    /// A plugin's shutdown overran the deadline.
+    #[error(transparent)]
+    Timeout(#[from] ShutdownTimeout),
+    /// The store did not close cleanly.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Runtime {
+    /// Starts everything `config` describes.
+    pub fn start(config: Config) -> Result<Runtime, StartError> {
+        create_home(&config.home)?;
+        let db = config.home.join(store::FILE_NAME);
+        let store = Store::open(&db)?;
+        let info = HostInfo {
+            version: env!("CARGO_PKG_VERSION").into(),
+            abi_major: abi::ABI_MAJOR,
+            abi_minor: abi::ABI_MINOR,
+            home: config.home.display().to_string(),
+        };
+        let bridge = Bridge::start(
+            store::open_connection(&db)?,
+            config.daemon.queue_capacity,
+            Duration::from_millis(config.daemon.queue_wait_ms),
+            &info,
+        )?;
+        let exe_dir = std::env::current_exe()
+            .ok()
+            .and_then(|exe| exe.parent().map(Path::to_owned));
+        let plugins = match PluginSet::load(&config.plugins, exe_dir.as_deref(), &bridge) {
+            Ok(plugins) => plugins,
+            Err(e) => {
+                bridge.finish();
+                return Err(e.into());
+            }
+        };
+        let (tools, tool_warnings) = ToolRegistry::from_plugins(&plugins);
+        Ok(Runtime {
+            config,
+            store,
+            plugins,
+            tools,
+            tool_warnings,
+            bridge,
+        })
+    }
+
+    /// Stops intake: plugins' `submit` answers `CLOSED` from now on.
+    pub fn close_intake(&self) {
+        self.bridge.close_intake();
+    }
+
+    /// Stops everything, giving plugins `deadline` in all to shut down.
+    pub fn stop(self, deadline: Duration) -> Result<(), StopError> {
+        self.bridge.close_intake();
+        let plugins = self.plugins.shutdown(deadline);
+        if plugins.is_ok() {
+            // Only once every plugin has stopped may its queued log lines and
+            // messages be flushed: a hung plugin could still be adding more.
+            self.bridge.finish();
+        }
+        self.store.close()?;
+        plugins.map_err(StopError::from)
+    }
+}
+
+/// Creates `$HEARTH_HOME` readable by the owner alone: it holds the
+/// conversation history and, later, tokens.
+fn create_home(home: &Path) -> Result<(), StartError> {
+    use std::os::unix::fs::DirBuilderExt;
+    let err = |source| StartError::Home {
+        path: home.to_owned(),
+        source,
+    };
+    if home.is_dir() {
+        return Ok(());
+    }
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(home)
+        .map_err(err)
+}

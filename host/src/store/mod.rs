@@ -1,0 +1,207 @@
+//! The SQLite store: `$HEARTH_HOME/hearth.db`, in WAL mode, with numbered
+//! migrations tracked in `PRAGMA user_version`.
+//!
+//! One file holds everything the daemon must not lose. WAL lets readers run
+//! beside the single writer, and `synchronous = NORMAL` is durable across a
+//! process crash (the case that matters for a daemon) while keeping commits
+//! cheap. A database written by a newer hearth is refused rather than
+//! guessed at.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use rusqlite::Connection;
+
+/// The migrations, in order; migration N brings `user_version` to N.
+const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+
+/// The database file name inside `$HEARTH_HOME`.
+pub const FILE_NAME: &str = "hearth.db";
+
+/// An open store.
+pub struct Store {
+    conn: Connection,
+    path: PathBuf,
+}
+
+/// Why the store could not be opened or used.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The directory for the database could not be created.
+    #[error("cannot create {path}: {source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// SQLite refused to open the file, or it is not a database.
+    #[error("cannot open database {path}: {source}")]
+    Open {
+        /// The file.
+        path: PathBuf,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// A migration failed; the database is left at the previous version.
+    #[error("database {path}: migration {version} failed: {source}")]
+    Migration {
+        /// The file.
+        path: PathBuf,
+        /// The migration that failed.
+        version: usize,
+        /// SQLite's error.
+        source: rusqlite::Error,
+    },
+    /// The database was written by a newer hearth.
+    #[error(
+        "database {path} has schema version {found}, newer than this hearth knows ({known}): \
+         upgrade hearth, or restore a backup made for this version"
+    )]
+    TooNew {
+        /// The file.
+        path: PathBuf,
+        /// Its `user_version`.
+        found: i64,
+        /// The newest this build knows.
+        known: usize,
+    },
+    /// Any other SQLite error.
+    #[error("database error: {0}")]
+    Sqlite(#[from] rusqlite::Error),
+}
+
+impl Store {
+    /// Opens (creating if needed) the database at `path` and migrates it.
+    pub fn open(path: &Path) -> Result<Store, StoreError> {
+        if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+            std::fs::create_dir_all(dir).map_err(|source| StoreError::CreateDir {
+                path: dir.to_owned(),
+                source,
+            })?;
+        }
+        let conn = open_connection(path)?;
+        migrate(&conn, path)?;
+        Ok(Store {
+            conn,
+            path: path.to_owned(),
+        })
+    }
+
+    /// The connection, for the modules that own their tables.
+    pub fn conn(&self) -> &Connection {
+        &self.conn
+    }
+
+    /// The database file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Closes the connection, checkpointing the WAL into the main file.
+    pub fn close(self) -> Result<(), StoreError> {
+        self.conn.close().map_err(|(_, e)| StoreError::Sqlite(e))
+    }
+}
+
+/// Opens another connection to an existing store, for a thread that writes
+/// on its own (the inbox writer).
+pub fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    let open_err = |source| StoreError::Open {
+        path: path.to_owned(),
+        source,
+    };
+    let conn = Connection::open(path).map_err(open_err)?;
+    conn.busy_timeout(Duration::from_secs(5))
+        .map_err(open_err)?;
+    // `journal_mode` answers with a row, so it is read, not executed; this is
+    // also the first statement that touches the file, so a file that is not
+    // a database fails here with SQLite's "file is not a database".
+    let _mode: String = conn
+        .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
+        .map_err(open_err)?;
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
+        .map_err(open_err)?;
+    Ok(conn)
+}
+
+/// Milliseconds since the Unix epoch, the time unit of every table.
+pub fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let current: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0))?;
+    if current > MIGRATIONS.len() as i64 {
+        return Err(StoreError::TooNew {
+            path: path.to_owned(),
+            found: current,
+            known: MIGRATIONS.len(),
+        });
+    }
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
+        let version = index + 1;
+        let fail = |source| StoreError::Migration {
+            path: path.to_owned(),
+            version,
+            source,
+        };
+        // Each migration and its version bump commit together, so a crash
+        // mid-migration leaves the previous version intact.
+        let tx = conn.unchecked_transaction().map_err(fail)?;
+        tx.execute_batch(sql).map_err(fail)?;
+        tx.pragma_update(None, "user_version", version as i64)
+            .map_err(fail)?;
+        tx.commit().map_err(fail)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn fresh_database_is_migrated_to_the_latest_version_in_wal_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::open(&dir.path().join("sub/hearth.db")).unwrap();
+        let version: i64 = store
+            .conn()
+            .query_row("PRAGMA user_version", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(version, MIGRATIONS.len() as i64);
+        let mode: String = store
+            .conn()
+            .query_row("PRAGMA journal_mode", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(mode, "wal");
+        store.close().unwrap();
+        // Reopening runs no migration twice.
+        Store::open(&dir.path().join("sub/hearth.db")).unwrap();
+    }
+
+    #[test]
+    fn newer_schema_is_refused_with_the_fix() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hearth.db");
+        Connection::open(&path)
+            .unwrap()
+            .pragma_update(None, "user_version", 99)
+            .unwrap();
+        let err = Store::open(&path).err().unwrap().to_string();
+        assert!(err.contains("schema version 99"), "{err}");
+        assert!(err.contains("upgrade hearth"), "{err}");
+    }
+
+    #[test]
+    fn a_file_that_is_not_a_database_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hearth.db");
+        std::fs::write(&path, vec![b'x'; 4096]).unwrap();
+        let err = Store::open(&path).err().unwrap().to_string();
+        assert!(err.contains("not a database"), "{err}");
+        assert!(err.contains("hearth.db"), "{err}");
+    }
+}

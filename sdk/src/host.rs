@@ -1,0 +1,160 @@
+//! `Host`: the safe handle a Rust plugin uses to call back into the host.
+
+use std::ffi::c_void;
+
+use serde_json::Value;
+
+use crate::abi::{self, HearthStr, HostApi};
+use crate::protocol::{HostInfo, Submission, service};
+
+/// A handle on the host's callbacks; cheap to copy, usable from any thread.
+#[derive(Clone, Copy, Debug)]
+pub struct Host {
+    api: HostApi,
+}
+
+// SAFETY: the ABI promises that the host API and its context stay valid until
+// `shutdown` returns and that every callback may be called from any thread.
+unsafe impl Send for Host {}
+// SAFETY: as above.
+unsafe impl Sync for Host {}
+
+/// Log levels, most severe first.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Level {
+    /// An error.
+    Error,
+    /// A warning.
+    Warn,
+    /// Information.
+    Info,
+    /// Debugging detail.
+    Debug,
+    /// Very verbose detail.
+    Trace,
+}
+
+/// Why `submit` did not take a submission.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum SubmitError {
+    /// The host's queue stayed full for its whole wait bound. Keep the
+    /// message (do not acknowledge it upstream) and submit it again later.
+    #[error("the host is busy; submit again later")]
+    Busy,
+    /// The host is shutting down.
+    #[error("the host is shutting down")]
+    Closed,
+    /// The host could not parse the submission; its log says why.
+    #[error("the host refused the submission as malformed")]
+    Invalid,
+    /// The host does not offer `submit` (or answered an unknown status).
+    #[error("the host cannot take submissions (status {0})")]
+    Unavailable(i32),
+}
+
+/// Why a host service call failed.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HostCallError {
+    /// The host does not know the service.
+    #[error("unknown host service: {0}")]
+    Unsupported(String),
+    /// The service failed; the message says why.
+    #[error("host service failed: {0}")]
+    Failed(String),
+    /// The answer was not the JSON expected.
+    #[error("host service answered malformed JSON: {0}")]
+    Malformed(String),
+}
+
+impl Host {
+    /// Wraps the host's API table. Used by the export glue.
+    pub(crate) fn new(api: HostApi) -> Self {
+        Host { api }
+    }
+
+    /// Forwards one log record to the host's log.
+    pub fn log(&self, level: Level, target: &str, message: &str) {
+        let Some(log) = self.api.log else { return };
+        let level = match level {
+            Level::Error => abi::level::ERROR,
+            Level::Warn => abi::level::WARN,
+            Level::Info => abi::level::INFO,
+            Level::Debug => abi::level::DEBUG,
+            Level::Trace => abi::level::TRACE,
+        };
+        // SAFETY: the host API is valid (see the Send impl); the strings are
+        // borrowed for the duration of the call only.
+        unsafe {
+            log(
+                self.api.ctx,
+                level,
+                HearthStr::from_str(target),
+                HearthStr::from_str(message),
+            )
+        }
+    }
+
+    /// Submits an inbound message or event. For a message, `Ok` means the
+    /// host has stored it, so the channel may acknowledge it upstream.
+    pub fn submit(&self, submission: &Submission) -> Result<(), SubmitError> {
+        // Serializing a derive-generated type with string keys cannot fail.
+        let json = serde_json::to_string(submission).unwrap_or_default();
+        self.submit_json(&json)
+    }
+
+    /// Submits a raw JSON submission; see [`Host::submit`].
+    pub fn submit_json(&self, json: &str) -> Result<(), SubmitError> {
+        let Some(submit) = self.api.submit else {
+            return Err(SubmitError::Unavailable(abi::status::UNSUPPORTED));
+        };
+        // SAFETY: as in `log`.
+        match unsafe { submit(self.api.ctx, HearthStr::from_str(json)) } {
+            abi::status::OK => Ok(()),
+            abi::status::BUSY => Err(SubmitError::Busy),
+            abi::status::CLOSED => Err(SubmitError::Closed),
+            abi::status::INVALID => Err(SubmitError::Invalid),
+            other => Err(SubmitError::Unavailable(other)),
+        }
+    }
+
+    /// Calls a host service with a JSON request and returns its JSON answer.
+    pub fn call(&self, service: &str, request: &Value) -> Result<Value, HostCallError> {
+        let Some(call) = self.api.call else {
+            return Err(HostCallError::Unsupported(service.to_owned()));
+        };
+        let request = request.to_string();
+        let mut answer: Vec<u8> = Vec::new();
+        // SAFETY: as in `log`; `receive` only runs during this call, while
+        // `answer` is alive and borrowed by nobody else.
+        let status = unsafe {
+            call(
+                self.api.ctx,
+                HearthStr::from_str(service),
+                HearthStr::from_str(&request),
+                (&mut answer as *mut Vec<u8>).cast::<c_void>(),
+                Some(receive_into_vec),
+            )
+        };
+        let text = String::from_utf8_lossy(&answer).into_owned();
+        match status {
+            abi::status::OK => {
+                serde_json::from_str(&text).map_err(|e| HostCallError::Malformed(e.to_string()))
+            }
+            abi::status::UNSUPPORTED => Err(HostCallError::Unsupported(service.to_owned())),
+            _ => Err(HostCallError::Failed(text)),
+        }
+    }
+
+    /// Asks the host who it is (version, ABI, home directory).
+    pub fn info(&self) -> Result<HostInfo, HostCallError> {
+        let value = self.call(service::HOST_INFO, &Value::Object(Default::default()))?;
+        serde_json::from_value(value).map_err(|e| HostCallError::Malformed(e.to_string()))
+    }
+}
+
+/// Copies a host answer into the `Vec<u8>` that `user` points to.
+unsafe extern "C" fn receive_into_vec(user: *mut c_void, bytes: HearthStr) {
+    // SAFETY: `user` is the `&mut Vec<u8>` passed by `Host::call`, and the
+    // bytes are valid for this callback.
+    unsafe { (*user.cast::<Vec<u8>>()).extend_from_slice(bytes.as_bytes()) };
+}

@@ -1,0 +1,67 @@
+//! The `Plugin` trait that a Rust plugin implements, and its error type.
+
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::Host;
+use crate::protocol::{Description, OutboundMessage, SendReceipt};
+
+/// A native plugin written in Rust. Export it with [`crate::export_plugin!`].
+///
+/// The host may call every method from any of its threads, and
+/// [`Plugin::call_tool`] from several at once, hence `Send + Sync`.
+pub trait Plugin: Sized + Send + Sync + 'static {
+    /// The plugin's name: the key of its `[plugins.<name>]` config table.
+    const NAME: &'static str;
+    /// The plugin's version, usually `env!("CARGO_PKG_VERSION")`.
+    const VERSION: &'static str;
+
+    /// Builds the plugin from its config table (a JSON object; `{}` when the
+    /// config has none). Start threads or a runtime here if needed.
+    fn init(host: Host, config: Value) -> Result<Self, PluginError>;
+
+    /// The tools it offers and the channel it serves.
+    fn describe(&self) -> Description;
+
+    /// Runs one of its tools with arguments the host has validated.
+    fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError>;
+
+    /// Sends a message on its channel. The default says it serves none.
+    fn send(&self, message: OutboundMessage) -> Result<SendReceipt, PluginError> {
+        let _ = message;
+        Err(PluginError::Unsupported(format!(
+            "plugin {} serves no channel",
+            Self::NAME
+        )))
+    }
+
+    /// Stops the plugin: join its threads and flush. Called once, last.
+    fn shutdown(&self) {}
+}
+
+/// Why a plugin call failed; the message reaches the caller as text.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginError {
+    /// The arguments or config did not have the expected shape.
+    #[error("invalid arguments: {0}")]
+    InvalidArguments(String),
+    /// The plugin does not offer what was asked (unknown tool or method).
+    #[error("{0}")]
+    Unsupported(String),
+    /// The work itself failed.
+    #[error("{0}")]
+    Failed(String),
+}
+
+impl PluginError {
+    /// Shorthand for [`PluginError::Failed`].
+    pub fn failed(message: impl Into<String>) -> Self {
+        PluginError::Failed(message.into())
+    }
+}
+
+/// Deserializes tool arguments or config into `T`, with an error that names
+/// the offending field.
+pub fn parse_args<T: DeserializeOwned>(value: Value) -> Result<T, PluginError> {
+    serde_json::from_value(value).map_err(|e| PluginError::InvalidArguments(e.to_string()))
+}

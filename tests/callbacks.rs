@@ -1,0 +1,122 @@
+//! The host callbacks under load and under abuse: `submit` and `log` from
+//! many threads, malformed submissions, and host service calls.
+
+use hearth_tests::{Hearth, probe};
+use serde_json::json;
+
+#[test]
+fn eight_threads_submit_and_log_100k_times_and_nothing_is_lost() {
+    let wait_ms = 500;
+    let h = Hearth::with_plugins(
+        &[probe()],
+        &format!("[daemon]\nqueue_capacity = 256\nqueue_wait_ms = {wait_ms}\n"),
+    );
+    let run = h.cmd(&[
+        "--log-level",
+        "info",
+        "tool",
+        "call",
+        "probe_stress",
+        r#"{"threads":8,"per_thread":12500}"#,
+    ]);
+    let stats = run.json();
+    assert_eq!(stats["submitted"], 100_000, "{stats:#}");
+    assert_eq!(stats["errors"], 0, "{stats:#}");
+    assert_eq!(stats["logged"], 100_000, "{stats:#}");
+    // A call waits at most for room in the queue and then for the commit,
+    // each bounded by queue_wait_ms; allow scheduling slack on top.
+    let bound_us = 2 * wait_ms * 1000 + 250_000;
+    assert!(
+        stats["max_submit_us"].as_u64().unwrap() <= bound_us,
+        "{stats:#}"
+    );
+    assert!(
+        stats["max_log_us"].as_u64().unwrap() <= wait_ms * 1000 + 250_000,
+        "{stats:#}"
+    );
+
+    // Every message is stored exactly once...
+    let db = h.db();
+    let (rows, keys): (i64, i64) = db
+        .query_row(
+            "SELECT COUNT(*), COUNT(DISTINCT idempotency_key) FROM inbox WHERE channel = 'probe'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!((rows, keys), (100_000, 100_000));
+    // ...and every log line reached the host's log.
+    let logged = run
+        .stderr
+        .lines()
+        .filter(|l| l.contains("stress log "))
+        .count();
+    assert_eq!(logged, 100_000);
+}
+
+#[test]
+fn malformed_submissions_are_refused_and_good_ones_stored_once() {
+    let h = Hearth::with_plugins(&[probe()], "");
+    let message = |channel: &str, key: &str, text: &str| {
+        json!({"type": "message", "channel": channel, "idempotency_key": key,
+               "sender": "+100", "text": text})
+        .to_string()
+    };
+    let huge = message("probe", "big", &"x".repeat(2 << 20));
+    let cases = [
+        ("not json".to_owned(), "Err(Invalid)"),
+        (r#"{"type":"message"}"#.to_owned(), "Err(Invalid)"),
+        (r#"{"type":"unheard_of"}"#.to_owned(), "Err(Invalid)"),
+        (message("telegram", "k1", "spoofed channel"), "Err(Invalid)"),
+        (message("probe", "", "empty key"), "Err(Invalid)"),
+        (
+            message("probe", &"k".repeat(300), "long key"),
+            "Err(Invalid)",
+        ),
+        (huge, "Err(Invalid)"),
+        ("\u{0}\u{1}".to_owned(), "Err(Invalid)"),
+        (message("probe", "k1", "first"), "Ok(())"),
+        (message("probe", "k1", "resubmitted"), "Ok(())"),
+        (
+            r#"{"type":"channel_status","state":"degraded","detail":"slow"}"#.to_owned(),
+            "Ok(())",
+        ),
+    ];
+    for (raw, expected) in cases {
+        let args = json!({ "raw": raw }).to_string();
+        let result = h
+            .cmd_with_input(&["tool", "call", "probe_submit", "-"], &args)
+            .json();
+        assert_eq!(result["result"], expected, "submission {:.80}", raw);
+    }
+    let texts: Vec<String> = h
+        .db()
+        .prepare("SELECT text FROM inbox")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(texts, ["first"]);
+}
+
+#[test]
+fn host_services_answer_and_unknown_ones_are_refused() {
+    let h = Hearth::with_plugins(&[probe()], "");
+    let info = h
+        .cmd(&["tool", "call", "probe_host", r#"{"service":"host.info"}"#])
+        .json();
+    assert_eq!(info["answer"]["abi_major"], 1);
+    assert_eq!(info["answer"]["abi_minor"], 0);
+    assert_eq!(info["answer"]["home"], h.home().display().to_string());
+    let unknown = h
+        .cmd(&["tool", "call", "probe_host", r#"{"service":"kv.nuke"}"#])
+        .json();
+    assert!(
+        unknown["error"]
+            .as_str()
+            .unwrap()
+            .contains("unknown host service"),
+        "{unknown}"
+    );
+}

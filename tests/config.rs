@@ -1,0 +1,88 @@
+//! Config errors: each names the file and the key or line, `hearth check`
+//! exits non-zero, and `hearth run` refuses to start.
+
+use hearth_tests::Hearth;
+
+#[test]
+fn bad_configs_are_refused_with_the_key_and_line() {
+    let cases: [(&str, &[&str]); 10] = [
+        ("colour = \"red\"\n", &["line 1", "colour"]),
+        ("[log]\nlevl = \"debug\"\n", &["line 2", "levl"]),
+        (
+            "[daemon]\nqueue_capacity = \"big\"\n",
+            &["line 2", "invalid type"],
+        ),
+        ("[log\nlevel = \"info\"\n", &["line 1"]),
+        ("mode = \"yolo\"\n", &["line 1", "yolo"]),
+        ("[log]\nlevel = 3\n", &["line 2", "level = 3"]),
+        (
+            "[plugins]\ndirz = [\"x\"]\n",
+            &["plugins.dirz", "unknown key"],
+        ),
+        (
+            "[plugins.echo]\nrequired = \"yes\"\n",
+            &["plugins.echo.required", "true or false"],
+        ),
+        (
+            "[daemon]\nqueue_capacity = 0\n",
+            &["daemon.queue_capacity", "at least 1"],
+        ),
+        ("home = \"a\"\nhome = \"b\"\n", &["line 2", "duplicate key"]),
+    ];
+    for (text, expected) in cases {
+        let h = Hearth::new(text);
+        let out = h.cmd(&["check"]).fails();
+        assert!(
+            out.contains("hearth.toml"),
+            "{text:?}: file not named in:\n{out}"
+        );
+        for needle in expected {
+            assert!(out.contains(needle), "{text:?}: {needle:?} not in:\n{out}");
+        }
+        let run = h.cmd(&["run"]).fails();
+        assert!(
+            run.contains("invalid config"),
+            "{text:?}: run did not refuse:\n{run}"
+        );
+    }
+}
+
+#[test]
+fn the_shipped_configs_pass_check() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    for file in ["config/hearth.toml", "config/hearth.example.toml"] {
+        let h = Hearth::new("");
+        std::fs::copy(root.join(file), h.config()).unwrap();
+        let out = h.cmd(&["check"]);
+        assert!(
+            out.stdout.contains("check passed"),
+            "{file}:\n{}{}",
+            out.stdout,
+            out.stderr
+        );
+    }
+}
+
+#[test]
+fn hearth_config_env_is_used_and_the_flag_wins() {
+    let h = Hearth::new("[log]\nlevel = \"warn\"\n");
+    let bad = h.home().join("bad.toml");
+    std::fs::write(&bad, "nonsense = true\n").unwrap();
+    let mut cmd = h.command(&["check"]);
+    // --config (set by the helper) wins over HEARTH_CONFIG.
+    let out = cmd.env("HEARTH_CONFIG", &bad).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    // Without the flag, HEARTH_CONFIG is read.
+    let out = std::process::Command::new(hearth_tests::bin())
+        .arg("check")
+        .env("HEARTH_HOME", h.home())
+        .env("HEARTH_CONFIG", &bad)
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stdout).contains("bad.toml"));
+}

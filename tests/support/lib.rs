@@ -1,0 +1,310 @@
+//! The helper every integration test is written through.
+//!
+//! A [`Hearth`] is a throwaway `$HEARTH_HOME` with a config file in it. Its
+//! methods run the real `hearth` binary (`cmd`) or start it as a daemon
+//! (`daemon`), so each test reads as the few lines that matter. Paths to the
+//! built plugins and C fixtures come from here too.
+//!
+//! The binaries must be built first: the README's test command runs
+//! `cargo build --workspace` before `cargo test`.
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, ExitStatus, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// The directory that holds the `hearth` binary and the bundled plugins.
+pub fn target_dir() -> PathBuf {
+    // The test binary is <target>/<profile>/deps/<name>-<hash>.
+    let exe = std::env::current_exe().expect("current_exe");
+    exe.parent()
+        .and_then(Path::parent)
+        .expect("test binary lives in <profile>/deps")
+        .to_owned()
+}
+
+/// The `hearth` binary.
+pub fn bin() -> PathBuf {
+    let path = target_dir().join("hearth");
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace` before the tests",
+        path.display()
+    );
+    path
+}
+
+/// A bundled plugin by crate suffix: `plugin("echo")` is
+/// `libhearth_plugin_echo.so`.
+pub fn plugin(name: &str) -> PathBuf {
+    built(&format!("libhearth_plugin_{name}.so"))
+}
+
+/// The probe test plugin.
+pub fn probe() -> PathBuf {
+    built("libhearth_test_probe.so")
+}
+
+/// A C fixture library built by `tests/build.rs`.
+pub fn fixture(file: &str) -> PathBuf {
+    PathBuf::from(env!("HEARTH_FIXTURES_DIR")).join(file)
+}
+
+fn built(file: &str) -> PathBuf {
+    let path = target_dir().join(file);
+    assert!(
+        path.is_file(),
+        "{} is missing: run `cargo build --workspace` before the tests",
+        path.display()
+    );
+    path
+}
+
+/// A throwaway hearth home with a config file.
+pub struct Hearth {
+    home: tempfile::TempDir,
+}
+
+/// The outcome of one command.
+pub struct Run {
+    /// Exit status.
+    pub status: ExitStatus,
+    /// Standard output.
+    pub stdout: String,
+    /// Standard error.
+    pub stderr: String,
+}
+
+impl Hearth {
+    /// A home whose config is `config` (TOML).
+    pub fn new(config: &str) -> Hearth {
+        let home = tempfile::tempdir().expect("temp dir");
+        std::fs::write(home.path().join("hearth.toml"), config).expect("write config");
+        Hearth { home }
+    }
+
+    /// A home whose config loads exactly these plugin files, in order.
+    pub fn with_plugins(paths: &[PathBuf], extra: &str) -> Hearth {
+        let list: Vec<String> = paths
+            .iter()
+            .map(|p| format!("{:?}", p.display().to_string()))
+            .collect();
+        Hearth::new(&format!(
+            "[plugins]\nexe_dir = false\npaths = [{}]\n{extra}",
+            list.join(", ")
+        ))
+    }
+
+    /// `$HEARTH_HOME`.
+    pub fn home(&self) -> &Path {
+        self.home.path()
+    }
+
+    /// The config file.
+    pub fn config(&self) -> PathBuf {
+        self.home().join("hearth.toml")
+    }
+
+    /// Replaces the config file.
+    pub fn write_config(&self, text: &str) {
+        std::fs::write(self.config(), text).expect("write config");
+    }
+
+    /// A `hearth` command with this home and config.
+    pub fn command(&self, args: &[&str]) -> Command {
+        let mut cmd = Command::new(bin());
+        cmd.arg("--config")
+            .arg(self.config())
+            .args(args)
+            .env("HEARTH_HOME", self.home())
+            .env_remove("HEARTH_CONFIG")
+            .env_remove("HEARTH_MODE")
+            .env_remove("NOTIFY_SOCKET")
+            .env_remove("RUST_BACKTRACE");
+        cmd
+    }
+
+    /// Runs `hearth <args>` to completion.
+    pub fn cmd(&self, args: &[&str]) -> Run {
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = self.command(args).output().expect("run hearth");
+        Run {
+            status,
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    /// Runs `hearth <args>` with `input` on stdin (for arguments too large
+    /// for the command line).
+    pub fn cmd_with_input(&self, args: &[&str], input: &str) -> Run {
+        use std::io::Write;
+        let mut child = self
+            .command(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run hearth");
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let input = input.to_owned();
+        let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
+        let Output {
+            status,
+            stdout,
+            stderr,
+        } = child.wait_with_output().expect("wait for hearth");
+        writer.join().expect("stdin writer").expect("write stdin");
+        Run {
+            status,
+            stdout: String::from_utf8_lossy(&stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&stderr).into_owned(),
+        }
+    }
+
+    /// Starts `hearth run` with JSON logs and waits until it is ready.
+    pub fn daemon(&self) -> Daemon {
+        self.daemon_with(|_| {})
+    }
+
+    /// Like [`Hearth::daemon`], after `setup` adjusts the command.
+    pub fn daemon_with(&self, setup: impl FnOnce(&mut Command)) -> Daemon {
+        let mut cmd = self.command(&["--log-format", "json", "--log-level", "debug", "run"]);
+        cmd.stdout(Stdio::null()).stderr(Stdio::piped());
+        setup(&mut cmd);
+        let mut child = cmd.spawn().expect("start hearth run");
+        let lines = Arc::new(Mutex::new(Vec::new()));
+        let stderr = child.stderr.take().expect("piped stderr");
+        let sink = Arc::clone(&lines);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().expect("log lock").push(line);
+            }
+        });
+        let daemon = Daemon { child, lines };
+        daemon.wait_for_log(
+            |l| l.contains("\"message\":\"ready\""),
+            Duration::from_secs(20),
+        );
+        daemon
+    }
+
+    /// Opens the daemon's database.
+    pub fn db(&self) -> rusqlite::Connection {
+        rusqlite::Connection::open(self.home().join("hearth.db")).expect("open hearth.db")
+    }
+}
+
+impl Run {
+    /// Asserts success and returns stdout.
+    pub fn ok(&self) -> &str {
+        assert!(
+            self.status.success(),
+            "expected success, got {}\nstdout:\n{}\nstderr:\n{}",
+            self.status,
+            self.stdout,
+            self.stderr
+        );
+        &self.stdout
+    }
+
+    /// Asserts failure and returns stdout followed by stderr.
+    pub fn fails(&self) -> String {
+        assert!(
+            !self.status.success(),
+            "expected failure\nstdout:\n{}\nstderr:\n{}",
+            self.stdout,
+            self.stderr
+        );
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// Stdout parsed as JSON.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(self.ok())
+            .unwrap_or_else(|e| panic!("stdout is not JSON ({e}):\n{}", self.stdout))
+    }
+}
+
+/// A running `hearth run`, killed when dropped.
+pub struct Daemon {
+    child: Child,
+    lines: Arc<Mutex<Vec<String>>>,
+}
+
+impl Daemon {
+    /// The process id.
+    pub fn pid(&self) -> i32 {
+        self.child.id() as i32
+    }
+
+    /// Every log line so far.
+    pub fn logs(&self) -> Vec<String> {
+        self.lines.lock().expect("log lock").clone()
+    }
+
+    /// Waits for a log line matching `pred`, panicking with the log on timeout.
+    pub fn wait_for_log(&self, pred: impl Fn(&str) -> bool, timeout: Duration) -> String {
+        let start = Instant::now();
+        loop {
+            if let Some(line) = self.logs().into_iter().find(|l| pred(l)) {
+                return line;
+            }
+            if start.elapsed() > timeout {
+                panic!(
+                    "timed out waiting for a log line; log so far:\n{}",
+                    self.logs().join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+
+    /// Sends a signal.
+    pub fn signal(&self, signal: i32) {
+        // SAFETY: kill(2) with a pid we spawned.
+        let rc = unsafe { libc::kill(self.pid(), signal) };
+        assert_eq!(rc, 0, "kill failed");
+    }
+
+    /// Waits for the process to exit, at most `timeout`; returns its status
+    /// and how long it took.
+    pub fn wait_exit(&mut self, timeout: Duration) -> (ExitStatus, Duration) {
+        let start = Instant::now();
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                // Let the reader thread collect the last lines.
+                std::thread::sleep(Duration::from_millis(50));
+                return (status, start.elapsed());
+            }
+            if start.elapsed() > timeout {
+                let _ = self.child.kill();
+                panic!(
+                    "daemon did not exit within {timeout:?}; log:\n{}",
+                    self.logs().join("\n")
+                );
+            }
+            std::thread::sleep(Duration::from_millis(5));
+        }
+    }
+}
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The messages of JSON log lines, in order.
+pub fn messages(lines: &[String]) -> Vec<String> {
+    lines
+        .iter()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|v| v["fields"]["message"].as_str().map(str::to_owned))
+        .collect()
+}
