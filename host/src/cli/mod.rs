@@ -129,7 +129,8 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
         .map_or("built-in defaults".into(), |p| p.display().to_string());
     println!("config: {shown} (ok)");
     println!("home: {}", config.home.display());
-    println!("mode: {:?}", config.mode);
+    let mode = serde_json::to_value(config.mode)?;
+    println!("mode: {}", mode.as_str().unwrap_or("?"));
     with_runtime(config, |rt| {
         inventory::plugins(rt, false)?;
         println!();

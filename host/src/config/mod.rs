@@ -35,8 +35,8 @@ pub struct Config {
     pub plugins: PluginsConfig,
 }
 
-/// How much the agent may do without asking; see `docs/security.md`.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+/// How much the agent may do without asking.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Mode {
     /// Writes confined to `$HEARTH_HOME` and `/tmp`; every write/exec asks.
@@ -152,7 +152,11 @@ pub fn resolve_path(flag: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = std::env::var_os("HEARTH_CONFIG").filter(|p| !p.is_empty()) {
         return Some(PathBuf::from(p));
     }
-    let default = default_home().ok()?.join(FILE_NAME);
+    let home = match env_home() {
+        Some(h) => h,
+        None => default_home().ok()?,
+    };
+    let default = home.join(FILE_NAME);
     default.is_file().then_some(default)
 }
 
@@ -189,8 +193,8 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         })
         .unwrap_or(Path::new("."))
         .to_owned();
-    let home = match std::env::var_os("HEARTH_HOME").filter(|h| !h.is_empty()) {
-        Some(h) => PathBuf::from(h),
+    let home = match env_home() {
+        Some(h) => h,
         None => match raw.home {
             Some(h) => resolve(&base, &h)?,
             None => default_home()?,
@@ -234,6 +238,13 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
 /// `~/.hearth`.
 pub fn default_home() -> Result<PathBuf, ConfigError> {
     Ok(user_home()?.join(".hearth"))
+}
+
+/// `$HEARTH_HOME`, when set and not empty.
+fn env_home() -> Option<PathBuf> {
+    std::env::var_os("HEARTH_HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
 }
 
 fn user_home() -> Result<PathBuf, ConfigError> {
