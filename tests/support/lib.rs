@@ -127,16 +127,7 @@ impl Hearth {
 
     /// Runs `hearth <args>` to completion.
     pub fn cmd(&self, args: &[&str]) -> Run {
-        let Output {
-            status,
-            stdout,
-            stderr,
-        } = self.command(args).output().expect("run hearth");
-        Run {
-            status,
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        }
+        Run::from(self.command(args).output().expect("run hearth"))
     }
 
     /// Runs `hearth <args>` with `input` on stdin (for arguments too large
@@ -153,17 +144,9 @@ impl Hearth {
         let mut stdin = child.stdin.take().expect("piped stdin");
         let input = input.to_owned();
         let writer = std::thread::spawn(move || stdin.write_all(input.as_bytes()));
-        let Output {
-            status,
-            stdout,
-            stderr,
-        } = child.wait_with_output().expect("wait for hearth");
+        let output = child.wait_with_output().expect("wait for hearth");
         writer.join().expect("stdin writer").expect("write stdin");
-        Run {
-            status,
-            stdout: String::from_utf8_lossy(&stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&stderr).into_owned(),
-        }
+        Run::from(output)
     }
 
     /// Starts `hearth run` with JSON logs and waits until it is ready.
@@ -196,6 +179,16 @@ impl Hearth {
     /// Opens the daemon's database.
     pub fn db(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.home().join("hearth.db")).expect("open hearth.db")
+    }
+}
+
+impl From<Output> for Run {
+    fn from(output: Output) -> Run {
+        Run {
+            status: output.status,
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
     }
 }
 

@@ -119,7 +119,7 @@ pub fn open(path: &Path) -> Result<Library, LoadError> {
     // of as a crash at the first call; RTLD_LOCAL keeps plugins' symbols
     // from colliding with each other.
     // SAFETY: loading a library runs its initialisers; plugins are trusted
-    // code by design (docs/security.md).
+    // code by design (docs/plugins.md).
     let lib = unsafe {
         libloading::os::unix::Library::open(
             Some(path),
