@@ -12,5 +12,6 @@ pub mod logging;
 pub mod plugins;
 pub mod router;
 pub mod runtime;
+pub mod scripting;
 pub mod store;
 pub mod tools;

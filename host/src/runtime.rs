@@ -1,9 +1,10 @@
 //! `Runtime`: everything a running hearth holds, started and stopped in one
 //! place, so the daemon and the one-shot CLI commands share one start-up.
 //!
-//! Start order: home directory, store, bridge (its threads), plugins, tool
-//! registry. Stop order is the reverse: intake closes, plugins shut down in
-//! reverse load order, the bridge drains its queues, the store closes.
+//! Start order: home directory, store, bridge (its threads), plugins,
+//! scripts, tool registry. Stop order is the reverse: intake closes, plugins
+//! shut down in reverse load order, the bridge drains its queues, the store
+//! closes.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -14,6 +15,7 @@ use hearth_sdk::protocol::HostInfo;
 
 use crate::config::Config;
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
+use crate::scripting::{Scripts, ScriptsError};
 use crate::store::{self, Store, StoreError};
 use crate::tools::ToolRegistry;
 
@@ -52,6 +54,9 @@ pub enum StartError {
     /// A required plugin failed.
     #[error(transparent)]
     RequiredPlugin(#[from] RequiredPluginError),
+    /// The script subsystem could not start.
+    #[error(transparent)]
+    Scripts(#[from] ScriptsError),
 }
 
 /// Why a stop was not clean.
@@ -93,7 +98,16 @@ impl Runtime {
                 return Err(e.into());
             }
         };
-        let (tools, tool_warnings) = ToolRegistry::from_plugins(&plugins);
+        let reserved = ToolRegistry::fixed_names(&plugins, true);
+        let scripts = match Scripts::start(&config.scripts, &config.home, &db, reserved) {
+            Ok(scripts) => scripts,
+            Err(e) => {
+                let _ = plugins.shutdown(Duration::from_secs(5));
+                bridge.finish();
+                return Err(e.into());
+            }
+        };
+        let (tools, tool_warnings) = ToolRegistry::new(&plugins, Some(scripts));
         Ok(Runtime {
             config,
             store,

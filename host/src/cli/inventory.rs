@@ -6,6 +6,7 @@ use serde_json::json;
 
 use crate::plugins::PluginState;
 use crate::runtime::Runtime;
+use crate::scripting::describe_problem;
 
 /// `hearth plugins`.
 pub fn plugins(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
@@ -49,29 +50,59 @@ pub fn plugins(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// `hearth tools`.
+/// `hearth tools`: every tool with its source, then scripts that failed to
+/// load (file, line, error).
 pub fn tools(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
+    let listed = rt.tools.list();
+    let problems = script_problems(rt);
     if as_json {
-        let rows: Vec<_> = rt
-            .tools
+        let rows: Vec<_> = listed
             .iter()
-            .map(|t| json!({ "spec": t.spec, "source": t.provider.describe() }))
+            .map(|t| json!({ "spec": t.spec, "source": t.source }))
             .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
+        let out = json!({ "tools": rows, "script_errors": problems });
+        println!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("tools ({}):", rt.tools.iter().count());
-    for t in rt.tools.iter() {
+    println!("tools ({}):", listed.len());
+    for t in &listed {
         let risk = serde_json::to_value(t.spec.risk)?;
         println!(
-            "  {:<16} {:<6} {:<16} {}",
+            "  {:<20} {:<6} {:<24} {}",
             t.spec.name,
             risk.as_str().unwrap_or("?"),
-            t.provider.describe(),
+            t.source,
             t.spec.description
         );
     }
+    if !problems.is_empty() {
+        println!("\nscripts that did not load ({}):", problems.len());
+        for p in &problems {
+            println!("  {p}");
+        }
+    }
+    if let Some(scripts) = rt.tools.scripts() {
+        let catalog = scripts.catalog();
+        let skills: Vec<_> = catalog.skills().collect();
+        println!("\nskills ({}):", skills.len());
+        for s in skills {
+            println!("  {:<20} {}", s.doc.name, s.doc.description);
+        }
+    }
     Ok(ExitCode::SUCCESS)
+}
+
+fn script_problems(rt: &Runtime) -> Vec<String> {
+    rt.tools
+        .scripts()
+        .map(|s| {
+            s.catalog()
+                .problems()
+                .iter()
+                .map(describe_problem)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Everything `hearth check` counts as a failure.
@@ -87,6 +118,7 @@ pub fn problems(rt: &Runtime) -> Vec<String> {
     failed
         .chain(rt.plugins.warnings().iter().cloned())
         .chain(rt.tool_warnings.iter().cloned())
+        .chain(script_problems(rt))
         .collect()
 }
 

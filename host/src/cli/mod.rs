@@ -57,6 +57,13 @@ enum Command {
         #[command(subcommand)]
         action: ToolAction,
     },
+    /// Internal: a Lua worker process, started by the daemon.
+    #[command(name = "__lua-worker", hide = true)]
+    LuaWorker {
+        /// The Lua heap cap, in MiB.
+        #[arg(long, default_value_t = 64)]
+        memory_mb: u64,
+    },
 }
 
 #[derive(Subcommand, Debug)]
@@ -76,6 +83,10 @@ enum ToolAction {
 pub fn main() -> ExitCode {
     let started = Instant::now();
     let cli = Cli::parse();
+    // A worker needs no config and must write nothing but protocol lines.
+    if let Command::LuaWorker { memory_mb } = cli.command {
+        return crate::scripting::worker::main(memory_mb);
+    }
     match run(cli, started) {
         Ok(code) => code,
         Err(e) => {
@@ -118,6 +129,7 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
         Command::Tool {
             action: ToolAction::Call { name, args },
         } => with_runtime(config, |rt| call_tool(rt, &name, &args)),
+        Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }
 

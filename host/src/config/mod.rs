@@ -8,12 +8,14 @@
 //! (`HEARTH_HOME`, `HEARTH_MODE`) so the same file serves several setups.
 
 mod plugins;
+mod scripts;
 
 use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
 pub use plugins::{PluginEntry, PluginsConfig};
+pub use scripts::{HttpConfig, ScriptsConfig};
 
 /// The default config file name inside `$HEARTH_HOME`.
 pub const FILE_NAME: &str = "hearth.toml";
@@ -33,6 +35,8 @@ pub struct Config {
     pub daemon: DaemonConfig,
     /// `[plugins]`.
     pub plugins: PluginsConfig,
+    /// `[scripts]`.
+    pub scripts: ScriptsConfig,
 }
 
 /// How much the agent may do without asking.
@@ -225,6 +229,12 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
             key,
             message,
         })?;
+    let scripts =
+        scripts::build(raw.scripts, &base).map_err(|(key, message)| ConfigError::Invalid {
+            path: shown.clone(),
+            key,
+            message,
+        })?;
     Ok(Config {
         source: path.map(Path::to_owned),
         home,
@@ -232,6 +242,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         log: raw.log,
         daemon: raw.daemon,
         plugins,
+        scripts,
     })
 }
 
@@ -267,6 +278,8 @@ struct RawConfig {
     daemon: DaemonConfig,
     #[serde(default)]
     plugins: plugins::RawPlugins,
+    #[serde(default)]
+    scripts: scripts::RawScripts,
 }
 
 fn parse_mode(s: &str) -> Option<Mode> {

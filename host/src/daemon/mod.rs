@@ -57,11 +57,26 @@ async fn serve(config: Config, log: LogHandle, started: Instant) -> Result<(), D
     tracing::info!(
         startup_ms = started.elapsed().as_secs_f64() * 1000.0,
         plugins = runtime.plugins.active().len(),
-        tools = runtime.tools.iter().count(),
+        tools = runtime.tools.list().len(),
         home = %runtime.config.home.display(),
         pid = std::process::id(),
         "ready"
     );
+
+    let watcher = match (runtime.config.scripts.watch, runtime.tools.scripts()) {
+        (true, Some(scripts)) => {
+            match crate::scripting::watch::start(std::sync::Arc::clone(scripts)) {
+                Ok(w) => Some(w),
+                Err(e) => {
+                    tracing::warn!(
+                        "script hot reload is off: cannot watch the script folders: {e}"
+                    );
+                    None
+                }
+            }
+        }
+        _ => None,
+    };
 
     let mut current = runtime.config.clone();
     let signal_name = loop {
@@ -73,6 +88,7 @@ async fn serve(config: Config, log: LogHandle, started: Instant) -> Result<(), D
     };
 
     tracing::info!(signal = signal_name, "stopping");
+    drop(watcher);
     notify::stopping();
     let stop_started = Instant::now();
     runtime.close_intake();

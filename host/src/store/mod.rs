@@ -13,7 +13,10 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 /// The migrations, in order; migration N brings `user_version` to N.
-const MIGRATIONS: &[&str] = &[include_str!("migrations/0001_init.sql")];
+const MIGRATIONS: &[&str] = &[
+    include_str!("migrations/0001_init.sql"),
+    include_str!("migrations/0002_kv.sql"),
+];
 
 /// The database file name inside `$HEARTH_HOME`.
 pub const FILE_NAME: &str = "hearth.db";

@@ -1,11 +1,13 @@
 //! The tool registry: every tool the agent can call, whatever provides it.
 //!
 //! Architecture invariant: every tool call goes through one registry.
-//! Plugin tools (and, later, Lua and built-in tools) are the same thing here:
-//! a spec (name, description, JSON Schema, risk) and a provider. Arguments are
+//! Plugin tools, built-in tools and Lua tools are the same thing here: a
+//! spec (name, description, JSON Schema, risk) and a provider. Arguments are
 //! validated against the schema before any provider sees them.
 
+mod builtin;
 mod registry;
 pub mod schema;
 
-pub use registry::{Provider, Tool, ToolError, ToolRegistry};
+pub use builtin::Builtin;
+pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};

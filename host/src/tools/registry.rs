@@ -1,21 +1,27 @@
 //! `ToolRegistry`: the one table of tools, and the one way to call them.
+//!
+//! Plugin and built-in tools are fixed at start; Lua tools come from the
+//! script catalog, which hot reload swaps, so they are looked up per call.
+//! A Lua tool can never take a plugin's or a built-in's name.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
 use hearth_sdk::protocol::{ToolCall, ToolSpec, method};
 use serde_json::Value;
 
-use super::schema;
+use super::{Builtin, schema};
 use crate::plugins::{ActivePlugin, InvokeError, PluginSet};
+use crate::scripting::{ScriptFailure, Scripts};
 
 /// All tools, by name.
 #[derive(Default)]
 pub struct ToolRegistry {
     tools: BTreeMap<String, Tool>,
+    scripts: Option<Arc<Scripts>>,
 }
 
-/// One registered tool.
+/// One fixed tool.
 pub struct Tool {
     /// Name, description, schema and risk.
     pub spec: ToolSpec,
@@ -23,10 +29,20 @@ pub struct Tool {
     pub provider: Provider,
 }
 
-/// What runs a tool.
+/// What runs a fixed tool.
 pub enum Provider {
     /// A native plugin.
     Plugin(Arc<ActivePlugin>),
+    /// The host itself.
+    Builtin(Builtin),
+}
+
+/// A tool as listed by `hearth tools`.
+pub struct Listed {
+    /// Its spec.
+    pub spec: ToolSpec,
+    /// Where it comes from (`plugin echo`, `builtin`, `lua tools/x.lua`).
+    pub source: String,
 }
 
 /// Why a tool call failed. The message is what the caller (the owner, or
@@ -49,13 +65,29 @@ pub enum ToolError {
         /// Which field and why.
         message: String,
     },
-    /// The provider failed or is unavailable.
+    /// A plugin failed or is unavailable.
     #[error("{tool} failed: {error}")]
     Provider {
         /// The tool.
         tool: String,
-        /// What the provider said.
+        /// What the plugin said.
         error: InvokeError,
+    },
+    /// A Lua tool failed (error, deadline, memory cap).
+    #[error("{tool} failed: {}", failure.message)]
+    Script {
+        /// The tool.
+        tool: String,
+        /// What went wrong, with the line where known.
+        failure: ScriptFailure,
+    },
+    /// A built-in tool refused or failed.
+    #[error("{tool} failed: {message}")]
+    Builtin {
+        /// The tool.
+        tool: String,
+        /// Why.
+        message: String,
     },
     /// The provider answered something that is not JSON.
     #[error("{tool} returned a malformed result: {message}")]
@@ -68,11 +100,36 @@ pub enum ToolError {
 }
 
 impl ToolRegistry {
-    /// Collects every active plugin's tools. A name that is invalid or
+    /// The names plugins and built-ins take (Lua may not take them).
+    pub fn fixed_names(plugins: &PluginSet, builtins: bool) -> HashSet<String> {
+        let plugin_names = plugins
+            .active()
+            .iter()
+            .flat_map(|p| p.description().tools.iter().map(|t| t.name.clone()));
+        let builtin_names = Builtin::ALL
+            .iter()
+            .filter(|_| builtins)
+            .map(|b| b.spec().name);
+        plugin_names.chain(builtin_names).collect()
+    }
+
+    /// Collects every active plugin's tools, and the built-ins and Lua tools
+    /// when `scripts` is given. A plugin tool whose name is invalid or
     /// already taken is skipped with a warning, returned for `hearth check`.
-    pub fn from_plugins(plugins: &PluginSet) -> (ToolRegistry, Vec<String>) {
+    pub fn new(plugins: &PluginSet, scripts: Option<Arc<Scripts>>) -> (ToolRegistry, Vec<String>) {
         let mut registry = ToolRegistry::default();
         let mut warnings = Vec::new();
+        if scripts.is_some() {
+            for builtin in Builtin::ALL {
+                registry.tools.insert(
+                    builtin.spec().name,
+                    Tool {
+                        spec: builtin.spec(),
+                        provider: Provider::Builtin(builtin),
+                    },
+                );
+            }
+        }
         for plugin in plugins.active() {
             for spec in &plugin.description().tools {
                 let provider = Provider::Plugin(Arc::clone(plugin));
@@ -83,11 +140,82 @@ impl ToolRegistry {
                 }
             }
         }
+        registry.scripts = scripts;
         (registry, warnings)
     }
 
-    /// Registers a tool; refuses an invalid or duplicate name.
-    pub fn add(&mut self, spec: ToolSpec, provider: Provider) -> Result<(), String> {
+    /// The script subsystem, when there is one.
+    pub fn scripts(&self) -> Option<&Arc<Scripts>> {
+        self.scripts.as_ref()
+    }
+
+    /// Every tool, sorted by name.
+    pub fn list(&self) -> Vec<Listed> {
+        let fixed = self.tools.values().map(|t| Listed {
+            spec: t.spec.clone(),
+            source: t.provider.describe(),
+        });
+        let lua: Vec<Listed> = self
+            .scripts
+            .iter()
+            .flat_map(|s| s.catalog().tools())
+            .map(|t| Listed {
+                spec: t.spec.clone(),
+                source: format!("lua {}", t.file.display()),
+            })
+            .collect();
+        let mut all: Vec<Listed> = fixed.chain(lua).collect();
+        all.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
+        all
+    }
+
+    /// Validates `args` and runs the tool. Blocks until it answers: call it
+    /// from a thread that may block.
+    pub fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
+        self.call_nested(name, args, 0)
+    }
+
+    /// [`ToolRegistry::call`] from inside another tool (`hearth.tool`);
+    /// `depth` bounds the nesting.
+    pub fn call_nested(&self, name: &str, args: Value, depth: u32) -> Result<Value, ToolError> {
+        if let Some(tool) = self.tools.get(name) {
+            check_args(name, &args, &tool.spec)?;
+            return match &tool.provider {
+                Provider::Plugin(plugin) => call_plugin(plugin, name, args),
+                Provider::Builtin(builtin) => {
+                    let scripts = self.scripts.as_ref().ok_or_else(|| ToolError::Builtin {
+                        tool: name.to_owned(),
+                        message: "scripts are not running".into(),
+                    })?;
+                    builtin
+                        .call(scripts, &args)
+                        .map_err(|message| ToolError::Builtin {
+                            tool: name.to_owned(),
+                            message,
+                        })
+                }
+            };
+        }
+        let scripts = self.scripts.as_ref();
+        let lua = scripts.and_then(|s| s.catalog().tool(name).cloned());
+        match (scripts, lua) {
+            (Some(scripts), Some(tool)) => {
+                check_args(name, &args, &tool.spec)?;
+                scripts
+                    .call(&tool, args, depth, self)
+                    .map_err(|failure| ToolError::Script {
+                        tool: name.to_owned(),
+                        failure,
+                    })
+            }
+            _ => Err(ToolError::Unknown {
+                name: name.to_owned(),
+                suggestion: self.closest(name),
+            }),
+        }
+    }
+
+    fn add(&mut self, spec: ToolSpec, provider: Provider) -> Result<(), String> {
         if !valid_name(&spec.name) {
             return Err(format!(
                 "tool name {:?} is invalid: use 1-64 characters of a-z, 0-9, `_`, `.` and `-`",
@@ -106,53 +234,12 @@ impl ToolRegistry {
         Ok(())
     }
 
-    /// Every tool, sorted by name.
-    pub fn iter(&self) -> impl Iterator<Item = &Tool> {
-        self.tools.values()
-    }
-
-    /// Validates `args` and runs the tool. Blocks until it answers: call it
-    /// from a thread that may block.
-    pub fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        let tool = self.tools.get(name).ok_or_else(|| ToolError::Unknown {
-            name: name.to_owned(),
-            suggestion: self.closest(name),
-        })?;
-        schema::validate(&args, &tool.spec.parameters).map_err(|message| {
-            ToolError::InvalidArguments {
-                tool: name.to_owned(),
-                message,
-            }
-        })?;
-        match &tool.provider {
-            Provider::Plugin(plugin) => {
-                let payload = serde_json::to_vec(&ToolCall {
-                    tool: name.to_owned(),
-                    args,
-                })
-                .map_err(|e| ToolError::InvalidArguments {
-                    tool: name.to_owned(),
-                    message: e.to_string(),
-                })?;
-                let answer = plugin
-                    .invoke(method::TOOL_CALL, &payload)
-                    .map_err(|error| ToolError::Provider {
-                        tool: name.to_owned(),
-                        error,
-                    })?;
-                serde_json::from_slice(&answer).map_err(|e| ToolError::BadResult {
-                    tool: name.to_owned(),
-                    message: e.to_string(),
-                })
-            }
-        }
-    }
-
     /// The known name with the longest common prefix, if it shares at
     /// least three characters.
     fn closest(&self, name: &str) -> Option<String> {
-        self.tools
-            .keys()
+        self.list()
+            .into_iter()
+            .map(|t| t.spec.name)
             .map(|k| {
                 (
                     k.bytes()
@@ -165,7 +252,7 @@ impl ToolRegistry {
             .filter(|(n, _)| *n >= 3)
             // On a tie, the shorter name: "ech" suggests "echo", not "echo_panic".
             .max_by_key(|(n, k)| (*n, std::cmp::Reverse(k.len())))
-            .map(|(_, k)| k.clone())
+            .map(|(_, k)| k)
     }
 }
 
@@ -174,8 +261,37 @@ impl Provider {
     pub fn describe(&self) -> String {
         match self {
             Provider::Plugin(p) => format!("plugin {}", p.name),
+            Provider::Builtin(_) => "builtin".into(),
         }
     }
+}
+
+fn check_args(name: &str, args: &Value, spec: &ToolSpec) -> Result<(), ToolError> {
+    schema::validate(args, &spec.parameters).map_err(|message| ToolError::InvalidArguments {
+        tool: name.to_owned(),
+        message,
+    })
+}
+
+fn call_plugin(plugin: &ActivePlugin, name: &str, args: Value) -> Result<Value, ToolError> {
+    let payload = serde_json::to_vec(&ToolCall {
+        tool: name.to_owned(),
+        args,
+    })
+    .map_err(|e| ToolError::InvalidArguments {
+        tool: name.to_owned(),
+        message: e.to_string(),
+    })?;
+    let answer = plugin
+        .invoke(method::TOOL_CALL, &payload)
+        .map_err(|error| ToolError::Provider {
+            tool: name.to_owned(),
+            error,
+        })?;
+    serde_json::from_slice(&answer).map_err(|e| ToolError::BadResult {
+        tool: name.to_owned(),
+        message: e.to_string(),
+    })
 }
 
 fn valid_name(name: &str) -> bool {

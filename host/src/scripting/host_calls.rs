@@ -1,0 +1,370 @@
+//! What a running script may ask of the host: `hearth.kv.*`, `hearth.tool`
+//! and `hearth.http.request`.
+//!
+//! Each request is checked here, on the host side, so a script cannot widen
+//! its own rights: kv keys are confined to the script's namespace, tool calls
+//! go through the registry (schema, and later policy) with a nesting limit,
+//! and HTTP goes through the egress rules below.
+
+use std::io::Read;
+use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use super::{LuaTool, Scripts};
+use crate::config::HttpConfig;
+use crate::tools::ToolRegistry;
+
+/// How deep `hearth.tool` calls may nest.
+pub const MAX_DEPTH: u32 = 4;
+/// The longest kv key, in bytes.
+const MAX_KEY: usize = 256;
+/// The largest kv value, as JSON text.
+const MAX_VALUE: usize = 1 << 20;
+
+/// Serves one host request from a running script.
+pub(super) fn handle(
+    scripts: &Scripts,
+    tool: &LuaTool,
+    depth: u32,
+    registry: &ToolRegistry,
+    method: &str,
+    params: Value,
+) -> Result<Value, String> {
+    match method {
+        "kv.get" | "kv.set" | "kv.delete" => kv(scripts, &tool.namespace, method, &params),
+        "tool" => {
+            let name = params["name"]
+                .as_str()
+                .ok_or("the tool name must be a string")?;
+            if depth + 1 > MAX_DEPTH {
+                return Err(format!("tool calls nest deeper than {MAX_DEPTH}"));
+            }
+            let args = match params.get("args") {
+                None | Some(Value::Null) => json!({}),
+                Some(a) => a.clone(),
+            };
+            registry
+                .call_nested(name, args, depth + 1)
+                .map_err(|e| e.to_string())
+        }
+        "http.request" => scripts.http.request(&params["request"]),
+        other => Err(format!("unknown host service {other:?}")),
+    }
+}
+
+fn kv(scripts: &Scripts, namespace: &str, method: &str, params: &Value) -> Result<Value, String> {
+    let key = params["key"].as_str().ok_or("the key must be a string")?;
+    if key.is_empty() || key.len() > MAX_KEY {
+        return Err(format!("the key must be 1-{MAX_KEY} bytes"));
+    }
+    let conn = scripts.kv();
+    let db = |e: rusqlite::Error| format!("the kv store failed: {e}");
+    match method {
+        "kv.get" => {
+            let text: Option<String> = conn
+                .query_row(
+                    "SELECT value FROM kv WHERE namespace = ?1 AND key = ?2",
+                    [namespace, key],
+                    |r| r.get(0),
+                )
+                .map(Some)
+                .or_else(|e| match e {
+                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
+                    e => Err(db(e)),
+                })?;
+            match text {
+                Some(t) => serde_json::from_str(&t).map_err(|e| e.to_string()),
+                None => Ok(Value::Null),
+            }
+        }
+        "kv.set" => {
+            let value = params.get("value").cloned().unwrap_or(Value::Null);
+            if value.is_null() {
+                conn.execute(
+                    "DELETE FROM kv WHERE namespace = ?1 AND key = ?2",
+                    [namespace, key],
+                )
+                .map_err(db)?;
+                return Ok(Value::Null);
+            }
+            let text = value.to_string();
+            if text.len() > MAX_VALUE {
+                return Err(format!("the value is over {MAX_VALUE} bytes as JSON"));
+            }
+            conn.execute(
+                "INSERT INTO kv (namespace, key, value, updated_at_ms) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (namespace, key) DO UPDATE SET value = ?3, updated_at_ms = ?4",
+                rusqlite::params![namespace, key, text, crate::store::now_ms()],
+            )
+            .map_err(db)?;
+            Ok(Value::Null)
+        }
+        _ => {
+            let n = conn
+                .execute(
+                    "DELETE FROM kv WHERE namespace = ?1 AND key = ?2",
+                    [namespace, key],
+                )
+                .map_err(db)?;
+            Ok(Value::Bool(n > 0))
+        }
+    }
+}
+
+/// `hearth.http.request`: http/https only, timeouts, a size cap, and no
+/// private, loopback, link-local or metadata addresses unless allowed: the
+/// check runs on literal addresses, after DNS resolution, and on every
+/// redirect.
+pub(super) struct Http {
+    client: reqwest::blocking::Client,
+    config: HttpConfig,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Request {
+    url: String,
+    #[serde(default = "get")]
+    method: String,
+    #[serde(default)]
+    headers: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    body: Option<String>,
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+fn get() -> String {
+    "GET".into()
+}
+
+impl Http {
+    pub(super) fn new(config: &HttpConfig) -> Result<Http, String> {
+        // The ring provider: aws-lc would double the build time for nothing
+        // hearth needs. Installing twice is harmless (the first one stays).
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let allow_private = config.allow_private;
+        let client = reqwest::blocking::Client::builder()
+            .tls_backend_rustls()
+            .timeout(Duration::from_millis(config.timeout_ms))
+            .connect_timeout(Duration::from_millis(config.timeout_ms.min(5_000)))
+            .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+                if attempt.previous().len() >= 5 {
+                    return attempt.error("more than 5 redirects");
+                }
+                match check_url(attempt.url(), allow_private) {
+                    Ok(()) => attempt.follow(),
+                    Err(e) => attempt.error(e),
+                }
+            }))
+            .user_agent(concat!("hearth/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| e.to_string())?;
+        Ok(Http {
+            client,
+            config: config.clone(),
+        })
+    }
+
+    fn request(&self, params: &Value) -> Result<Value, String> {
+        let request: Request = serde_json::from_value(params.clone())
+            .map_err(|e| format!("bad request table: {e}"))?;
+        let url = reqwest::Url::parse(&request.url)
+            .map_err(|e| format!("bad url {:?}: {e}", request.url))?;
+        check_url(&url, self.config.allow_private)?;
+        let method = reqwest::Method::from_bytes(request.method.to_ascii_uppercase().as_bytes())
+            .map_err(|_| format!("bad method {:?}", request.method))?;
+        let mut builder = self.client.request(method, url);
+        for (name, value) in &request.headers {
+            builder = builder.header(name, value);
+        }
+        if let Some(body) = request.body {
+            builder = builder.body(body);
+        }
+        if let Some(ms) = request.timeout_ms {
+            builder = builder.timeout(Duration::from_millis(ms.min(self.config.timeout_ms)));
+        }
+        let response = builder.send().map_err(|e| describe(&e))?;
+        let status = response.status().as_u16();
+        let headers: serde_json::Map<String, Value> = response
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    Value::from(String::from_utf8_lossy(v.as_bytes()).into_owned()),
+                )
+            })
+            .collect();
+        let mut body = Vec::new();
+        response
+            .take(self.config.max_bytes + 1)
+            .read_to_end(&mut body)
+            .map_err(|e| format!("reading the body failed: {e}"))?;
+        if body.len() as u64 > self.config.max_bytes {
+            return Err(format!(
+                "the response is over {} bytes",
+                self.config.max_bytes
+            ));
+        }
+        Ok(json!({
+            "status": status,
+            "headers": headers,
+            "body": String::from_utf8_lossy(&body),
+        }))
+    }
+}
+
+/// The whole error chain, which is where reqwest puts the reason.
+fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}
+
+fn check_url(url: &reqwest::Url, allow_private: bool) -> Result<(), String> {
+    if !matches!(url.scheme(), "http" | "https") {
+        return Err(format!(
+            "only http and https are allowed, not {}",
+            url.scheme()
+        ));
+    }
+    let host = url.host_str().ok_or("the url has no host")?;
+    // Names are checked after resolution (GuardedResolver); literals here.
+    match host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        Ok(ip) if !allow_private && is_forbidden(ip) => Err(forbidden(ip)),
+        _ => Ok(()),
+    }
+}
+
+fn forbidden(ip: IpAddr) -> String {
+    format!(
+        "{ip} is a private, loopback, link-local or metadata address; scripts may not reach it (see [scripts.http] allow_private)"
+    )
+}
+
+/// Resolves names, then refuses the whole answer if any address is
+/// forbidden: a name must not be a way around the address check.
+struct GuardedResolver {
+    allow_private: bool,
+}
+
+impl reqwest::dns::Resolve for GuardedResolver {
+    fn resolve(&self, name: reqwest::dns::Name) -> reqwest::dns::Resolving {
+        let host = name.as_str().to_owned();
+        let allow_private = self.allow_private;
+        Box::pin(async move {
+            let addrs: Vec<SocketAddr> = tokio::task::spawn_blocking(move || {
+                (host.as_str(), 0)
+                    .to_socket_addrs()
+                    .map(Iterator::collect::<Vec<_>>)
+            })
+            .await
+            .map_err(|e| Box::new(e) as Box<dyn std::error::Error + Send + Sync>)??;
+            if let Some(bad) = addrs
+                .iter()
+                .find(|a| !allow_private && is_forbidden(a.ip()))
+            {
+                return Err(forbidden(bad.ip()).into());
+            }
+            Ok(Box::new(addrs.into_iter()) as reqwest::dns::Addrs)
+        })
+    }
+}
+
+/// Loopback, private, shared (CGNAT), link-local (metadata lives there),
+/// unspecified, broadcast, multicast and documentation ranges; IPv4 mapped
+/// or translated into IPv6 is judged as the IPv4 address.
+pub fn is_forbidden(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => {
+            let [a, b, ..] = v4.octets();
+            v4.is_loopback()
+                || v4.is_private()
+                || v4.is_link_local()
+                || v4.is_unspecified()
+                || v4.is_broadcast()
+                || v4.is_multicast()
+                || v4.is_documentation()
+                || a == 0
+                || (a == 100 && (64..128).contains(&b))
+                || (a == 198 && (b == 18 || b == 19))
+                || a >= 240
+        }
+        IpAddr::V6(v6) => {
+            if let Some(v4) = v6.to_ipv4_mapped() {
+                return is_forbidden(IpAddr::V4(v4));
+            }
+            let seg = v6.segments();
+            // 64:ff9b::/96 embeds an IPv4 address (NAT64).
+            if seg[..6] == [0x64, 0xff9b, 0, 0, 0, 0] {
+                let [a, b] = seg[6].to_be_bytes();
+                let [c, d] = seg[7].to_be_bytes();
+                return is_forbidden(IpAddr::V4(std::net::Ipv4Addr::new(a, b, c, d)));
+            }
+            v6.is_loopback()
+                || v6.is_unspecified()
+                || v6.is_multicast()
+                || (seg[0] & 0xfe00) == 0xfc00
+                || (seg[0] & 0xffc0) == 0xfe80
+                || (seg[0] == 0x2001 && seg[1] == 0x0db8)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::is_forbidden;
+
+    #[test]
+    fn forbidden_addresses_are_refused_and_public_ones_allowed() {
+        let forbidden = [
+            "127.0.0.1",
+            "10.1.2.3",
+            "172.16.0.1",
+            "192.168.1.1",
+            "169.254.169.254",
+            "0.0.0.0",
+            "100.64.0.1",
+            "255.255.255.255",
+            "224.0.0.1",
+            "::1",
+            "::",
+            "fc00::1",
+            "fd00:ec2::254",
+            "fe80::1",
+            "::ffff:127.0.0.1",
+            "::ffff:10.0.0.1",
+            "64:ff9b::a9fe:a9fe",
+            "ff02::1",
+        ];
+        for ip in forbidden {
+            assert!(
+                is_forbidden(ip.parse().unwrap()),
+                "{ip} should be forbidden"
+            );
+        }
+        for ip in [
+            "1.1.1.1",
+            "93.184.216.34",
+            "2606:4700:4700::1111",
+            "::ffff:1.1.1.1",
+        ] {
+            assert!(!is_forbidden(ip.parse().unwrap()), "{ip} should be allowed");
+        }
+    }
+}

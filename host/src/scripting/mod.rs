@@ -1,0 +1,498 @@
+//! Lua tools and skills: loaded from disk, validated in a sandbox, swapped
+//! in atomically, and run in worker processes under a deadline.
+//!
+//! Scripts live in two roots, each with `tools/` and `skills/`: the bundled
+//! `scripts/` and `$HEARTH_HOME` (where the agent writes its own). A tool is
+//! `tools/<file>.lua`; a skill is `skills/<name>/SKILL.md` plus any
+//! `skills/<name>/*.lua`, whose tools are named `<name>.<tool>`.
+//!
+//! - `wire`: the line protocol between host and worker;
+//! - `worker`: the worker process (the sandbox and `hearth.*`);
+//! - `pool`: the host's worker processes and the deadline kill;
+//! - `catalog`: the loaded scripts and the tool index, swapped whole;
+//! - `skill`: `SKILL.md` parsing;
+//! - `host_calls`: what a running script may ask of the host;
+//! - `watch`: hot reload.
+
+mod catalog;
+mod host_calls;
+mod pool;
+mod skill;
+pub mod watch;
+pub mod wire;
+pub mod worker;
+
+use std::collections::{BTreeMap, HashSet};
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex, RwLock};
+use std::time::Duration;
+
+use hearth_sdk::protocol::{Risk, ToolSpec};
+use serde_json::{Value, json};
+
+pub use catalog::{Catalog, LuaTool, Problem, Skill};
+pub use wire::{FailureKind, ScriptFailure};
+
+use crate::config::ScriptsConfig;
+use crate::tools::ToolRegistry;
+use catalog::{Entry, Loaded};
+use pool::Pool;
+use wire::ToWorker;
+
+/// The largest script file read.
+pub const MAX_SCRIPT_BYTES: u64 = 256 << 10;
+
+/// The script subsystem.
+pub struct Scripts {
+    roots: Vec<PathBuf>,
+    config: ScriptsConfig,
+    pool: Pool,
+    catalog: RwLock<Arc<Catalog>>,
+    reserved: HashSet<String>,
+    kv: Mutex<rusqlite::Connection>,
+    http: host_calls::Http,
+    reload: Mutex<()>,
+}
+
+/// Why the script subsystem could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ScriptsError {
+    /// `$HEARTH_HOME/tools` or `skills` could not be created.
+    #[error("cannot create {path}: {source}")]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// The I/O error.
+        source: std::io::Error,
+    },
+    /// The kv store could not be opened.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
+    /// The HTTP client could not be built.
+    #[error("cannot set up hearth.http: {0}")]
+    Http(String),
+}
+
+/// What a file is, by where it sits in its root.
+enum FileKind {
+    /// `tools/<x>.lua`, or `skills/<skill>/<x>.lua` with the skill's name.
+    Tool(Option<String>),
+    /// `skills/<skill>/SKILL.md`.
+    SkillDoc(String),
+}
+
+impl Scripts {
+    /// Creates the agent's script folders, loads every script, and returns
+    /// the subsystem. `reserved` are tool names Lua may not take.
+    pub fn start(
+        config: &ScriptsConfig,
+        home: &Path,
+        db: &Path,
+        reserved: HashSet<String>,
+    ) -> Result<Arc<Scripts>, ScriptsError> {
+        for dir in ["tools", "skills"] {
+            let path = home.join(dir);
+            std::fs::create_dir_all(&path)
+                .map_err(|source| ScriptsError::CreateDir { path, source })?;
+        }
+        let mut roots: Vec<PathBuf> = bundled_dir(config).into_iter().collect();
+        roots.push(home.to_owned());
+        let program = worker_program();
+        let scripts = Arc::new(Scripts {
+            roots,
+            config: config.clone(),
+            pool: Pool::new(program, config.memory_mb, config.workers),
+            catalog: RwLock::new(Arc::new(Catalog::default())),
+            reserved,
+            kv: Mutex::new(crate::store::open_connection(db)?),
+            http: host_calls::Http::new(&config.http).map_err(ScriptsError::Http)?,
+            reload: Mutex::new(()),
+        });
+        let files = scripts.scan();
+        scripts.reload_paths(&files);
+        Ok(scripts)
+    }
+
+    /// The current catalog.
+    pub fn catalog(&self) -> Arc<Catalog> {
+        Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// The script roots (bundled first, then `$HEARTH_HOME`).
+    pub fn roots(&self) -> &[PathBuf] {
+        &self.roots
+    }
+
+    /// Re-reads `paths` (files or folders, changed, new or deleted) and
+    /// swaps in the resulting catalog. Errors are recorded, not returned:
+    /// the last good version of a file keeps serving.
+    pub fn reload_paths(&self, paths: &[PathBuf]) {
+        let _one_at_a_time = self.reload.lock().unwrap_or_else(|p| p.into_inner());
+        let current = self.catalog();
+        let mut files = current.files().clone();
+        for path in paths {
+            let Some(root) = self.roots.iter().position(|r| path.starts_with(r)) else {
+                continue;
+            };
+            if path.is_dir() {
+                for file in self.scan_dir(root, path) {
+                    self.refresh(&mut files, root, &file);
+                }
+                // Files that were in the folder but are gone now.
+                let stale: Vec<_> = files
+                    .keys()
+                    .filter(|(r, f)| *r == root && f.starts_with(path) && !f.exists())
+                    .cloned()
+                    .collect();
+                stale.iter().for_each(|k| drop(files.remove(k)));
+            } else if path.exists() {
+                self.refresh(&mut files, root, path);
+            } else {
+                // A deleted file, or a deleted folder and all it held.
+                files.retain(|(r, f), _| !(*r == root && f.starts_with(path)));
+            }
+        }
+        let next = Catalog::new(files, &self.reserved);
+        *self.catalog.write().unwrap_or_else(|p| p.into_inner()) = Arc::new(next);
+    }
+
+    /// Runs `tool` with validated `args`. `depth` counts nested
+    /// `hearth.tool` calls; `registry` serves them.
+    pub fn call(
+        &self,
+        tool: &LuaTool,
+        args: Value,
+        depth: u32,
+        registry: &ToolRegistry,
+    ) -> Result<Value, ScriptFailure> {
+        let deadline_ms = tool
+            .deadline_ms
+            .unwrap_or(self.config.deadline_ms)
+            .min(self.config.max_deadline_ms);
+        let request = ToWorker::Call {
+            chunk: tool.chunk.clone(),
+            source: tool.source.to_string(),
+            args,
+            ctx: json!({ "tool": tool.spec.name, "deadline_ms": deadline_ms }),
+            deadline_ms,
+        };
+        let mut host = |method: &str, params: Value| {
+            host_calls::handle(self, tool, depth, registry, method, params)
+        };
+        self.pool.request(
+            &tool.chunk,
+            &request,
+            Duration::from_millis(deadline_ms),
+            &mut host,
+        )
+    }
+
+    /// Validates and writes an agent script (`tools/<x>.lua`,
+    /// `skills/<skill>/SKILL.md` or `skills/<skill>/<x>.lua`, relative to
+    /// `$HEARTH_HOME`), atomically, and answers with the load result.
+    pub fn write_script(&self, relative: &str, source: &str) -> Result<Value, String> {
+        let home = self.roots.last().ok_or("no script root")?;
+        let root = self.roots.len() - 1;
+        let rel = Path::new(relative);
+        if rel.is_absolute() || rel.components().any(|c| !matches!(c, Component::Normal(_))) {
+            return Err(format!(
+                "path {relative:?} must be relative to $HEARTH_HOME, without `..`"
+            ));
+        }
+        let path = home.join(rel);
+        let kind = classify(home, &path).ok_or_else(|| {
+            format!("path {relative:?} is not a script: use tools/<name>.lua, skills/<skill>/SKILL.md or skills/<skill>/<name>.lua")
+        })?;
+        if source.len() as u64 > MAX_SCRIPT_BYTES {
+            return Err(format!("the script is over {MAX_SCRIPT_BYTES} bytes"));
+        }
+        // Refuse before writing: a broken script never replaces a good one.
+        if let Err(problem) = self.load(root, &path, &kind, source) {
+            return Err(describe_problem(&problem));
+        }
+        let dir = path.parent().ok_or("no parent directory")?;
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        write_atomically(&path, source.as_bytes())
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        self.reload_paths(std::slice::from_ref(&path));
+        let catalog = self.catalog();
+        let clash = catalog.problems().into_iter().find(|p| p.file == path);
+        match clash {
+            Some(problem) => Err(describe_problem(&problem)),
+            None => Ok(json!({ "written": path, "loaded": true })),
+        }
+    }
+
+    /// Loads one file into `files`, keeping the last good version on error.
+    fn refresh(&self, files: &mut BTreeMap<(usize, PathBuf), Entry>, root: usize, path: &Path) {
+        let Some(kind) = classify(&self.roots[root], path) else {
+            return;
+        };
+        let outcome = read_script(path).and_then(|source| self.load(root, path, &kind, &source));
+        let entry = files.entry((root, path.to_owned())).or_default();
+        match outcome {
+            Ok(loaded) => {
+                tracing::info!(file = %path.display(), "script loaded");
+                entry.good = Some(loaded);
+                entry.error = None;
+            }
+            Err(problem) => {
+                tracing::warn!(file = %path.display(), line = problem.line, "script not loaded: {}", problem.message);
+                entry.error = Some(problem);
+            }
+        }
+    }
+
+    /// Validates one script's source.
+    fn load(
+        &self,
+        root: usize,
+        path: &Path,
+        kind: &FileKind,
+        source: &str,
+    ) -> Result<Loaded, Problem> {
+        let problem = |line, message| Problem {
+            file: path.to_owned(),
+            line,
+            message,
+        };
+        let chunk = path
+            .strip_prefix(&self.roots[root])
+            .unwrap_or(path)
+            .display()
+            .to_string();
+        match kind {
+            FileKind::SkillDoc(folder) => {
+                let doc = skill::parse(source).map_err(|(line, m)| problem(Some(line), m))?;
+                if &doc.name != folder {
+                    return Err(problem(
+                        None,
+                        format!(
+                            "the skill's name {:?} must match its folder {folder:?}",
+                            doc.name
+                        ),
+                    ));
+                }
+                let dir = path.parent().unwrap_or(path).to_owned();
+                Ok(Loaded::Skill(Arc::new(Skill { doc, dir })))
+            }
+            FileKind::Tool(skill) => {
+                let request = ToWorker::Load {
+                    chunk: chunk.clone(),
+                    source: source.to_owned(),
+                    deadline_ms: self.config.load_deadline_ms,
+                };
+                let mut no_host = |method: &str, _: Value| {
+                    Err(format!(
+                        "{method} is not available while a script loads; call it from run()"
+                    ))
+                };
+                let spec = self
+                    .pool
+                    .request(
+                        &chunk,
+                        &request,
+                        Duration::from_millis(self.config.load_deadline_ms),
+                        &mut no_host,
+                    )
+                    .map_err(|f| problem(f.line, f.message))?;
+                let tool = tool_from_spec(spec, skill.as_deref())
+                    .map_err(|m| problem(None, format!("{chunk}: {m}")))?;
+                let namespace = skill.clone().unwrap_or_else(|| tool.spec.name.clone());
+                Ok(Loaded::Tool(Arc::new(LuaTool {
+                    deadline_ms: tool.deadline_ms,
+                    spec: tool.spec,
+                    file: path.to_owned(),
+                    chunk,
+                    source: source.into(),
+                    namespace,
+                })))
+            }
+        }
+    }
+
+    /// Every script file in every root, in load order.
+    fn scan(&self) -> Vec<PathBuf> {
+        (0..self.roots.len())
+            .flat_map(|root| {
+                let tools = self.roots[root].join("tools");
+                let skills = self.roots[root].join("skills");
+                let mut files = self.scan_dir(root, &tools);
+                files.extend(self.scan_dir(root, &skills));
+                files
+            })
+            .collect()
+    }
+
+    /// Script files under `dir` (two levels deep at most), sorted.
+    fn scan_dir(&self, root: usize, dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        let mut stack = vec![dir.to_owned()];
+        while let Some(d) = stack.pop() {
+            let Ok(entries) = std::fs::read_dir(&d) else {
+                continue;
+            };
+            for entry in entries.filter_map(Result::ok) {
+                let p = entry.path();
+                if p.is_dir() {
+                    if p.strip_prefix(&self.roots[root])
+                        .map_or(0, |r| r.components().count())
+                        < 3
+                    {
+                        stack.push(p);
+                    }
+                } else if classify(&self.roots[root], &p).is_some() {
+                    out.push(p);
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    fn kv(&self) -> std::sync::MutexGuard<'_, rusqlite::Connection> {
+        self.kv.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// What the loader returns for a tool, before it gets a file and a source.
+struct ToolDraft {
+    spec: ToolSpec,
+    deadline_ms: Option<u64>,
+}
+
+fn tool_from_spec(spec: Value, skill: Option<&str>) -> Result<ToolDraft, String> {
+    let name = spec["name"].as_str().unwrap_or_default();
+    if !(1..=64).contains(&name.len())
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    {
+        return Err(format!(
+            "tool name {name:?} is invalid: use 1-64 characters of a-z, 0-9, `_` and `-`"
+        ));
+    }
+    let risk: Risk = serde_json::from_value(spec["risk"].clone()).map_err(|e| e.to_string())?;
+    let full_name = match skill {
+        Some(skill) => format!("{skill}.{name}"),
+        None => name.to_owned(),
+    };
+    Ok(ToolDraft {
+        spec: ToolSpec {
+            name: full_name,
+            description: spec["description"].as_str().unwrap_or_default().to_owned(),
+            parameters: spec["parameters"].clone(),
+            risk,
+        },
+        deadline_ms: spec["deadline_ms"].as_u64(),
+    })
+}
+
+/// Where `path` sits in `root`, or `None` when it is not a script (or an
+/// editor's temporary file).
+fn classify(root: &Path, path: &Path) -> Option<FileKind> {
+    let rel = path.strip_prefix(root).ok()?;
+    let parts: Vec<&str> = rel.iter().map(|c| c.to_str()).collect::<Option<_>>()?;
+    let file = *parts.last()?;
+    if is_temporary(file) {
+        return None;
+    }
+    let valid_folder = |s: &str| {
+        (1..=64).contains(&s.len())
+            && s.bytes()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'_' || b == b'-')
+    };
+    match parts.as_slice() {
+        ["tools", f] if f.ends_with(".lua") => Some(FileKind::Tool(None)),
+        ["skills", skill, "SKILL.md"] if valid_folder(skill) => {
+            Some(FileKind::SkillDoc((*skill).to_owned()))
+        }
+        ["skills", skill, f] if f.ends_with(".lua") && valid_folder(skill) => {
+            Some(FileKind::Tool(Some((*skill).to_owned())))
+        }
+        _ => None,
+    }
+}
+
+/// Editors write swap and backup files next to the real one; they are never
+/// scripts.
+pub fn is_temporary(file: &str) -> bool {
+    file.starts_with('.')
+        || file.ends_with('~')
+        || file == "4913"
+        || [".swp", ".swx", ".swo", ".tmp", ".bak"]
+            .iter()
+            .any(|s| file.ends_with(s))
+}
+
+fn read_script(path: &Path) -> Result<String, Problem> {
+    let problem = |message: String| Problem {
+        file: path.to_owned(),
+        line: None,
+        message,
+    };
+    let meta = std::fs::metadata(path).map_err(|e| problem(format!("cannot read: {e}")))?;
+    if meta.len() > MAX_SCRIPT_BYTES {
+        return Err(problem(format!(
+            "the file is over {MAX_SCRIPT_BYTES} bytes"
+        )));
+    }
+    std::fs::read_to_string(path).map_err(|e| problem(format!("cannot read: {e}")))
+}
+
+fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    let name = path
+        .file_name()
+        .and_then(|n| n.to_str())
+        .unwrap_or("script");
+    let tmp = path.with_file_name(format!(".{name}.{}.tmp", std::process::id()));
+    std::fs::write(&tmp, bytes)?;
+    std::fs::rename(&tmp, path).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// `file:line: message`, the form editors and the agent can jump to.
+pub fn describe_problem(p: &Problem) -> String {
+    match p.line {
+        Some(line) if !p.message.contains(&format!(":{line}:")) => {
+            format!("{}:{line}: {}", p.file.display(), p.message)
+        }
+        _ => format!("{}: {}", p.file.display(), p.message),
+    }
+}
+
+/// The bundled scripts: configured, or found next to the binary.
+fn bundled_dir(config: &ScriptsConfig) -> Option<PathBuf> {
+    if let Some(dir) = &config.bundled_dir {
+        return Some(dir.clone());
+    }
+    let exe = std::env::current_exe().ok()?;
+    let exe_dir = exe.parent()?;
+    if exe_dir.join("scripts/tools").is_dir() {
+        return Some(exe_dir.join("scripts"));
+    }
+    // A cargo build: <repo>/target/<profile>/hearth, or a test binary one
+    // level deeper.
+    exe_dir
+        .ancestors()
+        .take(5)
+        .find(|d| d.join("scripts/tools").is_dir() && d.join("Cargo.toml").is_file())
+        .map(|d| d.join("scripts"))
+}
+
+/// The binary that runs `__lua-worker`: this one when it is `hearth`, else
+/// the `hearth` next to (or one level above) it, as in test builds.
+fn worker_program() -> PathBuf {
+    let exe = std::env::current_exe().unwrap_or_else(|_| PathBuf::from("hearth"));
+    if exe.file_stem().is_some_and(|s| s == "hearth") {
+        return exe;
+    }
+    exe.ancestors()
+        .skip(1)
+        .take(2)
+        .map(|d| d.join("hearth"))
+        .find(|p| p.is_file())
+        .unwrap_or(exe)
+}

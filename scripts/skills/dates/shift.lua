@@ -1,0 +1,22 @@
+-- dates.shift: a date plus (or minus) a number of days, with its weekday.
+-- Part of the bundled `dates` skill.
+
+return {
+  name = "shift",
+  description = "The date N days after (or before, when negative) a date (YYYY-MM-DD), with its weekday.",
+  risk = "read",
+  parameters = {
+    type = "object",
+    properties = {
+      date = { type = "string" },
+      days = { type = "integer", minimum = -1000000, maximum = 1000000 },
+    },
+    required = { "date", "days" },
+    additionalProperties = false,
+  },
+  run = function(args)
+    local start = hearth.tool("dates.days_between", { from = "1970-01-01", to = args.date }).days
+    local t = (start + args.days) * 86400
+    return { date = hearth.time.format("%Y-%m-%d", t), weekday = hearth.time.format("%A", t) }
+  end,
+}
