@@ -4,8 +4,6 @@
 
 use std::time::Duration;
 
-use hearth::config;
-use hearth::runtime::Runtime;
 use hearth::tools::ToolError;
 use hearth_tests::{Hearth, fixture, plugin, probe};
 use serde_json::json;
@@ -139,12 +137,7 @@ fn world_writable_plugin_files_are_refused() {
 #[test]
 fn a_panicking_tool_returns_an_error_and_only_its_plugin_is_disabled() {
     let h = Hearth::with_plugins(&[plugin("echo"), plugin("hello_c"), probe()], "");
-    let config = config::load(Some(&h.config())).unwrap();
-    let config = config::Config {
-        home: h.home().to_owned(),
-        ..config
-    };
-    let rt = Runtime::start(config).unwrap();
+    let rt = h.runtime();
     let err = rt.tools.call("echo_panic", json!({})).unwrap_err();
     assert!(matches!(err, ToolError::Provider { .. }), "{err}");
     assert!(err.to_string().contains("echo_panic was called"), "{err}");
@@ -190,14 +183,24 @@ fn a_disabled_plugin_is_listed_but_not_started() {
 #[test]
 fn tools_lists_every_tool_with_its_source() {
     let h = Hearth::with_plugins(&[plugin("echo"), plugin("hello_c")], "");
-    let tools = h.cmd(&["tools", "--json"]).json();
-    let names: Vec<_> = tools
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|t| t["spec"]["name"].as_str().unwrap().to_owned())
-        .collect();
-    assert_eq!(names, ["echo", "echo_panic", "hello"]);
-    assert_eq!(tools[2]["source"], "plugin hello-c");
-    assert_eq!(tools[2]["spec"]["risk"], "read");
+    let listing = h.cmd(&["tools", "--json"]).json();
+    let tools = listing["tools"].as_array().unwrap();
+    let find = |name: &str| {
+        tools
+            .iter()
+            .find(|t| t["spec"]["name"] == name)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(find("hello")["source"], "plugin hello-c");
+    assert_eq!(find("hello")["spec"]["risk"], "read");
+    assert_eq!(find("echo_panic")["source"], "plugin echo");
+    assert_eq!(find("write_script")["source"], "builtin");
+    assert_eq!(find("write_script")["spec"]["risk"], "write");
+    let convert = find("convert_units")["source"].as_str().unwrap().to_owned();
+    assert!(
+        convert.starts_with("lua ") && convert.ends_with("scripts/tools/convert_units.lua"),
+        "{convert}"
+    );
+    assert_eq!(listing["script_errors"], serde_json::json!([]));
 }

@@ -27,8 +27,8 @@ pub struct Runtime {
     pub store: Store,
     /// Every plugin found.
     pub plugins: PluginSet,
-    /// Every tool.
-    pub tools: ToolRegistry,
+    /// Every tool; shared with whatever calls tools from other threads.
+    pub tools: Arc<ToolRegistry>,
     /// Warnings from building the registry (name clashes).
     pub tool_warnings: Vec<String>,
     bridge: Arc<Bridge>,
@@ -112,7 +112,7 @@ impl Runtime {
             config,
             store,
             plugins,
-            tools,
+            tools: Arc::new(tools),
             tool_warnings,
             bridge,
         })

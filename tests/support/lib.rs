@@ -176,6 +176,25 @@ impl Hearth {
         daemon
     }
 
+    /// Starts hearth in this process (plugins, scripts, registry) with this
+    /// home and config, for tests that call tools many times.
+    pub fn runtime(&self) -> hearth::runtime::Runtime {
+        let config = hearth::config::load(Some(&self.config())).expect("valid config");
+        let config = hearth::config::Config {
+            home: self.home().to_owned(),
+            ..config
+        };
+        hearth::runtime::Runtime::start(config).expect("start hearth")
+    }
+
+    /// Writes a file under the home, creating folders.
+    pub fn write(&self, relative: &str, text: &str) -> PathBuf {
+        let path = self.home().join(relative);
+        std::fs::create_dir_all(path.parent().expect("parent")).expect("mkdir");
+        std::fs::write(&path, text).expect("write");
+        path
+    }
+
     /// Opens the daemon's database.
     pub fn db(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.home().join("hearth.db")).expect("open hearth.db")

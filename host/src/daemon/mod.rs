@@ -41,17 +41,40 @@ pub fn run(config: Config, log: LogHandle, started: Instant) -> Result<(), Daemo
         .thread_name("hearth-worker")
         .enable_all()
         .build()?;
-    rt.block_on(serve(config, log, started))
+    // Hook the signals before anything else, so none is lost during start.
+    let signals = rt.block_on(async { Signals::hook() })?;
+    // Start outside the async context: start-up blocks (plugin init, script
+    // loading), and some parts (the scripts' HTTP client) own a runtime of
+    // their own, which must not be created or dropped inside this one.
+    let config_path = config.source.clone();
+    let runtime = Runtime::start(config)?;
+    rt.block_on(serve(runtime, config_path, signals, log, started))
 }
 
-async fn serve(config: Config, log: LogHandle, started: Instant) -> Result<(), DaemonError> {
-    let mut term = signal(SignalKind::terminate())?;
-    let mut int = signal(SignalKind::interrupt())?;
-    let mut hup = signal(SignalKind::hangup())?;
+struct Signals {
+    term: tokio::signal::unix::Signal,
+    int: tokio::signal::unix::Signal,
+    hup: tokio::signal::unix::Signal,
+}
 
-    let config_path = config.source.clone();
-    let deadline = Duration::from_millis(config.daemon.shutdown_timeout_ms);
-    let runtime = Runtime::start(config)?;
+impl Signals {
+    fn hook() -> std::io::Result<Signals> {
+        Ok(Signals {
+            term: signal(SignalKind::terminate())?,
+            int: signal(SignalKind::interrupt())?,
+            hup: signal(SignalKind::hangup())?,
+        })
+    }
+}
+
+async fn serve(
+    runtime: Runtime,
+    config_path: Option<PathBuf>,
+    mut signals: Signals,
+    log: LogHandle,
+    started: Instant,
+) -> Result<(), DaemonError> {
+    let deadline = Duration::from_millis(runtime.config.daemon.shutdown_timeout_ms);
     let run_id = record_start(&runtime);
     notify::ready();
     tracing::info!(
@@ -81,9 +104,9 @@ async fn serve(config: Config, log: LogHandle, started: Instant) -> Result<(), D
     let mut current = runtime.config.clone();
     let signal_name = loop {
         tokio::select! {
-            _ = term.recv() => break "SIGTERM",
-            _ = int.recv() => break "SIGINT",
-            _ = hup.recv() => reload(config_path.as_ref(), &mut current, &log),
+            _ = signals.term.recv() => break "SIGTERM",
+            _ = signals.int.recv() => break "SIGINT",
+            _ = signals.hup.recv() => reload(config_path.as_ref(), &mut current, &log),
         }
     };
 

@@ -183,6 +183,7 @@ impl Scripts {
             &tool.chunk,
             &request,
             Duration::from_millis(deadline_ms),
+            depth > 0,
             &mut host,
         )
     }
@@ -207,8 +208,21 @@ impl Scripts {
             return Err(format!("the script is over {MAX_SCRIPT_BYTES} bytes"));
         }
         // Refuse before writing: a broken script never replaces a good one.
-        if let Err(problem) = self.load(root, &path, &kind, source) {
-            return Err(describe_problem(&problem));
+        let loaded = self
+            .load(root, &path, &kind, source)
+            .map_err(|problem| describe_problem(&problem))?;
+        if let Loaded::Tool(tool) = &loaded {
+            let name = &tool.spec.name;
+            let taken_by = match self.catalog().tool(name) {
+                _ if self.reserved.contains(name) => Some("a plugin or built-in tool".to_owned()),
+                Some(other) if other.file != path => Some(other.file.display().to_string()),
+                _ => None,
+            };
+            if let Some(other) = taken_by {
+                return Err(format!(
+                    "tool name {name} is already taken by {other}; choose another name"
+                ));
+            }
         }
         let dir = path.parent().ok_or("no parent directory")?;
         std::fs::create_dir_all(dir)
@@ -294,6 +308,7 @@ impl Scripts {
                         &chunk,
                         &request,
                         Duration::from_millis(self.config.load_deadline_ms),
+                        false,
                         &mut no_host,
                     )
                     .map_err(|f| problem(f.line, f.message))?;

@@ -61,16 +61,20 @@ impl Pool {
 
     /// Sends `request` and returns the worker's answer, or a failure once
     /// `deadline` has passed.
-    /// `label` names the script in its log lines.
+    /// `label` names the script in its log lines. A `nested` request (a
+    /// script calling a tool through `hearth.tool`) may start a worker beyond
+    /// the limit: its caller holds a worker while it waits, so making it
+    /// queue could deadlock. Nesting depth bounds how far this goes.
     pub fn request(
         &self,
         label: &str,
         request: &ToWorker,
         deadline: Duration,
+        nested: bool,
         host: &mut HostHandler<'_>,
     ) -> Result<Value, ScriptFailure> {
         let ends = Instant::now() + deadline;
-        let mut worker = self.checkout(ends)?;
+        let mut worker = self.checkout(ends, nested)?;
         let outcome = worker.exchange(label, request, ends + GRACE, host);
         let reusable = match &outcome {
             Ok(_) => true,
@@ -88,13 +92,13 @@ impl Pool {
         })
     }
 
-    fn checkout(&self, until: Instant) -> Result<Worker, ScriptFailure> {
+    fn checkout(&self, until: Instant, nested: bool) -> Result<Worker, ScriptFailure> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
             if let Some(worker) = state.idle.pop() {
                 return Ok(worker);
             }
-            if state.live < self.max {
+            if state.live < self.max || nested {
                 state.live += 1;
                 drop(state);
                 return self.spawn().inspect_err(|_| {

@@ -81,7 +81,7 @@ pub(super) fn build(lua: &Lua) -> mlua::Result<Table> {
     hearth.set(
         "sleep",
         lua.create_function(|lua, seconds: f64| {
-            if !(seconds >= 0.0) {
+            if seconds.is_nan() || seconds < 0.0 {
                 return Err(mlua::Error::runtime(
                     "hearth.sleep: seconds must be a number >= 0",
                 ));
