@@ -414,3 +414,23 @@ fn http_requests_obey_the_egress_rules() {
     assert_eq!(got["body"], "you asked: GET /hello HTTP/1.1");
     rt.stop(Duration::from_secs(5)).unwrap();
 }
+
+#[test]
+fn a_worker_outlives_the_thread_that_started_it() {
+    // PR_SET_PDEATHSIG follows the forking *thread*: workers must be forked
+    // from a thread that lives as long as the daemon.
+    let h = Hearth::new("");
+    h.write(
+        "tools/pid.lua",
+        &tool("pid", "hearth.sleep(0.3) return 'done'"),
+    );
+    let rt = h.runtime();
+    let tools = std::sync::Arc::clone(&rt.tools);
+    let first = std::thread::spawn(move || tools.call("pid", json!({})))
+        .join()
+        .unwrap();
+    assert_eq!(first.unwrap(), json!("done"));
+    // The idle worker that thread started is reused here, and still alive.
+    assert_eq!(rt.tools.call("pid", json!({})).unwrap(), json!("done"));
+    rt.stop(Duration::from_secs(5)).unwrap();
+}

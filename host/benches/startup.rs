@@ -3,8 +3,9 @@
 //!
 //! Each run starts the release binary in a fresh `$HEARTH_HOME` with
 //! `NOTIFY_SOCKET` pointing at a socket of ours, times the spawn until
-//! `READY=1` arrives, lets it idle, reads `VmRSS` from `/proc`, and stops it
-//! with SIGTERM. Medians over the runs are printed.
+//! `READY=1` arrives, lets it idle, reads `VmRSS` from `/proc` (the daemon's
+//! own, and with its Lua worker processes added), and stops it with
+//! SIGTERM. Medians over the runs are printed.
 //!
 //! Run with `cargo build --release --workspace && cargo bench -p hearth --bench startup`.
 
@@ -28,6 +29,7 @@ fn main() {
     );
     let mut ready = Vec::new();
     let mut rss = Vec::new();
+    let mut total = Vec::new();
     let mut plugins = 0;
     for _ in 0..RUNS {
         let home = tempfile::tempdir().expect("temp dir");
@@ -52,7 +54,14 @@ fn main() {
         ready.push(start.elapsed());
         assert!(buf[..n].starts_with(b"READY=1"));
         std::thread::sleep(IDLE);
-        rss.push(vm_rss_kib(child.id()));
+        let own = vm_rss_kib(child.id());
+        rss.push(own);
+        total.push(
+            own + children(child.id())
+                .into_iter()
+                .map(vm_rss_kib)
+                .sum::<u64>(),
+        );
         plugins = count_plugins(child.id());
         // SAFETY: kill(2) on the child we spawned.
         unsafe { libc::kill(child.id() as i32, libc::SIGTERM) };
@@ -61,6 +70,7 @@ fn main() {
     }
     ready.sort();
     rss.sort();
+    total.sort();
     println!("startup: {RUNS} runs of `hearth run`, {plugins} plugin libraries mapped");
     println!(
         "  spawn to READY=1   median {:>7.2} ms   min {:>7.2} ms   max {:>7.2} ms",
@@ -74,6 +84,21 @@ fn main() {
         rss[0] as f64 / 1024.0,
         rss[RUNS - 1] as f64 / 1024.0
     );
+    println!(
+        "  with Lua workers   median {:>7.2} MiB min {:>7.2} MiB max {:>7.2} MiB",
+        total[RUNS / 2] as f64 / 1024.0,
+        total[0] as f64 / 1024.0,
+        total[RUNS - 1] as f64 / 1024.0
+    );
+}
+
+/// The daemon's child processes (its Lua workers).
+fn children(pid: u32) -> Vec<u32> {
+    std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
+        .unwrap_or_default()
+        .split_whitespace()
+        .filter_map(|p| p.parse().ok())
+        .collect()
 }
 
 fn vm_rss_kib(pid: u32) -> u64 {

@@ -22,6 +22,8 @@ pub struct ScriptsConfig {
     pub load_deadline_ms: u64,
     /// The Lua heap cap per worker, in MiB.
     pub memory_mb: u64,
+    /// A worker unused this long is stopped (the next call starts one).
+    pub worker_idle_ms: u64,
     /// Reload scripts when they change on disk (the daemon only).
     pub watch: bool,
     /// `hearth.http.request` limits.
@@ -60,6 +62,7 @@ impl Default for ScriptsConfig {
             max_deadline_ms: 60_000,
             load_deadline_ms: 2_000,
             memory_mb: 64,
+            worker_idle_ms: 60_000,
             watch: true,
             http: HttpConfig::default(),
         }
@@ -76,6 +79,7 @@ pub(super) struct RawScripts {
     max_deadline_ms: Option<u64>,
     load_deadline_ms: Option<u64>,
     memory_mb: Option<u64>,
+    worker_idle_ms: Option<u64>,
     watch: Option<bool>,
     #[serde(default)]
     http: HttpConfig,
@@ -95,6 +99,7 @@ pub(super) fn build(raw: RawScripts, base: &Path) -> Result<ScriptsConfig, (Stri
         max_deadline_ms: raw.max_deadline_ms.unwrap_or(d.max_deadline_ms),
         load_deadline_ms: raw.load_deadline_ms.unwrap_or(d.load_deadline_ms),
         memory_mb: raw.memory_mb.unwrap_or(d.memory_mb),
+        worker_idle_ms: raw.worker_idle_ms.unwrap_or(d.worker_idle_ms),
         watch: raw.watch.unwrap_or(d.watch),
         http: raw.http,
     };
@@ -103,6 +108,7 @@ pub(super) fn build(raw: RawScripts, base: &Path) -> Result<ScriptsConfig, (Stri
         ("scripts.deadline_ms", config.deadline_ms),
         ("scripts.load_deadline_ms", config.load_deadline_ms),
         ("scripts.memory_mb", config.memory_mb),
+        ("scripts.worker_idle_ms", config.worker_idle_ms),
         ("scripts.http.timeout_ms", config.http.timeout_ms),
     ];
     if let Some((key, _)) = positive.iter().find(|(_, v)| *v == 0) {

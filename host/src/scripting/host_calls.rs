@@ -120,7 +120,9 @@ fn kv(scripts: &Scripts, namespace: &str, method: &str, params: &Value) -> Resul
 /// check runs on literal addresses, after DNS resolution, and on every
 /// redirect.
 pub(super) struct Http {
-    client: reqwest::blocking::Client,
+    /// Built on first use: most daemons never make a request, and the
+    /// client costs a thread and the TLS set-up.
+    client: std::sync::OnceLock<Result<reqwest::blocking::Client, String>>,
     config: HttpConfig,
 }
 
@@ -143,32 +145,18 @@ fn get() -> String {
 }
 
 impl Http {
-    pub(super) fn new(config: &HttpConfig) -> Result<Http, String> {
-        // The ring provider: aws-lc would double the build time for nothing
-        // hearth needs. Installing twice is harmless (the first one stays).
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        let allow_private = config.allow_private;
-        let client = reqwest::blocking::Client::builder()
-            .tls_backend_rustls()
-            .timeout(Duration::from_millis(config.timeout_ms))
-            .connect_timeout(Duration::from_millis(config.timeout_ms.min(5_000)))
-            .dns_resolver(Arc::new(GuardedResolver { allow_private }))
-            .redirect(reqwest::redirect::Policy::custom(move |attempt| {
-                if attempt.previous().len() >= 5 {
-                    return attempt.error("more than 5 redirects");
-                }
-                match check_url(attempt.url(), allow_private) {
-                    Ok(()) => attempt.follow(),
-                    Err(e) => attempt.error(e),
-                }
-            }))
-            .user_agent(concat!("hearth/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .map_err(|e| e.to_string())?;
-        Ok(Http {
-            client,
+    pub(super) fn new(config: &HttpConfig) -> Http {
+        Http {
+            client: std::sync::OnceLock::new(),
             config: config.clone(),
-        })
+        }
+    }
+
+    fn client(&self) -> Result<&reqwest::blocking::Client, String> {
+        self.client
+            .get_or_init(|| build_client(&self.config))
+            .as_ref()
+            .map_err(|e| format!("cannot set up the HTTP client: {e}"))
     }
 
     fn request(&self, params: &Value) -> Result<Value, String> {
@@ -179,7 +167,7 @@ impl Http {
         check_url(&url, self.config.allow_private)?;
         let method = reqwest::Method::from_bytes(request.method.to_ascii_uppercase().as_bytes())
             .map_err(|_| format!("bad method {:?}", request.method))?;
-        let mut builder = self.client.request(method, url);
+        let mut builder = self.client()?.request(method, url);
         for (name, value) in &request.headers {
             builder = builder.header(name, value);
         }
@@ -218,6 +206,31 @@ impl Http {
             "body": String::from_utf8_lossy(&body),
         }))
     }
+}
+
+/// The client, with the egress checks wired into DNS and redirects.
+fn build_client(config: &HttpConfig) -> Result<reqwest::blocking::Client, String> {
+    // The ring provider: aws-lc would double the build time for nothing
+    // hearth needs. Installing twice is harmless (the first one stays).
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let allow_private = config.allow_private;
+    reqwest::blocking::Client::builder()
+        .tls_backend_rustls()
+        .timeout(Duration::from_millis(config.timeout_ms))
+        .connect_timeout(Duration::from_millis(config.timeout_ms.min(5_000)))
+        .dns_resolver(Arc::new(GuardedResolver { allow_private }))
+        .redirect(reqwest::redirect::Policy::custom(move |attempt| {
+            if attempt.previous().len() >= 5 {
+                return attempt.error("more than 5 redirects");
+            }
+            match check_url(attempt.url(), allow_private) {
+                Ok(()) => attempt.follow(),
+                Err(e) => attempt.error(e),
+            }
+        }))
+        .user_agent(concat!("hearth/", env!("CARGO_PKG_VERSION")))
+        .build()
+        .map_err(|e| e.to_string())
 }
 
 /// The whole error chain, which is where reqwest puts the reason.

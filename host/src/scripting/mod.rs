@@ -16,7 +16,7 @@
 
 mod catalog;
 mod host_calls;
-mod pool;
+pub(crate) mod pool;
 mod skill;
 pub mod watch;
 pub mod wire;
@@ -68,9 +68,6 @@ pub enum ScriptsError {
     /// The kv store could not be opened.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
-    /// The HTTP client could not be built.
-    #[error("cannot set up hearth.http: {0}")]
-    Http(String),
 }
 
 /// What a file is, by where it sits in its root.
@@ -105,11 +102,14 @@ impl Scripts {
             catalog: RwLock::new(Arc::new(Catalog::default())),
             reserved,
             kv: Mutex::new(crate::store::open_connection(db)?),
-            http: host_calls::Http::new(&config.http).map_err(ScriptsError::Http)?,
+            http: host_calls::Http::new(&config.http),
             reload: Mutex::new(()),
         });
         let files = scripts.scan();
         scripts.reload_paths(&files);
+        // Loading used a worker; an idle daemon keeps none.
+        scripts.pool.retire_idle(Duration::ZERO);
+        spawn_reaper(&scripts, Duration::from_millis(config.worker_idle_ms));
         Ok(scripts)
     }
 
@@ -368,6 +368,27 @@ impl Scripts {
 
     fn kv(&self) -> std::sync::MutexGuard<'_, rusqlite::Connection> {
         self.kv.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// Retires workers idle for `idle` from a helper thread, which ends when
+/// the scripts are dropped.
+fn spawn_reaper(scripts: &Arc<Scripts>, idle: Duration) {
+    let weak = Arc::downgrade(scripts);
+    let every = (idle / 2).max(Duration::from_millis(100));
+    let spawned = std::thread::Builder::new()
+        .name("hearth-lua-reaper".into())
+        .spawn(move || {
+            loop {
+                std::thread::sleep(every);
+                match weak.upgrade() {
+                    Some(scripts) => scripts.pool.retire_idle(idle),
+                    None => return,
+                }
+            }
+        });
+    if let Err(e) = spawned {
+        tracing::warn!("idle script workers will not be retired: {e}");
     }
 }
 

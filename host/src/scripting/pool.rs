@@ -8,13 +8,13 @@
 //! the next request starts a fresh worker. A worker that hit its deadline or
 //! memory cap is never reused: its Lua state may be in any condition.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{Read, Write};
+use std::os::fd::AsRawFd;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
-use crossbeam_channel::{Receiver, RecvTimeoutError};
 use serde_json::Value;
 
 use super::wire::{FailureKind, FromWorker, ScriptFailure, ToWorker};
@@ -37,14 +37,30 @@ pub type HostHandler<'a> = dyn FnMut(&str, Value) -> Result<Value, String> + 'a;
 
 #[derive(Default)]
 struct PoolState {
-    idle: Vec<Worker>,
+    /// Idle workers and when each was last used.
+    idle: Vec<(Worker, Instant)>,
     live: usize,
 }
 
 struct Worker {
     child: Child,
     stdin: ChildStdin,
-    lines: Receiver<String>,
+    stdout: LineReader,
+}
+
+/// Reads lines from the worker with a deadline, on the caller's thread: a
+/// reader thread would add a thread hand-off to every call.
+struct LineReader {
+    pipe: ChildStdout,
+    buf: Vec<u8>,
+}
+
+/// Why no line came.
+enum ReadError {
+    /// The deadline passed.
+    Timeout,
+    /// The worker closed its stdout (it died).
+    Closed,
 }
 
 impl Pool {
@@ -95,7 +111,7 @@ impl Pool {
     fn checkout(&self, until: Instant, nested: bool) -> Result<Worker, ScriptFailure> {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         loop {
-            if let Some(worker) = state.idle.pop() {
+            if let Some((worker, _)) = state.idle.pop() {
                 return Ok(worker);
             }
             if state.live < self.max || nested {
@@ -123,7 +139,7 @@ impl Pool {
     fn checkin(&self, worker: Worker, reusable: bool) {
         let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
         if reusable {
-            state.idle.push(worker);
+            state.idle.push((worker, Instant::now()));
         } else {
             state.live -= 1;
             worker.kill();
@@ -131,8 +147,25 @@ impl Pool {
         self.freed.notify_one();
     }
 
+    /// Stops idle workers unused for `older_than`: an idle daemon holds no
+    /// worker processes, and the next call starts one.
+    pub fn retire_idle(&self, older_than: Duration) {
+        let mut state = self.state.lock().unwrap_or_else(|p| p.into_inner());
+        let (keep, retire): (Vec<_>, Vec<_>) = state
+            .idle
+            .drain(..)
+            .partition(|(_, used)| used.elapsed() < older_than);
+        state.live -= retire.len();
+        state.idle = keep;
+        drop(state);
+        for (worker, _) in retire {
+            worker.kill();
+        }
+    }
+
     fn spawn(&self) -> Result<Worker, ScriptFailure> {
-        let mut child = Command::new(&self.program)
+        let mut command = Command::new(&self.program);
+        command
             .arg("__lua-worker")
             .arg("--memory-mb")
             .arg(self.memory_mb.to_string())
@@ -140,17 +173,16 @@ impl Pool {
             .env_clear()
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| {
-                failure(
-                    FailureKind::Runtime,
-                    &format!(
-                        "cannot start a script worker ({}): {e}",
-                        self.program.display()
-                    ),
-                )
-            })?;
+            .stderr(Stdio::inherit());
+        let mut child = spawn_from_lasting_thread(command).map_err(|e| {
+            failure(
+                FailureKind::Runtime,
+                &format!(
+                    "cannot start a script worker ({}): {e}",
+                    self.program.display()
+                ),
+            )
+        })?;
         let (stdin, stdout) = match (child.stdin.take(), child.stdout.take()) {
             (Some(i), Some(o)) => (i, o),
             _ => {
@@ -160,27 +192,13 @@ impl Pool {
                 ));
             }
         };
-        let (tx, lines) = crossbeam_channel::unbounded();
-        let reader = std::thread::Builder::new()
-            .name("hearth-lua-read".into())
-            .spawn(move || {
-                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                    if tx.send(line).is_err() {
-                        return;
-                    }
-                }
-            });
-        if let Err(e) = reader {
-            let _ = child.kill();
-            return Err(failure(
-                FailureKind::Runtime,
-                &format!("cannot start a reader thread: {e}"),
-            ));
-        }
         Ok(Worker {
             child,
             stdin,
-            lines,
+            stdout: LineReader {
+                pipe: stdout,
+                buf: Vec::with_capacity(4096),
+            },
         })
     }
 }
@@ -188,7 +206,7 @@ impl Pool {
 impl Drop for Pool {
     fn drop(&mut self) {
         let state = self.state.get_mut().unwrap_or_else(|p| p.into_inner());
-        for worker in state.idle.drain(..) {
+        for (worker, _) in state.idle.drain(..) {
             worker.kill();
         }
     }
@@ -205,13 +223,12 @@ impl Worker {
     ) -> Result<Value, ScriptFailure> {
         self.send(request)?;
         loop {
-            let wait = until.saturating_duration_since(Instant::now());
-            let line = match self.lines.recv_timeout(wait) {
+            let line = match self.stdout.read_line(until) {
                 Ok(line) => line,
-                Err(RecvTimeoutError::Timeout) => {
+                Err(ReadError::Timeout) => {
                     return Err(failure(FailureKind::Deadline, "deadline"));
                 }
-                Err(RecvTimeoutError::Disconnected) => {
+                Err(ReadError::Closed) => {
                     return Err(failure(
                         FailureKind::Memory,
                         "the script worker died (most likely over its memory cap)",
@@ -269,6 +286,113 @@ impl Worker {
             .name("hearth-lua-reap".into())
             .spawn(move || child.wait());
     }
+}
+
+impl LineReader {
+    /// The next line, waiting until `until` at most.
+    fn read_line(&mut self, until: Instant) -> Result<String, ReadError> {
+        let mut scanned = 0;
+        loop {
+            if let Some(at) = self.buf[scanned..].iter().position(|&b| b == b'\n') {
+                let end = scanned + at;
+                let line = String::from_utf8_lossy(&self.buf[..end]).into_owned();
+                self.buf.drain(..=end);
+                return Ok(line);
+            }
+            scanned = self.buf.len();
+            // Most answers come within microseconds: look for them briefly
+            // before sleeping, which saves a scheduler wake-up per call.
+            let ready = match spin_until_readable(self.pipe.as_raw_fd(), SPIN) {
+                true => 1,
+                false => poll_readable(self.pipe.as_raw_fd(), until),
+            };
+            if ready == 0 {
+                return Err(ReadError::Timeout);
+            }
+            if ready < 0 {
+                if std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return Err(ReadError::Closed);
+            }
+            let mut chunk = [0u8; 8192];
+            match self.pipe.read(&mut chunk) {
+                Ok(0) | Err(_) => return Err(ReadError::Closed),
+                Ok(n) => self.buf.extend_from_slice(&chunk[..n]),
+            }
+        }
+    }
+}
+
+/// Starts `command` from one thread that lives as long as the process.
+///
+/// The worker asks the kernel to kill it when its parent goes away
+/// (`PR_SET_PDEATHSIG`), but "parent" there means the *thread* that forked
+/// it: a worker started from a short-lived thread (a blocking-pool thread,
+/// a test's thread) would be killed when that thread ends.
+fn spawn_from_lasting_thread(command: Command) -> std::io::Result<Child> {
+    type Job = (Command, crossbeam_channel::Sender<std::io::Result<Child>>);
+    static SPAWNER: std::sync::OnceLock<Option<crossbeam_channel::Sender<Job>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (jobs, queue) = crossbeam_channel::unbounded::<Job>();
+        std::thread::Builder::new()
+            .name("hearth-lua-spawn".into())
+            .spawn(move || {
+                for (mut command, reply) in queue {
+                    let _ = reply.send(command.spawn());
+                }
+            })
+            .ok()
+            .map(|_| jobs)
+    });
+    let spawner = spawner
+        .as_ref()
+        .ok_or_else(|| std::io::Error::other("the worker spawner thread did not start"))?;
+    let (reply, answer) = crossbeam_channel::bounded(1);
+    spawner
+        .send((command, reply))
+        .map_err(|_| std::io::Error::other("the worker spawner thread is gone"))?;
+    answer
+        .recv()
+        .map_err(|_| std::io::Error::other("the worker spawner thread is gone"))?
+}
+
+/// How long a reader spins before it sleeps in `poll`.
+pub(crate) const SPIN: Duration = Duration::from_micros(150);
+
+/// Polls `fd` without sleeping until it is readable or `spin` has passed.
+pub(crate) fn spin_until_readable(fd: i32, spin: Duration) -> bool {
+    let start = Instant::now();
+    loop {
+        let mut p = libc::pollfd {
+            fd,
+            events: libc::POLLIN,
+            revents: 0,
+        };
+        // SAFETY: one valid pollfd for the duration of the call.
+        if unsafe { libc::poll(&mut p, 1, 0) } != 0 {
+            return true;
+        }
+        if start.elapsed() >= spin {
+            return false;
+        }
+        std::thread::yield_now();
+    }
+}
+
+/// Sleeps until `fd` is readable or `until`; poll(2)'s return value.
+fn poll_readable(fd: i32, until: Instant) -> i32 {
+    let wait = until.saturating_duration_since(Instant::now());
+    let mut p = libc::pollfd {
+        fd,
+        events: libc::POLLIN,
+        revents: 0,
+    };
+    // Round up, so a wait of 0.5 ms does not become a busy 0 ms poll.
+    let timeout = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as i32;
+    // SAFETY: one valid pollfd for the duration of the call.
+    unsafe { libc::poll(&mut p, 1, timeout) }
 }
 
 fn log_line(script: &str, level: &str, message: &str) {

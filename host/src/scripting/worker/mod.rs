@@ -90,6 +90,11 @@ pub(crate) struct Io {
 
 impl Io {
     fn read_line(&mut self) -> Option<String> {
+        // The next request often follows at once: look for it briefly before
+        // sleeping in `read`, which saves a wake-up per call.
+        if self.input.buffer().is_empty() {
+            crate::scripting::pool::spin_until_readable(0, crate::scripting::pool::SPIN);
+        }
         let mut line = String::new();
         match self.input.read_line(&mut line) {
             Ok(0) | Err(_) => None,
