@@ -375,7 +375,10 @@ fn http_requests_obey_the_egress_rules() {
             );
         }
     });
-    let fetch = tool("fetch", "return hearth.http.request({ url = args.url })");
+    let fetch = tool(
+        "fetch",
+        "return hearth.http.request({ url = args.url, timeout_ms = args.timeout_ms })",
+    );
     // Default: loopback, private and metadata addresses are refused.
     let h = Hearth::new("");
     h.write("tools/fetch.lua", &fetch);
@@ -412,6 +415,99 @@ fn http_requests_obey_the_egress_rules() {
         .unwrap();
     assert_eq!(got["status"], 200);
     assert_eq!(got["body"], "you asked: GET /hello HTTP/1.1");
+    rt.stop(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn http_bodies_are_capped_and_silent_servers_time_out() {
+    // One server sends 64 KiB; another accepts and never answers.
+    let big = TcpListener::bind("127.0.0.1:0").unwrap();
+    let big_port = big.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        if let Some(Ok(mut stream)) = big.incoming().next() {
+            let mut buf = [0u8; 4096];
+            let _ = stream.read(&mut buf);
+            let body = "x".repeat(65_536);
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let silent = TcpListener::bind("127.0.0.1:0").unwrap();
+    let silent_port = silent.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        let held: Vec<_> = silent.incoming().take(1).collect();
+        std::thread::sleep(Duration::from_secs(5));
+        drop(held);
+    });
+    let h = Hearth::new("[scripts.http]\nallow_private = true\nmax_bytes = 1024\n");
+    h.write(
+        "tools/fetch.lua",
+        &tool(
+            "fetch",
+            "return hearth.http.request({ url = args.url, timeout_ms = 300 })",
+        ),
+    );
+    let rt = h.runtime();
+    let err = rt
+        .tools
+        .call(
+            "fetch",
+            json!({"url": format!("http://127.0.0.1:{big_port}/")}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("over 1024 bytes"), "{err}");
+    let started = Instant::now();
+    let err = rt
+        .tools
+        .call(
+            "fetch",
+            json!({"url": format!("http://127.0.0.1:{silent_port}/")}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(err.to_lowercase().contains("timed out"), "{err}");
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "{:?}",
+        started.elapsed()
+    );
+    rt.stop(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn a_tool_may_set_its_own_deadline_up_to_the_maximum() {
+    let h = Hearth::new("[scripts]\ndeadline_ms = 300\nmax_deadline_ms = 600\n");
+    let napper = |name: &str, deadline: u64| {
+        format!(
+            "return {{ name = {name:?}, description = \"x\", deadline_ms = {deadline}, run = function(args) hearth.sleep(args.s) return 'ok' end }}"
+        )
+    };
+    h.write("tools/quick.lua", &napper("quick", 100));
+    h.write("tools/greedy.lua", &napper("greedy", 100_000));
+    let rt = h.runtime();
+    let err = rt
+        .tools
+        .call("quick", json!({"s": 0.2}))
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("deadline of 100 ms"), "{err}");
+    assert_eq!(
+        rt.tools.call("greedy", json!({"s": 0.4})).unwrap(),
+        json!("ok")
+    );
+    let err = rt
+        .tools
+        .call("greedy", json!({"s": 5}))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        err.contains("deadline of 600 ms"),
+        "capped at the maximum: {err}"
+    );
     rt.stop(Duration::from_secs(5)).unwrap();
 }
 

@@ -1,0 +1,116 @@
+---@meta hearth
+-- LuaLS annotations for the hearth host API. Add this folder to
+-- `workspace.library` and the editor completes and type-checks `hearth.*`.
+-- See docs/lua.md for what each call does.
+
+---A hearth tool: the table a tool file returns.
+---@class hearth.Tool
+---@field name string Lowercase letters, digits, `_` and `-`; at most 64.
+---@field description string What it does, written for the model.
+---@field risk? "read"|"write"|"exec" Defaults to "read".
+---@field parameters? table JSON Schema of the arguments (type = "object").
+---@field deadline_ms? integer Its own deadline, up to [scripts] max_deadline_ms.
+---@field run fun(args: table, ctx: hearth.Context): any
+
+---@class hearth.Context
+---@field tool string The tool's name.
+---@field deadline_ms integer This call's deadline.
+
+---@class hearth.HttpRequest
+---@field url string http or https only.
+---@field method? string Defaults to "GET".
+---@field headers? table<string, string>
+---@field body? string
+---@field timeout_ms? integer At most [scripts.http] timeout_ms.
+
+---@class hearth.HttpResponse
+---@field status integer
+---@field headers table<string, string>
+---@field body string
+
+---@class hearthlib
+hearth = {}
+
+---@class hearth.json
+hearth.json = {}
+
+---The JSON `null`: a JSON null arrives as this value, and this value
+---encodes as null.
+---@type lightuserdata
+hearth.json.null = nil
+
+---Encodes a value as JSON (keys sorted).
+---@param value any
+---@return string
+function hearth.json.encode(value) end
+
+---Decodes JSON; arrays stay arrays (even when empty), null is `hearth.json.null`.
+---@param text string
+---@return any
+function hearth.json.decode(text) end
+
+---Marks a table (or a new one) as an array, so that an empty one encodes as `[]`.
+---@generic T: table
+---@param t? T
+---@return T
+function hearth.json.array(t) end
+
+---Writes a line to the daemon's log.
+---@param message any
+---@param level? "error"|"warn"|"info"|"debug" Defaults to "info".
+function hearth.log(message, level) end
+
+---Seconds since the Unix epoch, with fractions.
+---@return number
+function hearth.now() end
+
+---@class hearth.time
+hearth.time = {}
+
+---Formats a Unix time in UTC: %Y %m %d %H %M %S %j %a %A %b %B %s %Z %z %%.
+---@param format string
+---@param t? number Defaults to now.
+---@return string
+function hearth.time.format(format, t) end
+
+---A Unix time as ISO 8601 in UTC, like 2026-11-21T13:43:02Z.
+---@param t? number Defaults to now.
+---@return string
+function hearth.time.iso(t) end
+
+---Pauses this call (only this one). Sleeping past the deadline ends the call.
+---@param seconds number
+function hearth.sleep(seconds) end
+
+---@class hearth.kv
+hearth.kv = {}
+
+---The stored value for `key` in this script's namespace, or nil.
+---@param key string 1-256 bytes.
+---@return any
+function hearth.kv.get(key) end
+
+---Stores any JSON-able value (nil deletes). Persistent across restarts.
+---@param key string 1-256 bytes.
+---@param value any At most 1 MiB as JSON.
+function hearth.kv.set(key, value) end
+
+---Deletes a key; true if it existed.
+---@param key string
+---@return boolean
+function hearth.kv.delete(key) end
+
+---Calls another tool through the registry (validation and policy apply).
+---@param name string
+---@param args? table
+---@return any
+function hearth.tool(name, args) end
+
+---@class hearth.http
+hearth.http = {}
+
+---Makes an HTTP request under hearth's egress rules (no private, loopback or
+---metadata addresses unless allowed, checked after DNS and on redirects).
+---@param request hearth.HttpRequest
+---@return hearth.HttpResponse
+function hearth.http.request(request) end
