@@ -9,7 +9,11 @@ fn eight_threads_submit_and_log_100k_times_and_nothing_is_lost() {
     let wait_ms = 500;
     let h = Hearth::with_plugins(
         &[probe()],
-        &format!("[daemon]\nqueue_capacity = 256\nqueue_wait_ms = {wait_ms}\n"),
+        &format!(
+            "[daemon]\nqueue_capacity = 256\nqueue_wait_ms = {wait_ms}\n\
+             [owner.identities]\nprobe = [{}]\n",
+            (0..8).map(|t| format!("\"thread-{t}\"")).collect::<Vec<_>>().join(", ")
+        ),
     );
     let run = h.cmd(&[
         "--log-level",
@@ -56,7 +60,7 @@ fn eight_threads_submit_and_log_100k_times_and_nothing_is_lost() {
 
 #[test]
 fn malformed_submissions_are_refused_and_good_ones_stored_once() {
-    let h = Hearth::with_plugins(&[probe()], "");
+    let h = Hearth::with_plugins(&[probe()], "[owner.identities]\nprobe = [\"+100\"]\n");
     let message = |channel: &str, key: &str, text: &str| {
         json!({"type": "message", "channel": channel, "idempotency_key": key,
                "sender": "+100", "text": text})
@@ -77,6 +81,9 @@ fn malformed_submissions_are_refused_and_good_ones_stored_once() {
         ("\u{0}\u{1}".to_owned(), "Err(Invalid)"),
         (message("probe", "k1", "first"), "Ok(())"),
         (message("probe", "k1", "resubmitted"), "Ok(())"),
+        // A stranger is told nothing (acknowledged) and nothing is stored.
+        (json!({"type": "message", "channel": "probe", "idempotency_key": "s1",
+                "sender": "+999", "text": "let me in"}).to_string(), "Ok(())"),
         (
             r#"{"type":"channel_status","state":"degraded","detail":"slow"}"#.to_owned(),
             "Ok(())",

@@ -5,13 +5,16 @@
 //! runs. `docs/ARCHITECTURE.md` has the map; each module's own docs say what
 //! it owns.
 
+pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod llm;
 pub mod logging;
 pub mod plugins;
 pub mod router;
 pub mod runtime;
 pub mod scripting;
 pub mod store;
+pub mod tls;
 pub mod tools;

@@ -13,11 +13,13 @@ use std::time::Duration;
 use hearth_sdk::abi;
 use hearth_sdk::protocol::HostInfo;
 
+use crate::agent::memory::Memory;
 use crate::config::Config;
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
+use crate::router::{Gate, Router};
 use crate::scripting::{Scripts, ScriptsError};
 use crate::store::{self, Store, StoreError};
-use crate::tools::ToolRegistry;
+use crate::tools::{BuiltinContext, ToolRegistry};
 
 /// A started hearth.
 pub struct Runtime {
@@ -31,7 +33,12 @@ pub struct Runtime {
     pub tools: Arc<ToolRegistry>,
     /// Warnings from building the registry (name clashes).
     pub tool_warnings: Vec<String>,
-    bridge: Arc<Bridge>,
+    /// The gate and the wake-ups between inbox, agent and outbox.
+    pub router: Arc<Router>,
+    /// The main agent's memory.
+    pub memory: Arc<Memory>,
+    /// The plugin callbacks, and the way into the inbox.
+    pub bridge: Arc<Bridge>,
 }
 
 /// Why hearth could not start.
@@ -82,8 +89,10 @@ impl Runtime {
             abi_minor: abi::ABI_MINOR,
             home: config.home.display().to_string(),
         };
+        let router = Arc::new(Router::new(Gate::new(config.owner.clone())));
         let bridge = Bridge::start(
             store::open_connection(&db)?,
+            Arc::clone(&router),
             config.daemon.queue_capacity,
             Duration::from_millis(config.daemon.queue_wait_ms),
             &info,
@@ -98,7 +107,7 @@ impl Runtime {
                 return Err(e.into());
             }
         };
-        let reserved = ToolRegistry::fixed_names(&plugins, true);
+        let reserved = ToolRegistry::fixed_names(&plugins);
         let scripts = match Scripts::start(&config.scripts, &config.home, &db, reserved) {
             Ok(scripts) => scripts,
             Err(e) => {
@@ -107,13 +116,25 @@ impl Runtime {
                 return Err(e.into());
             }
         };
-        let (tools, tool_warnings) = ToolRegistry::new(&plugins, Some(scripts));
+        crate::agent::history::Conversations::new(store::open_connection(&db)?)
+            .map_err(StoreError::Sqlite)?;
+        let memory = Arc::new(Memory::new(
+            store::open_connection(&db)?,
+            crate::agent::history::MAIN_AGENT,
+        ));
+        let builtins = BuiltinContext {
+            scripts: Some(scripts),
+            memory: Some(Arc::clone(&memory)),
+        };
+        let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins);
         Ok(Runtime {
             config,
             store,
             plugins,
             tools: Arc::new(tools),
             tool_warnings,
+            router,
+            memory,
             bridge,
         })
     }

@@ -7,6 +7,7 @@
 //! working directory. The environment overrides a few keys
 //! (`HEARTH_HOME`, `HEARTH_MODE`) so the same file serves several setups.
 
+mod agent;
 mod plugins;
 mod scripts;
 
@@ -14,6 +15,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
+pub use agent::{AgentConfig, LlmConfig, OwnerConfig, ProviderKind};
 pub use plugins::{PluginEntry, PluginsConfig};
 pub use scripts::{HttpConfig, ScriptsConfig};
 
@@ -37,6 +39,12 @@ pub struct Config {
     pub plugins: PluginsConfig,
     /// `[scripts]`.
     pub scripts: ScriptsConfig,
+    /// `[llm]`; `None` runs without a model.
+    pub llm: Option<LlmConfig>,
+    /// `[agent]`.
+    pub agent: AgentConfig,
+    /// `[owner]`.
+    pub owner: OwnerConfig,
 }
 
 /// How much the agent may do without asking.
@@ -223,18 +231,15 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     if raw.daemon.shutdown_timeout_ms == 0 {
         return Err(invalid("daemon.shutdown_timeout_ms", "must be at least 1"));
     }
-    let plugins =
-        plugins::build(raw.plugins, &base).map_err(|(key, message)| ConfigError::Invalid {
-            path: shown.clone(),
-            key,
-            message,
-        })?;
-    let scripts =
-        scripts::build(raw.scripts, &base).map_err(|(key, message)| ConfigError::Invalid {
-            path: shown.clone(),
-            key,
-            message,
-        })?;
+    let invalid_at = |(key, message): (String, String)| ConfigError::Invalid {
+        path: shown.clone(),
+        key,
+        message,
+    };
+    let plugins = plugins::build(raw.plugins, &base).map_err(invalid_at)?;
+    let scripts = scripts::build(raw.scripts, &base).map_err(invalid_at)?;
+    let llm = agent::build_llm(raw.llm).map_err(invalid_at)?;
+    let agent = agent::build_agent(raw.agent, &base).map_err(invalid_at)?;
     Ok(Config {
         source: path.map(Path::to_owned),
         home,
@@ -243,6 +248,9 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         daemon: raw.daemon,
         plugins,
         scripts,
+        llm,
+        agent,
+        owner: raw.owner,
     })
 }
 
@@ -280,6 +288,11 @@ struct RawConfig {
     plugins: plugins::RawPlugins,
     #[serde(default)]
     scripts: scripts::RawScripts,
+    llm: Option<agent::RawLlm>,
+    #[serde(default)]
+    agent: agent::RawAgent,
+    #[serde(default)]
+    owner: OwnerConfig,
 }
 
 fn parse_mode(s: &str) -> Option<Mode> {

@@ -8,7 +8,9 @@
 //! - SIGHUP: re-read the config; a bad file is refused with the reason and
 //!   the running config stays.
 
+pub mod control;
 mod notify;
+mod services;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -32,6 +34,9 @@ pub enum DaemonError {
     /// It stopped, but not cleanly (a plugin overran the deadline).
     #[error("unclean stop: {0}")]
     Stop(#[from] crate::runtime::StopError),
+    /// The agent's tables could not be opened.
+    #[error(transparent)]
+    Store(#[from] crate::store::StoreError),
 }
 
 /// Runs the daemon until SIGTERM or SIGINT.
@@ -76,6 +81,7 @@ async fn serve(
 ) -> Result<(), DaemonError> {
     let deadline = Duration::from_millis(runtime.config.daemon.shutdown_timeout_ms);
     let run_id = record_start(&runtime);
+    let services = services::Services::start(&runtime, started)?;
     notify::ready();
     tracing::info!(
         startup_ms = started.elapsed().as_secs_f64() * 1000.0,
@@ -112,6 +118,7 @@ async fn serve(
 
     tracing::info!(signal = signal_name, "stopping");
     drop(watcher);
+    services.stop();
     notify::stopping();
     let stop_started = Instant::now();
     runtime.close_intake();

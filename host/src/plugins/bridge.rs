@@ -20,7 +20,8 @@ use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded, select};
 use hearth_sdk::abi::{self, HearthStr, HostApi, status};
 use hearth_sdk::protocol::{ChannelStatus, HostInfo, InboundMessage, Submission, service};
 
-use crate::router::inbox::{self, StoreJob};
+use crate::router::Router;
+use crate::router::inbox::{self, StoreJob, Stored};
 
 /// The largest submission accepted, in bytes. Attachments travel as files,
 /// so a message body has no business being larger.
@@ -28,6 +29,7 @@ pub const MAX_SUBMISSION_BYTES: usize = 1 << 20;
 
 /// The queues and threads behind every plugin's callbacks.
 pub struct Bridge {
+    router: Arc<Router>,
     logs: Sender<LogRecord>,
     jobs: Sender<StoreJob>,
     wait: Duration,
@@ -66,6 +68,7 @@ impl Bridge {
     /// Starts the log drainer and the inbox writer (which takes `conn`).
     pub fn start(
         conn: rusqlite::Connection,
+        router: Arc<Router>,
         capacity: usize,
         wait: Duration,
         info: &HostInfo,
@@ -78,6 +81,7 @@ impl Bridge {
         let writer = inbox::spawn_writer(conn, job_rx, stop_rx)
             .map_err(|e| BridgeError::Thread("inbox writer", e))?;
         Ok(Arc::new(Bridge {
+            router,
             logs,
             jobs,
             wait,
@@ -113,6 +117,45 @@ impl Bridge {
             write_result: Some(super::sink::host_write_result),
         }));
         (ctx, api)
+    }
+
+    /// Stores a message from the local control socket (always the owner);
+    /// returns once it is stored.
+    pub fn submit_local(&self, message: InboundMessage) -> Result<(), String> {
+        match self.store(message) {
+            status::OK => Ok(()),
+            status::BUSY => Err("the daemon is busy; try again".into()),
+            status::CLOSED => Err("the daemon is shutting down".into()),
+            _ => Err("the message could not be stored".into()),
+        }
+    }
+
+    /// Queues a message for the inbox writer and waits for the commit.
+    fn store(&self, message: InboundMessage) -> i32 {
+        if self.closed.load(Ordering::SeqCst) {
+            return status::CLOSED;
+        }
+        let (reply, answer) = bounded(1);
+        let job = StoreJob {
+            message: message.clone(),
+            reply,
+        };
+        match self.jobs.send_timeout(job, self.wait) {
+            Ok(()) => {}
+            Err(SendTimeoutError::Timeout(_)) => return status::BUSY,
+            Err(SendTimeoutError::Disconnected(_)) => return status::CLOSED,
+        }
+        match answer.recv_timeout(self.wait) {
+            Ok(Ok(Stored::New)) => {
+                self.router.stored(&message);
+                status::OK
+            }
+            Ok(Ok(Stored::Duplicate)) => status::OK,
+            Ok(Err(_)) => status::ERROR,
+            // Still queued or committing: the plugin submits again later and
+            // the idempotency key makes that harmless.
+            Err(_) => status::BUSY,
+        }
     }
 
     /// Stops intake: from now on `submit` answers `CLOSED`.
@@ -174,9 +217,6 @@ impl PluginContext {
     }
 
     fn submit(&self, json: &[u8]) -> i32 {
-        if self.bridge.closed.load(Ordering::SeqCst) {
-            return status::CLOSED;
-        }
         if json.len() > MAX_SUBMISSION_BYTES {
             self.refuse(&format!(
                 "submission of {} bytes is over the {MAX_SUBMISSION_BYTES}-byte limit",
@@ -206,20 +246,12 @@ impl PluginContext {
             self.refuse(&why);
             return status::INVALID;
         }
-        let (reply, answer) = bounded(1);
-        let job = StoreJob { message, reply };
-        match self.bridge.jobs.send_timeout(job, self.bridge.wait) {
-            Ok(()) => {}
-            Err(SendTimeoutError::Timeout(_)) => return status::BUSY,
-            Err(SendTimeoutError::Disconnected(_)) => return status::CLOSED,
+        // A stranger's message is acknowledged (the channel may forget it)
+        // and dropped: silence, not an error the sender could probe.
+        if !self.bridge.router.admits(&message) {
+            return status::OK;
         }
-        match answer.recv_timeout(self.bridge.wait) {
-            Ok(Ok(_stored)) => status::OK,
-            Ok(Err(_)) => status::ERROR,
-            // Still queued or committing: the plugin submits again later and
-            // the idempotency key makes that harmless.
-            Err(_) => status::BUSY,
-        }
+        self.bridge.store(message)
     }
 
     fn call(&self, service: &[u8]) -> (i32, String) {

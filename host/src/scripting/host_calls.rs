@@ -177,7 +177,7 @@ impl Http {
         if let Some(ms) = request.timeout_ms {
             builder = builder.timeout(Duration::from_millis(ms.min(self.config.timeout_ms)));
         }
-        let response = builder.send().map_err(|e| describe(&e))?;
+        let response = builder.send().map_err(|e| crate::llm::describe(&e))?;
         let status = response.status().as_u16();
         let headers: serde_json::Map<String, Value> = response
             .headers()
@@ -231,18 +231,6 @@ fn build_client(config: &HttpConfig) -> Result<reqwest::blocking::Client, String
         .user_agent(concat!("hearth/", env!("CARGO_PKG_VERSION")))
         .build()
         .map_err(|e| e.to_string())
-}
-
-/// The whole error chain, which is where reqwest puts the reason.
-fn describe(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(s) = source {
-        text.push_str(": ");
-        text.push_str(&s.to_string());
-        source = s.source();
-    }
-    text
 }
 
 fn check_url(url: &reqwest::Url, allow_private: bool) -> Result<(), String> {

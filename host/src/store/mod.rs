@@ -16,6 +16,7 @@ use rusqlite::Connection;
 const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0001_init.sql"),
     include_str!("migrations/0002_kv.sql"),
+    include_str!("migrations/0003_agent.sql"),
 ];
 
 /// The database file name inside `$HEARTH_HOME`.

@@ -3,11 +3,24 @@
 //! `read_skill`, `script_status` and `write_script` let the agent read the
 //! skills it has, see why a script of its own does not load, and write or
 //! fix scripts, which the daemon validates before saving and loads at once.
+//! `remember`, `forget` and `recall` keep the agent's memory facts.
+
+use std::sync::Arc;
 
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
+use crate::agent::memory::Memory;
 use crate::scripting::{Scripts, describe_problem};
+
+/// What built-in tools work on.
+#[derive(Default)]
+pub struct BuiltinContext {
+    /// The script subsystem.
+    pub scripts: Option<Arc<Scripts>>,
+    /// The main agent's memory.
+    pub memory: Option<Arc<Memory>>,
+}
 
 /// The built-in tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -18,15 +31,34 @@ pub enum Builtin {
     ScriptStatus,
     /// Validate, write and load a script.
     WriteScript,
+    /// Keep a fact in memory.
+    Remember,
+    /// Drop a fact.
+    Forget,
+    /// List facts.
+    Recall,
 }
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 3] = [
+    pub const ALL: [Builtin; 6] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
+        Builtin::Remember,
+        Builtin::Forget,
+        Builtin::Recall,
     ];
+
+    /// Whether `context` has what this tool needs.
+    pub fn available(self, context: &BuiltinContext) -> bool {
+        match self {
+            Builtin::ReadSkill | Builtin::ScriptStatus | Builtin::WriteScript => {
+                context.scripts.is_some()
+            }
+            Builtin::Remember | Builtin::Forget | Builtin::Recall => context.memory.is_some(),
+        }
+    }
 
     /// Its spec.
     pub fn spec(self) -> ToolSpec {
@@ -62,15 +94,57 @@ impl Builtin {
                 }),
                 risk: Risk::Write,
             },
+            Builtin::Remember => ToolSpec {
+                name: "remember".into(),
+                description: "Keeps a short fact about the owner or the world in memory; memory is shown in every prompt.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": { "fact": { "type": "string", "minLength": 1, "maxLength": 500 } },
+                    "required": ["fact"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+            },
+            Builtin::Forget => ToolSpec {
+                name: "forget".into(),
+                description: "Drops a remembered fact by its id.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": { "id": { "type": "integer" } },
+                    "required": ["id"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+            },
+            Builtin::Recall => ToolSpec {
+                name: "recall".into(),
+                description: "Lists remembered facts with their ids, optionally only those containing `query`.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": { "query": { "type": "string" } },
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+            },
         }
     }
 
     /// Runs it with validated `args`.
-    pub fn call(self, scripts: &Scripts, args: &Value) -> Result<Value, String> {
+    pub fn call(self, context: &BuiltinContext, args: &Value) -> Result<Value, String> {
+        let scripts = || context.scripts.as_deref().ok_or("scripts are not running");
+        let memory = || {
+            context
+                .memory
+                .as_deref()
+                .ok_or("the agent's memory is not available")
+        };
         match self {
+            Builtin::Remember => memory()?.remember(args["fact"].as_str().unwrap_or_default()),
+            Builtin::Forget => memory()?.forget(args["id"].as_i64().unwrap_or_default()),
+            Builtin::Recall => memory()?.recall(args["query"].as_str()),
             Builtin::ReadSkill => {
                 let name = args["name"].as_str().unwrap_or_default();
-                let catalog = scripts.catalog();
+                let catalog = scripts()?.catalog();
                 let skill = catalog.skill(name).ok_or_else(|| {
                     let known: Vec<&str> = catalog.skills().map(|s| s.doc.name.as_str()).collect();
                     format!(
@@ -93,7 +167,7 @@ impl Builtin {
                 }))
             }
             Builtin::ScriptStatus => {
-                let catalog = scripts.catalog();
+                let catalog = scripts()?.catalog();
                 let tools: Vec<Value> = catalog
                     .tools()
                     .iter()
@@ -113,7 +187,7 @@ impl Builtin {
             Builtin::WriteScript => {
                 let path = args["path"].as_str().unwrap_or_default();
                 let source = args["source"].as_str().unwrap_or_default();
-                scripts.write_script(path, source)
+                scripts()?.write_script(path, source)
             }
         }
     }

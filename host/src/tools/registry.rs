@@ -10,7 +10,7 @@ use std::sync::Arc;
 use hearth_sdk::protocol::{ToolCall, ToolSpec, method};
 use serde_json::Value;
 
-use super::{Builtin, schema};
+use super::{Builtin, BuiltinContext, schema};
 use crate::plugins::{ActivePlugin, InvokeError, PluginSet};
 use crate::scripting::{ScriptFailure, Scripts};
 
@@ -19,6 +19,7 @@ use crate::scripting::{ScriptFailure, Scripts};
 pub struct ToolRegistry {
     tools: BTreeMap<String, Tool>,
     scripts: Option<Arc<Scripts>>,
+    builtins: BuiltinContext,
 }
 
 /// One fixed tool.
@@ -101,34 +102,31 @@ pub enum ToolError {
 
 impl ToolRegistry {
     /// The names plugins and built-ins take (Lua may not take them).
-    pub fn fixed_names(plugins: &PluginSet, builtins: bool) -> HashSet<String> {
+    pub fn fixed_names(plugins: &PluginSet) -> HashSet<String> {
         let plugin_names = plugins
             .active()
             .iter()
             .flat_map(|p| p.description().tools.iter().map(|t| t.name.clone()));
-        let builtin_names = Builtin::ALL
-            .iter()
-            .filter(|_| builtins)
-            .map(|b| b.spec().name);
+        let builtin_names = Builtin::ALL.iter().map(|b| b.spec().name);
         plugin_names.chain(builtin_names).collect()
     }
 
-    /// Collects every active plugin's tools, and the built-ins and Lua tools
-    /// when `scripts` is given. A plugin tool whose name is invalid or
-    /// already taken is skipped with a warning, returned for `hearth check`.
-    pub fn new(plugins: &PluginSet, scripts: Option<Arc<Scripts>>) -> (ToolRegistry, Vec<String>) {
+    /// Collects every active plugin's tools, the built-ins `builtins` can
+    /// serve, and the Lua tools of `builtins.scripts`. A plugin tool whose
+    /// name is invalid or already taken is skipped with a warning, returned
+    /// for `hearth check`.
+    pub fn new(plugins: &PluginSet, builtins: BuiltinContext) -> (ToolRegistry, Vec<String>) {
         let mut registry = ToolRegistry::default();
         let mut warnings = Vec::new();
-        if scripts.is_some() {
-            for builtin in Builtin::ALL {
-                registry.tools.insert(
-                    builtin.spec().name,
-                    Tool {
-                        spec: builtin.spec(),
-                        provider: Provider::Builtin(builtin),
-                    },
-                );
-            }
+        for builtin in Builtin::ALL.into_iter().filter(|b| b.available(&builtins)) {
+            let spec = builtin.spec();
+            registry.tools.insert(
+                spec.name.clone(),
+                Tool {
+                    spec,
+                    provider: Provider::Builtin(builtin),
+                },
+            );
         }
         for plugin in plugins.active() {
             for spec in &plugin.description().tools {
@@ -140,7 +138,8 @@ impl ToolRegistry {
                 }
             }
         }
-        registry.scripts = scripts;
+        registry.scripts = builtins.scripts.clone();
+        registry.builtins = builtins;
         (registry, warnings)
     }
 
@@ -183,12 +182,8 @@ impl ToolRegistry {
             return match &tool.provider {
                 Provider::Plugin(plugin) => call_plugin(plugin, name, args),
                 Provider::Builtin(builtin) => {
-                    let scripts = self.scripts.as_ref().ok_or_else(|| ToolError::Builtin {
-                        tool: name.to_owned(),
-                        message: "scripts are not running".into(),
-                    })?;
                     builtin
-                        .call(scripts, &args)
+                        .call(&self.builtins, &args)
                         .map_err(|message| ToolError::Builtin {
                             tool: name.to_owned(),
                             message,

@@ -1,0 +1,221 @@
+//! The agent's tables: the inbox queue it takes turns from, sessions and
+//! their messages, compactions, and the hand-off to the outbox.
+//!
+//! Exactly once, from the user's point of view: a turn's reply is written
+//! to the outbox and the inbox message marked done in one transaction. A
+//! crash before that commit re-runs the turn after restart (its partial
+//! messages are cleared first and the message is marked retried); a crash
+//! after it leaves one reply in the outbox, delivered once.
+
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+
+use crate::llm::{Block, Message, Role};
+use crate::store::now_ms;
+
+/// The main agent's id.
+pub const MAIN_AGENT: i64 = 1;
+
+/// An inbound message taken for a turn.
+#[derive(Clone, Debug)]
+pub struct Claimed {
+    /// The inbox row.
+    pub id: i64,
+    /// Its channel.
+    pub channel: String,
+    /// Its chat (the sender when the channel has no chats).
+    pub chat: String,
+    /// Its text.
+    pub text: String,
+}
+
+/// A session's prompt history: the summary of compacted messages, and the
+/// messages after it with their row ids.
+pub struct History {
+    /// The summary standing in for older messages.
+    pub summary: Option<String>,
+    /// `(row id, message)`, oldest first.
+    pub messages: Vec<(i64, Message)>,
+}
+
+/// The conversation tables, on one connection.
+pub struct Conversations {
+    conn: Mutex<Connection>,
+}
+
+impl Conversations {
+    /// Opens them and makes sure the main agent exists.
+    pub fn new(conn: Connection) -> rusqlite::Result<Conversations> {
+        conn.execute(
+            "INSERT OR IGNORE INTO agents (id, name, created_at_ms) VALUES (?1, 'main', ?2)",
+            params![MAIN_AGENT, now_ms()],
+        )?;
+        Ok(Conversations {
+            conn: Mutex::new(conn),
+        })
+    }
+
+    /// After a restart: messages that were in flight go back to pending,
+    /// marked retried. Returns how many.
+    pub fn recover(&self) -> rusqlite::Result<usize> {
+        self.conn().execute(
+            "UPDATE inbox SET status = 'pending', retried = 1 WHERE status = 'in_flight'",
+            [],
+        )
+    }
+
+    /// Takes the oldest pending message, if any.
+    pub fn claim_next(&self) -> rusqlite::Result<Option<Claimed>> {
+        self.conn()
+            .query_row(
+                "UPDATE inbox SET status = 'in_flight' \
+                 WHERE id = (SELECT id FROM inbox WHERE status = 'pending' ORDER BY id LIMIT 1) \
+                 RETURNING id, channel, COALESCE(chat, sender), text",
+                [],
+                |r| {
+                    Ok(Claimed {
+                        id: r.get(0)?,
+                        channel: r.get(1)?,
+                        chat: r.get(2)?,
+                        text: r.get(3)?,
+                    })
+                },
+            )
+            .optional()
+    }
+
+    /// Messages waiting for a turn.
+    pub fn pending(&self) -> rusqlite::Result<i64> {
+        self.conn().query_row(
+            "SELECT COUNT(*) FROM inbox WHERE status IN ('pending', 'in_flight')",
+            [],
+            |r| r.get(0),
+        )
+    }
+
+    /// The open session for `(channel, chat)`, started if there is none.
+    pub fn session(&self, channel: &str, chat: &str) -> rusqlite::Result<i64> {
+        let conn = self.conn();
+        let open: Option<i64> = conn
+            .query_row(
+                "SELECT id FROM sessions WHERE agent_id = ?1 AND channel = ?2 AND chat = ?3 \
+                 AND ended_at_ms IS NULL ORDER BY id DESC LIMIT 1",
+                params![MAIN_AGENT, channel, chat],
+                |r| r.get(0),
+            )
+            .optional()?;
+        match open {
+            Some(id) => Ok(id),
+            None => {
+                conn.execute(
+                    "INSERT INTO sessions (agent_id, channel, chat, started_at_ms) VALUES (?1, ?2, ?3, ?4)",
+                    params![MAIN_AGENT, channel, chat, now_ms()],
+                )?;
+                Ok(conn.last_insert_rowid())
+            }
+        }
+    }
+
+    /// Ends the open session for `(channel, chat)` (`/new`).
+    pub fn end_session(&self, channel: &str, chat: &str) -> rusqlite::Result<usize> {
+        self.conn().execute(
+            "UPDATE sessions SET ended_at_ms = ?1 WHERE agent_id = ?2 AND channel = ?3 AND chat = ?4 \
+             AND ended_at_ms IS NULL",
+            params![now_ms(), MAIN_AGENT, channel, chat],
+        )
+    }
+
+    /// Clears what an interrupted run of this turn left behind.
+    pub fn clear_turn(&self, inbox_id: i64) -> rusqlite::Result<usize> {
+        self.conn()
+            .execute("DELETE FROM messages WHERE inbox_id = ?1", [inbox_id])
+    }
+
+    /// Appends a message to a session.
+    pub fn append(&self, session: i64, inbox_id: i64, message: &Message) -> rusqlite::Result<i64> {
+        let content = serde_json::to_string(&message.content).unwrap_or_else(|_| "[]".into());
+        let role = match message.role {
+            Role::User => "user",
+            Role::Assistant => "assistant",
+        };
+        let conn = self.conn();
+        conn.execute(
+            "INSERT INTO messages (session_id, inbox_id, role, content, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+            params![session, inbox_id, role, content, now_ms()],
+        )?;
+        Ok(conn.last_insert_rowid())
+    }
+
+    /// The session's prompt history: the latest compaction's summary and
+    /// the messages after it.
+    pub fn history(&self, session: i64) -> rusqlite::Result<History> {
+        let conn = self.conn();
+        let compaction: Option<(i64, String)> = conn
+            .query_row(
+                "SELECT up_to_message_id, summary FROM compactions WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
+                [session],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .optional()?;
+        let after = compaction.as_ref().map_or(0, |(id, _)| *id);
+        let mut stmt = conn.prepare_cached(
+            "SELECT id, role, content FROM messages WHERE session_id = ?1 AND id > ?2 ORDER BY id",
+        )?;
+        let rows = stmt.query_map(params![session, after], |r| {
+            let role: String = r.get(1)?;
+            let content: String = r.get(2)?;
+            Ok((r.get::<_, i64>(0)?, role, content))
+        })?;
+        let mut messages = Vec::new();
+        for row in rows {
+            let (id, role, content) = row?;
+            let content: Vec<Block> = serde_json::from_str(&content).unwrap_or_default();
+            let role = if role == "assistant" {
+                Role::Assistant
+            } else {
+                Role::User
+            };
+            messages.push((id, Message { role, content }));
+        }
+        Ok(History {
+            summary: compaction.map(|(_, s)| s),
+            messages,
+        })
+    }
+
+    /// Records that `summary` replaces the session's messages up to
+    /// `up_to_message_id`.
+    pub fn compact(
+        &self,
+        session: i64,
+        up_to_message_id: i64,
+        summary: &str,
+    ) -> rusqlite::Result<()> {
+        self.conn().execute(
+            "INSERT INTO compactions (session_id, up_to_message_id, summary, created_at_ms) VALUES (?1, ?2, ?3, ?4)",
+            params![session, up_to_message_id, summary, now_ms()],
+        )?;
+        Ok(())
+    }
+
+    /// Stores the turn's reply and marks its message done, atomically.
+    pub fn finish(&self, claimed: &Claimed, reply: &str) -> rusqlite::Result<()> {
+        let mut conn = self.conn();
+        let tx = conn.transaction()?;
+        tx.execute(
+            "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            params![claimed.id, claimed.channel, claimed.chat, reply, now_ms()],
+        )?;
+        tx.execute(
+            "UPDATE inbox SET status = 'done', done_at_ms = ?1 WHERE id = ?2",
+            params![now_ms(), claimed.id],
+        )?;
+        tx.commit()
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}

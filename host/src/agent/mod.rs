@@ -1,0 +1,116 @@
+//! The agent: takes one inbound message at a time from the inbox, runs a
+//! turn (prompt, model, tools, repeat), and hands the reply to the outbox.
+//!
+//! - `history`: the inbox queue, sessions, messages, compactions;
+//! - `turn`: one turn, with tool calls, compaction and cancellation;
+//! - `prompt`: the system prompt;
+//! - `slash`: commands answered without the model;
+//! - `memory`: the facts the agent keeps.
+//!
+//! One runner task per agent: its turns run one at a time, in order. Only
+//! the main agent (id 1) exists so far; other agents' runners will run
+//! concurrently beside it.
+
+pub mod history;
+pub mod memory;
+pub mod prompt;
+mod slash;
+mod turn;
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use crate::config::AgentConfig;
+use crate::llm::Llm;
+use crate::router::Router;
+use crate::tools::ToolRegistry;
+use history::Conversations;
+use memory::Memory;
+
+/// Everything a turn needs.
+pub struct Agent {
+    /// The conversation tables.
+    pub conversations: Conversations,
+    /// The agent's memory.
+    pub memory: Arc<Memory>,
+    /// The model, or why there is none.
+    pub llm: Result<Arc<Llm>, String>,
+    /// Every tool.
+    pub tools: Arc<ToolRegistry>,
+    /// Wake-ups and the stop signal.
+    pub router: Arc<Router>,
+    /// `[agent]`.
+    pub config: AgentConfig,
+    /// The identity text.
+    pub identity: String,
+    /// The owner's name.
+    pub owner: Option<String>,
+    /// Plugin names and states, for `/status`.
+    pub plugins: Vec<String>,
+    /// When the daemon started.
+    pub started: Instant,
+}
+
+impl Agent {
+    /// Starts the runner: recovers interrupted turns, then takes messages
+    /// as they arrive until the task is aborted.
+    pub fn spawn(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
+        tokio::spawn(async move {
+            match self.conversations.recover() {
+                Ok(0) => {}
+                Ok(n) => tracing::info!(count = n, "re-running turns interrupted by the last stop"),
+                Err(e) => tracing::error!("cannot recover interrupted turns: {e}"),
+            }
+            loop {
+                match self.conversations.claim_next() {
+                    Ok(Some(claimed)) => self.turn(claimed).await,
+                    Ok(None) => self.router.agent_wake.notified().await,
+                    Err(e) => {
+                        tracing::error!("cannot read the inbox: {e}");
+                        tokio::time::sleep(Duration::from_secs(1)).await;
+                    }
+                }
+            }
+        })
+    }
+
+    /// What `/status` and `hearth status` show.
+    pub fn status(&self) -> serde_json::Value {
+        serde_json::json!({
+            "model": self.llm.as_ref().map(|l| l.model().to_owned()).unwrap_or_else(|why| format!("none ({why})")),
+            "uptime_s": self.started.elapsed().as_secs(),
+            "plugins": self.plugins,
+            "tools": self.tools.list().len(),
+            "queue": self.conversations.pending().unwrap_or(-1),
+        })
+    }
+
+    /// `status` as text.
+    pub fn status_text(&self) -> String {
+        let s = self.status();
+        let uptime = s["uptime_s"].as_u64().unwrap_or(0);
+        format!(
+            "model: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\ntools: {}\nqueue: {}",
+            s["model"].as_str().unwrap_or("?"),
+            uptime / 3600,
+            uptime / 60 % 60,
+            uptime % 60,
+            self.plugins.join(", "),
+            s["tools"],
+            s["queue"]
+        )
+    }
+
+    /// `(name, description)` of every skill.
+    pub fn skills(&self) -> Vec<(String, String)> {
+        self.tools
+            .scripts()
+            .map(|s| {
+                s.catalog()
+                    .skills()
+                    .map(|k| (k.doc.name.clone(), k.doc.description.clone()))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}

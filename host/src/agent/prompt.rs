@@ -1,0 +1,118 @@
+//! The system prompt: who the agent is, when it is, what it knows, and what
+//! it can do.
+//!
+//! Skills appear by name and description only; the agent reads a skill's
+//! body with `read_skill` when it needs it, which keeps every prompt small
+//! however many skills there are.
+
+use std::fmt::Write as _;
+
+/// What goes into the system prompt.
+pub struct PromptParts<'a> {
+    /// The identity text.
+    pub identity: &'a str,
+    /// The owner's name, when configured.
+    pub owner: Option<&'a str>,
+    /// `(name, description)` of each skill.
+    pub skills: Vec<(String, String)>,
+    /// `(id, fact)` of each memory fact.
+    pub memory: Vec<(i64, String)>,
+    /// `(name, description)` of each tool.
+    pub tools: Vec<(String, String)>,
+    /// The summary of compacted history, if any.
+    pub summary: Option<&'a str>,
+}
+
+/// The identity used when `[agent] identity_file` is not set.
+pub const DEFAULT_IDENTITY: &str = "You are hearth, a personal AI assistant running on your owner's \
+own always-on home computer. You have full use of this machine through your tools. Be direct and \
+brief, say what you did, and ask before doing anything destructive. You can extend yourself by \
+writing Lua tools and skills with write_script; fix them with script_status when they fail.";
+
+/// Builds the system prompt.
+pub fn system_prompt(parts: &PromptParts<'_>) -> String {
+    let mut p = String::with_capacity(4096);
+    p.push_str(parts.identity.trim());
+    p.push_str("\n\n");
+    if let Some(owner) = parts.owner {
+        let _ = writeln!(p, "Your owner is {owner}.");
+    }
+    let _ = writeln!(p, "Current date and time: {}.", local_now());
+    if !parts.skills.is_empty() {
+        p.push_str("\n## Skills\nRead a skill's instructions with read_skill before using it.\n");
+        for (name, description) in &parts.skills {
+            let _ = writeln!(p, "- {name}: {description}");
+        }
+    }
+    p.push_str("\n## Memory\n");
+    if parts.memory.is_empty() {
+        p.push_str("(nothing remembered yet; use remember to keep facts worth keeping)\n");
+    }
+    for (id, fact) in &parts.memory {
+        let _ = writeln!(p, "- [{id}] {fact}");
+    }
+    if !parts.tools.is_empty() {
+        p.push_str("\n## Tools\n");
+        for (name, description) in &parts.tools {
+            let first_line = description.lines().next().unwrap_or_default();
+            let _ = writeln!(p, "- {name}: {first_line}");
+        }
+    }
+    if let Some(summary) = parts.summary {
+        p.push_str("\n## Earlier in this conversation (summary)\n");
+        p.push_str(summary.trim());
+        p.push('\n');
+    }
+    p
+}
+
+/// The local date, time and time zone, like `Saturday 2026-11-21 14:05
+/// (CET, UTC+01:00)`.
+pub fn local_now() -> String {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs()) as libc::time_t;
+    unsafe extern "C" {
+        /// POSIX: reads TZ; `localtime_r`, unlike `localtime`, need not.
+        fn tzset();
+    }
+    // SAFETY: localtime_r writes into the tm we own; tzset reads TZ.
+    let tm = unsafe {
+        tzset();
+        let mut tm: libc::tm = std::mem::zeroed();
+        if libc::localtime_r(&now, &mut tm).is_null() {
+            return "unknown".into();
+        }
+        tm
+    };
+    const DAYS: [&str; 7] = [
+        "Sunday",
+        "Monday",
+        "Tuesday",
+        "Wednesday",
+        "Thursday",
+        "Friday",
+        "Saturday",
+    ];
+    let zone = if tm.tm_zone.is_null() {
+        String::new()
+    } else {
+        // SAFETY: tm_zone points to a static NUL-terminated string.
+        unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    let offset = tm.tm_gmtoff / 60;
+    format!(
+        "{} {:04}-{:02}-{:02} {:02}:{:02} ({zone}, UTC{}{:02}:{:02})",
+        DAYS[tm.tm_wday.clamp(0, 6) as usize],
+        tm.tm_year + 1900,
+        tm.tm_mon + 1,
+        tm.tm_mday,
+        tm.tm_hour,
+        tm.tm_min,
+        if offset < 0 { '-' } else { '+' },
+        offset.abs() / 60,
+        offset.abs() % 60
+    )
+}

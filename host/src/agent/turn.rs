@@ -1,0 +1,276 @@
+//! One turn: from an inbound message to the reply in the outbox.
+//!
+//! The turn appends the owner's message to the session, then loops: build
+//! the prompt, call the model, store its answer, run the tools it asked for
+//! (through the registry, on blocking threads), store their results, and go
+//! again, until the model answers without tools or `max_steps` is reached.
+//! Every step is stored as it happens. A model failure becomes a clear
+//! reply; a bad tool name or bad arguments become a tool error the model
+//! sees and can correct.
+
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::Agent;
+use super::history::Claimed;
+use super::prompt::{PromptParts, system_prompt};
+use crate::llm::{Block, ChatRequest, Llm, Message, Role, ToolDef};
+
+/// The most characters of one tool result shown to the model.
+const MAX_TOOL_RESULT_CHARS: usize = 32_000;
+
+/// The reply when no model is configured.
+pub(super) const NO_MODEL: &str = "No model is configured, so I can only answer slash commands \
+(try /help). To set one up, add an [llm] section to hearth.toml: for Anthropic, provider = \
+\"anthropic\" and model = \"...\", with your key in the ANTHROPIC_API_KEY environment variable; \
+for a local model, provider = \"openai\", base_url = \"http://127.0.0.1:11434/v1\" (Ollama) and \
+the model's name.";
+
+impl Agent {
+    /// Runs one turn and stores its reply.
+    pub(super) async fn turn(&self, claimed: Claimed) {
+        let started = std::time::Instant::now();
+        let reply = if claimed.text.trim_start().starts_with('/') {
+            super::slash::handle(self, &claimed).await
+        } else {
+            match &self.llm {
+                Ok(llm) => self.converse(llm, &claimed).await,
+                Err(_) => NO_MODEL.to_owned(),
+            }
+        };
+        match self.conversations.finish(&claimed, &reply) {
+            Ok(()) => self.router.outbox_wake.notify_one(),
+            Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
+        }
+        tracing::info!(
+            inbox = claimed.id,
+            ms = started.elapsed().as_millis() as u64,
+            "turn done"
+        );
+    }
+
+    /// The model's part of a turn; returns the reply text.
+    async fn converse(&self, llm: &Arc<Llm>, claimed: &Claimed) -> String {
+        let stop_at_start = self.router.stop_generation();
+        let outcome = async {
+            self.conversations.clear_turn(claimed.id)?;
+            let session = self
+                .conversations
+                .session(&claimed.channel, &claimed.chat)?;
+            self.conversations
+                .append(session, claimed.id, &Message::user_text(&claimed.text))?;
+            for _ in 0..self.config.max_steps {
+                self.maybe_compact(llm, session).await;
+                let request = self.request(llm, session)?;
+                let response = tokio::select! {
+                    r = llm.complete(&request) => r,
+                    () = self.router.stopped_since(stop_at_start) => return Ok(Err("Stopped.".to_owned())),
+                };
+                let response = match response {
+                    Ok(r) => r,
+                    Err(e) => {
+                        tracing::error!("model call failed: {e}");
+                        return Ok(Err(format!(
+                            "I could not get an answer from the model: {e}. Your message is saved; try again in a moment."
+                        )));
+                    }
+                };
+                let answer = Message {
+                    role: Role::Assistant,
+                    content: response.content.clone(),
+                };
+                self.conversations.append(session, claimed.id, &answer)?;
+                let calls: Vec<(String, String, Value)> = answer
+                    .tool_uses()
+                    .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+                    .collect();
+                if calls.is_empty() {
+                    let text = answer.text();
+                    return Ok(Ok(if text.trim().is_empty() {
+                        "(no answer)".to_owned()
+                    } else {
+                        text
+                    }));
+                }
+                let mut results = Vec::with_capacity(calls.len());
+                for (id, name, input) in calls {
+                    if self.router.stop_generation() != stop_at_start {
+                        return Ok(Err("Stopped.".to_owned()));
+                    }
+                    results.push(self.run_tool(id, name, input).await);
+                }
+                self.conversations.append(
+                    session,
+                    claimed.id,
+                    &Message {
+                        role: Role::User,
+                        content: results,
+                    },
+                )?;
+            }
+            Ok(Err(format!(
+                "I stopped after {} steps without finishing; ask me to continue if you want me to go on.",
+                self.config.max_steps
+            )))
+        };
+        let result: Result<Result<String, String>, rusqlite::Error> = outcome.await;
+        match result {
+            Ok(Ok(text)) | Ok(Err(text)) => text,
+            Err(e) => {
+                tracing::error!("the conversation store failed: {e}");
+                format!("Something went wrong storing our conversation ({e}).")
+            }
+        }
+    }
+
+    /// Runs one tool call; failures become an error result for the model.
+    async fn run_tool(&self, id: String, name: String, input: Value) -> Block {
+        let tools = Arc::clone(&self.tools);
+        let tool = name.clone();
+        let outcome = tokio::task::spawn_blocking(move || tools.call(&tool, input)).await;
+        let (content, is_error) = match outcome {
+            Ok(Ok(value)) => (value.to_string(), false),
+            Ok(Err(e)) => (e.to_string(), true),
+            Err(e) => (format!("the tool call was lost: {e}"), true),
+        };
+        tracing::debug!(tool = %name, is_error, "tool call done");
+        Block::ToolResult {
+            tool_use_id: id,
+            content: truncate(content),
+            is_error,
+        }
+    }
+
+    /// The request for the next model call.
+    fn request(&self, llm: &Llm, session: i64) -> rusqlite::Result<ChatRequest> {
+        let history = self.conversations.history(session)?;
+        let tools = self.tools.list();
+        let memory = self.memory.facts()?;
+        let system = system_prompt(&PromptParts {
+            identity: &self.identity,
+            owner: self.owner.as_deref(),
+            skills: self.skills(),
+            memory,
+            tools: tools
+                .iter()
+                .map(|t| (t.spec.name.clone(), t.spec.description.clone()))
+                .collect(),
+            summary: history.summary.as_deref(),
+        });
+        Ok(ChatRequest {
+            system,
+            messages: history.messages.into_iter().map(|(_, m)| m).collect(),
+            tools: tools
+                .into_iter()
+                .map(|t| ToolDef {
+                    name: t.spec.name,
+                    description: t.spec.description,
+                    parameters: t.spec.parameters,
+                })
+                .collect(),
+            max_tokens: llm.max_tokens(),
+        })
+    }
+
+    /// Summarizes older messages once the history is too long. The cut
+    /// falls just before a message the owner typed, so a tool call and its
+    /// result are never separated.
+    async fn maybe_compact(&self, llm: &Llm, session: i64) {
+        let Ok(history) = self.conversations.history(session) else {
+            return;
+        };
+        let chars: usize = history
+            .messages
+            .iter()
+            .map(|(_, m)| serde_json::to_string(&m.content).map_or(0, |s| s.len()))
+            .sum();
+        let n = history.messages.len();
+        if n <= self.config.compact_after_messages && chars <= self.config.compact_after_chars {
+            return;
+        }
+        let keep_from = n.saturating_sub(self.config.keep_recent_messages);
+        let Some(cut) = (1..=keep_from)
+            .rev()
+            .find(|&i| is_typed_by_owner(&history.messages[i].1))
+        else {
+            return;
+        };
+        let mut transcript = String::new();
+        if let Some(summary) = &history.summary {
+            transcript.push_str(&format!("Summary so far:\n{summary}\n\n"));
+        }
+        for (_, m) in &history.messages[..cut] {
+            transcript.push_str(&render(m));
+        }
+        let request = ChatRequest {
+            system: "You summarize conversations between a person and their assistant. Keep every fact, \
+                     decision, open task and preference that matters for continuing; drop chit-chat. \
+                     Write plain prose, at most 300 words."
+                .into(),
+            messages: vec![Message::user_text(format!("Summarize this conversation:\n\n{transcript}"))],
+            tools: Vec::new(),
+            max_tokens: 1024,
+        };
+        match llm.complete(&request).await {
+            Ok(response) => {
+                let summary = Message {
+                    role: Role::Assistant,
+                    content: response.content,
+                }
+                .text();
+                let up_to = history.messages[cut - 1].0;
+                match self.conversations.compact(session, up_to, &summary) {
+                    Ok(()) => tracing::info!(session, up_to, "conversation compacted"),
+                    Err(e) => tracing::warn!("cannot store the compaction: {e}"),
+                }
+            }
+            Err(e) => tracing::warn!("compaction skipped, the model failed: {e}"),
+        }
+    }
+}
+
+/// A user message with text and no tool results: something the owner typed.
+fn is_typed_by_owner(m: &Message) -> bool {
+    m.role == Role::User
+        && m.content.iter().any(|b| matches!(b, Block::Text { .. }))
+        && !m
+            .content
+            .iter()
+            .any(|b| matches!(b, Block::ToolResult { .. }))
+}
+
+/// One message as transcript lines for the summarizer.
+fn render(m: &Message) -> String {
+    let who = match m.role {
+        Role::User => "Owner",
+        Role::Assistant => "Assistant",
+    };
+    let mut out = String::new();
+    for b in &m.content {
+        match b {
+            Block::Text { text } => out.push_str(&format!("{who}: {text}\n")),
+            Block::ToolUse { name, input, .. } => {
+                out.push_str(&format!("{who} called {name} with {input}\n"))
+            }
+            Block::ToolResult {
+                content, is_error, ..
+            } => {
+                let content: String = content.chars().take(500).collect();
+                out.push_str(&format!(
+                    "Tool {}: {content}\n",
+                    if *is_error { "error" } else { "result" }
+                ));
+            }
+        }
+    }
+    out
+}
+
+fn truncate(mut text: String) -> String {
+    if text.chars().count() > MAX_TOOL_RESULT_CHARS {
+        text = text.chars().take(MAX_TOOL_RESULT_CHARS).collect();
+        text.push_str("\n[truncated]");
+    }
+    text
+}

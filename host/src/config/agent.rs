@@ -1,0 +1,171 @@
+//! `[llm]`, `[agent]` and `[owner]`: the model, the agent's limits, and who
+//! the owner is on each channel.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use serde::Deserialize;
+
+/// Which wire format the model speaks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ProviderKind {
+    /// The Anthropic Messages API.
+    Anthropic,
+    /// OpenAI-compatible chat completions (OpenAI, OpenRouter, Ollama,
+    /// llama.cpp's server, vLLM).
+    #[serde(rename = "openai")]
+    OpenAi,
+}
+
+/// `[llm]`, validated. Absent: hearth runs without a model.
+#[derive(Clone, Debug, PartialEq)]
+pub struct LlmConfig {
+    /// The wire format.
+    pub provider: ProviderKind,
+    /// The model's name.
+    pub model: String,
+    /// Where the API is (`https://api.anthropic.com`,
+    /// `https://api.openai.com/v1`, `http://127.0.0.1:11434/v1`).
+    pub base_url: String,
+    /// The environment variable holding the API key; never the key itself.
+    pub api_key_env: Option<String>,
+    /// The most tokens per answer.
+    pub max_tokens: u32,
+    /// One request's timeout, stream included.
+    pub timeout_ms: u64,
+    /// Retries per model on 429, 5xx, 529 and broken connections.
+    pub max_retries: u32,
+    /// The first backoff; it doubles per retry (`retry-after` wins).
+    pub retry_base_ms: u64,
+    /// Models to try, in order, when the first keeps failing.
+    pub fallback_models: Vec<String>,
+}
+
+/// `[llm]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawLlm {
+    provider: ProviderKind,
+    model: String,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    #[serde(default = "max_tokens")]
+    max_tokens: u32,
+    #[serde(default = "timeout_ms")]
+    timeout_ms: u64,
+    #[serde(default = "max_retries")]
+    max_retries: u32,
+    #[serde(default = "retry_base_ms")]
+    retry_base_ms: u64,
+    #[serde(default)]
+    fallback_models: Vec<String>,
+}
+
+fn max_tokens() -> u32 {
+    4096
+}
+fn timeout_ms() -> u64 {
+    120_000
+}
+fn max_retries() -> u32 {
+    4
+}
+fn retry_base_ms() -> u64 {
+    500
+}
+
+/// `[agent]`.
+#[derive(Clone, Debug, PartialEq)]
+pub struct AgentConfig {
+    /// A file with the agent's identity (who it is, how it speaks).
+    pub identity_file: Option<PathBuf>,
+    /// Model calls per turn at most.
+    pub max_steps: u32,
+    /// Compact the history once it holds more messages than this.
+    pub compact_after_messages: usize,
+    /// ...or more characters than this (about four per token).
+    pub compact_after_chars: usize,
+    /// How many recent messages stay verbatim after a compaction.
+    pub keep_recent_messages: usize,
+}
+
+/// `[agent]` as written.
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawAgent {
+    identity_file: Option<String>,
+    max_steps: Option<u32>,
+    compact_after_messages: Option<usize>,
+    compact_after_chars: Option<usize>,
+    keep_recent_messages: Option<usize>,
+}
+
+/// `[owner]`: the one person the agent works for.
+#[derive(Clone, Debug, Default, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct OwnerConfig {
+    /// How the agent addresses the owner.
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The owner's sender ids per channel: `telegram = ["12345"]`. The local
+    /// control socket is always the owner.
+    #[serde(default)]
+    pub identities: BTreeMap<String, Vec<String>>,
+}
+
+pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (String, String)> {
+    let Some(raw) = raw else { return Ok(None) };
+    if raw.model.trim().is_empty() {
+        return Err(("llm.model".into(), "must not be empty".into()));
+    }
+    let base_url = raw.base_url.unwrap_or_else(|| match raw.provider {
+        ProviderKind::Anthropic => "https://api.anthropic.com".into(),
+        ProviderKind::OpenAi => "https://api.openai.com/v1".into(),
+    });
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err((
+            "llm.base_url".into(),
+            format!("{base_url:?} must start with http:// or https://"),
+        ));
+    }
+    let api_key_env = raw.api_key_env.or(match raw.provider {
+        ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY".into()),
+        ProviderKind::OpenAi => None,
+    });
+    Ok(Some(LlmConfig {
+        provider: raw.provider,
+        model: raw.model,
+        base_url,
+        api_key_env,
+        max_tokens: raw.max_tokens,
+        timeout_ms: raw.timeout_ms.max(1),
+        max_retries: raw.max_retries,
+        retry_base_ms: raw.retry_base_ms,
+        fallback_models: raw.fallback_models,
+    }))
+}
+
+pub(super) fn build_agent(raw: RawAgent, base: &Path) -> Result<AgentConfig, (String, String)> {
+    let config = AgentConfig {
+        identity_file: raw
+            .identity_file
+            .map(|f| super::resolve(base, &f))
+            .transpose()
+            .map_err(|e| ("agent.identity_file".to_owned(), e.to_string()))?,
+        max_steps: raw.max_steps.unwrap_or(16),
+        compact_after_messages: raw.compact_after_messages.unwrap_or(80),
+        compact_after_chars: raw.compact_after_chars.unwrap_or(200_000),
+        keep_recent_messages: raw.keep_recent_messages.unwrap_or(12),
+    };
+    if config.max_steps == 0 {
+        return Err(("agent.max_steps".into(), "must be at least 1".into()));
+    }
+    if config.keep_recent_messages >= config.compact_after_messages {
+        return Err((
+            "agent.keep_recent_messages".into(),
+            "must be smaller than compact_after_messages".into(),
+        ));
+    }
+    Ok(config)
+}

@@ -1,0 +1,104 @@
+//! The daemon's long-running services: the agent's runner, the outbox and
+//! the control socket. Started after the runtime, stopped before it.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use tokio::task::JoinHandle;
+
+use super::control::{self, Control};
+use crate::agent::Agent;
+use crate::agent::history::Conversations;
+use crate::agent::prompt::DEFAULT_IDENTITY;
+use crate::llm::Llm;
+use crate::plugins::PluginState;
+use crate::router::local::LocalHub;
+use crate::router::outbox::Outbox;
+use crate::runtime::Runtime;
+use crate::store::{self, StoreError};
+
+/// The running services.
+pub struct Services {
+    tasks: Vec<JoinHandle<()>>,
+    socket: PathBuf,
+}
+
+impl Services {
+    /// Starts the agent, the outbox and the control socket.
+    pub fn start(runtime: &Runtime, started: Instant) -> Result<Services, super::DaemonError> {
+        let db = runtime.config.home.join(store::FILE_NAME);
+        let llm = match &runtime.config.llm {
+            None => Err("no [llm] section in the config".to_owned()),
+            Some(config) => Llm::new(config).map(Arc::new).map_err(|e| e.to_string()),
+        };
+        match &llm {
+            Ok(l) => tracing::info!(model = l.model(), "model configured"),
+            Err(why) => tracing::warn!("running without a model: {why}"),
+        }
+        let identity = match &runtime.config.agent.identity_file {
+            Some(path) => std::fs::read_to_string(path).unwrap_or_else(|e| {
+                tracing::warn!(file = %path.display(), "cannot read the identity file, using the default: {e}");
+                DEFAULT_IDENTITY.to_owned()
+            }),
+            None => DEFAULT_IDENTITY.to_owned(),
+        };
+        let plugins = runtime
+            .plugins
+            .reports()
+            .into_iter()
+            .map(|r| {
+                let state = match r.state {
+                    PluginState::Active => "active",
+                    PluginState::Disabled => "disabled",
+                    PluginState::Failed(_) => "failed",
+                };
+                format!(
+                    "{} ({state})",
+                    r.name.unwrap_or_else(|| r.path.display().to_string())
+                )
+            })
+            .collect();
+        let conversations =
+            Conversations::new(store::open_connection(&db)?).map_err(StoreError::Sqlite)?;
+        let agent = Arc::new(Agent {
+            conversations,
+            memory: Arc::clone(&runtime.memory),
+            llm,
+            tools: Arc::clone(&runtime.tools),
+            router: Arc::clone(&runtime.router),
+            config: runtime.config.agent.clone(),
+            identity,
+            owner: runtime.config.owner.name.clone(),
+            plugins,
+            started,
+        });
+        let hub = Arc::new(LocalHub::default());
+        let outbox = Arc::new(Outbox::new(
+            store::open_connection(&db)?,
+            runtime.plugins.active(),
+            Arc::clone(&hub),
+        ));
+        let (listener, socket) = control::bind(&runtime.config.home)?;
+        let control = Arc::new(Control {
+            bridge: Arc::clone(&runtime.bridge),
+            hub,
+            outbox: Arc::clone(&outbox),
+            agent: Arc::clone(&agent),
+        });
+        let tasks = vec![
+            Arc::clone(&agent).spawn(),
+            tokio::spawn(outbox.run(Arc::clone(&runtime.router.outbox_wake))),
+            tokio::spawn(control::serve(listener, control)),
+        ];
+        Ok(Services { tasks, socket })
+    }
+
+    /// Stops them. A turn cut short here is re-run after the next start.
+    pub fn stop(self) {
+        for task in self.tasks {
+            task.abort();
+        }
+        let _ = std::fs::remove_file(&self.socket);
+    }
+}

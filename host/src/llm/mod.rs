@@ -1,0 +1,274 @@
+//! Model providers: the Anthropic Messages API and OpenAI-compatible chat
+//! completions, both streamed over SSE, with retries.
+//!
+//! `types` is the provider-neutral conversation; `anthropic` and `openai`
+//! translate it to and from each wire format; `sse` splits the stream into
+//! events. [`Llm::complete`] adds what every caller needs: retries with
+//! backoff on 429, 5xx, 529 and broken connections (honouring
+//! `retry-after`), a request timeout, and a list of fallback models.
+//!
+//! Architecture invariant: the API key never leaves this module. It is read
+//! from the environment variable the config names, sent only in the request
+//! header, and never logged, stored or shown to the model.
+
+mod anthropic;
+mod openai;
+pub mod sse;
+pub mod types;
+
+use std::time::Duration;
+
+use serde_json::Value;
+
+pub use types::{Block, ChatRequest, ChatResponse, Message, Role, StopReason, ToolDef, Usage};
+
+use crate::config::{LlmConfig, ProviderKind};
+
+/// A configured model client.
+pub struct Llm {
+    http: reqwest::Client,
+    config: LlmConfig,
+    key: Option<ApiKey>,
+}
+
+/// The key, kept out of `Debug` and logs.
+struct ApiKey(String);
+
+impl std::fmt::Debug for ApiKey {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ApiKey(<redacted>)")
+    }
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, thiserror::Error)]
+pub enum LlmError {
+    /// The config names a key variable that is not set.
+    #[error("the model is not configured: {0}")]
+    NotConfigured(String),
+    /// The API answered with an error status.
+    #[error("the model API answered {status}: {message}")]
+    Http {
+        /// The status.
+        status: u16,
+        /// The API's message.
+        message: String,
+        /// What `retry-after` asked for.
+        retry_after: Option<Duration>,
+    },
+    /// The connection failed or timed out.
+    #[error("cannot reach the model API: {0}")]
+    Connection(String),
+    /// The stream ended early.
+    #[error("the model's stream broke off: {0}")]
+    Truncated(String),
+    /// The stream held something that is not the documented format.
+    #[error("the model API sent something malformed: {0}")]
+    Malformed(String),
+    /// The stream carried an error event (overloaded, rate limited).
+    #[error("the model API reported {kind}: {message}")]
+    Stream {
+        /// The error type.
+        kind: String,
+        /// The message.
+        message: String,
+    },
+}
+
+impl LlmError {
+    /// Whether trying again may help.
+    pub fn retryable(&self) -> bool {
+        match self {
+            LlmError::NotConfigured(_) => false,
+            LlmError::Http { status, .. } => matches!(status, 408 | 409 | 425 | 429 | 500..=599),
+            LlmError::Stream { kind, .. } => {
+                !kind.contains("invalid_request") && !kind.contains("authentication")
+            }
+            LlmError::Connection(_) | LlmError::Truncated(_) | LlmError::Malformed(_) => true,
+        }
+    }
+}
+
+impl Llm {
+    /// A client for `config`; reads the key from the environment.
+    pub fn new(config: &LlmConfig) -> Result<Llm, LlmError> {
+        crate::tls::install_crypto_provider();
+        let key = match &config.api_key_env {
+            Some(var) => match std::env::var(var) {
+                Ok(k) if !k.trim().is_empty() => Some(ApiKey(k.trim().to_owned())),
+                _ if config.provider == ProviderKind::Anthropic => {
+                    return Err(LlmError::NotConfigured(format!(
+                        "set the environment variable {var} to your Anthropic API key"
+                    )));
+                }
+                _ => None,
+            },
+            None => None,
+        };
+        let http = reqwest::Client::builder()
+            .tls_backend_rustls()
+            .timeout(Duration::from_millis(config.timeout_ms))
+            .connect_timeout(Duration::from_secs(10))
+            .user_agent(concat!("hearth/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| LlmError::Connection(e.to_string()))?;
+        Ok(Llm {
+            http,
+            config: config.clone(),
+            key,
+        })
+    }
+
+    /// The primary model's name.
+    pub fn model(&self) -> &str {
+        &self.config.model
+    }
+
+    /// The most tokens per answer.
+    pub fn max_tokens(&self) -> u32 {
+        self.config.max_tokens
+    }
+
+    /// Sends `request`, retrying what can be retried, then trying each
+    /// fallback model in turn.
+    pub async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let models = std::iter::once(&self.config.model).chain(&self.config.fallback_models);
+        let mut last = LlmError::NotConfigured("no model".into());
+        for model in models {
+            match self.with_retries(model, request).await {
+                Ok(response) => return Ok(response),
+                Err(e) if e.retryable() => {
+                    tracing::warn!(model = %model, "model failed after retries: {e}");
+                    last = e;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Err(last)
+    }
+
+    async fn with_retries(
+        &self,
+        model: &str,
+        request: &ChatRequest,
+    ) -> Result<ChatResponse, LlmError> {
+        let mut attempt = 0;
+        loop {
+            match self.attempt(model, request).await {
+                Ok(response) => return Ok(response),
+                Err(e) if e.retryable() && attempt < self.config.max_retries => {
+                    let wait = match &e {
+                        LlmError::Http {
+                            retry_after: Some(after),
+                            ..
+                        } => *after,
+                        _ => backoff(self.config.retry_base_ms, attempt),
+                    };
+                    tracing::warn!(model = %model, attempt = attempt + 1, wait_ms = wait.as_millis() as u64, "model call failed, retrying: {e}");
+                    tokio::time::sleep(wait).await;
+                    attempt += 1;
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    async fn attempt(&self, model: &str, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        let base = self.config.base_url.trim_end_matches('/');
+        let (url, body) = match self.config.provider {
+            ProviderKind::Anthropic => (
+                format!("{base}/v1/messages"),
+                anthropic::body(model, request),
+            ),
+            ProviderKind::OpenAi => (
+                format!("{base}/chat/completions"),
+                openai::body(model, request),
+            ),
+        };
+        let mut builder = self
+            .http
+            .post(&url)
+            .json(&body)
+            .header("accept", "text/event-stream");
+        builder = match (self.config.provider, &self.key) {
+            (ProviderKind::Anthropic, Some(key)) => builder
+                .header("x-api-key", &key.0)
+                .header("anthropic-version", "2023-06-01"),
+            (ProviderKind::Anthropic, None) => builder.header("anthropic-version", "2023-06-01"),
+            (ProviderKind::OpenAi, Some(key)) => builder.bearer_auth(&key.0),
+            (ProviderKind::OpenAi, None) => builder,
+        };
+        let mut response = builder
+            .send()
+            .await
+            .map_err(|e| LlmError::Connection(describe(&e)))?;
+        let status = response.status();
+        if !status.is_success() {
+            let retry_after = response
+                .headers()
+                .get("retry-after")
+                .and_then(|v| v.to_str().ok())
+                .and_then(|v| v.trim().parse::<f64>().ok())
+                .filter(|s| s.is_finite() && *s >= 0.0)
+                .map(|s| Duration::from_secs_f64(s.min(60.0)));
+            let text = response.text().await.unwrap_or_default();
+            return Err(LlmError::Http {
+                status: status.as_u16(),
+                message: error_message(&text),
+                retry_after,
+            });
+        }
+        let mut parser = sse::Parser::default();
+        let mut anthropic = anthropic::Decoder::default();
+        let mut openai = openai::Decoder::default();
+        loop {
+            let chunk = match response.chunk().await {
+                Ok(Some(chunk)) => chunk,
+                Ok(None) => break,
+                Err(e) => return Err(LlmError::Truncated(describe(&e))),
+            };
+            for event in parser.feed(&chunk) {
+                match self.config.provider {
+                    ProviderKind::Anthropic => anthropic.event(&event)?,
+                    ProviderKind::OpenAi => openai.event(&event)?,
+                }
+            }
+        }
+        match self.config.provider {
+            ProviderKind::Anthropic => anthropic.finish(),
+            ProviderKind::OpenAi => openai.finish(),
+        }
+    }
+}
+
+/// Exponential backoff with a little jitter, capped at 30 s.
+fn backoff(base_ms: u64, attempt: u32) -> Duration {
+    let exp = base_ms.saturating_mul(1 << attempt.min(10)).min(30_000);
+    let jitter = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| u64::from(d.subsec_nanos()))
+        % (exp / 4 + 1);
+    Duration::from_millis(exp + jitter)
+}
+
+/// The message in an Anthropic or OpenAI error body, or the body itself.
+fn error_message(body: &str) -> String {
+    let parsed: Option<Value> = serde_json::from_str(body).ok();
+    parsed
+        .as_ref()
+        .and_then(|v| v["error"]["message"].as_str().or(v["message"].as_str()))
+        .map(str::to_owned)
+        .unwrap_or_else(|| body.chars().take(300).collect())
+}
+
+/// The whole error chain, which is where reqwest puts the reason.
+pub(crate) fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(s) = source {
+        text.push_str(": ");
+        text.push_str(&s.to_string());
+        source = s.source();
+    }
+    text
+}

@@ -1,0 +1,213 @@
+//! OpenAI-compatible chat completions, streamed: OpenAI, OpenRouter, vLLM,
+//! llama.cpp's server and Ollama.
+//!
+//! Tolerates the dialects: tool-call deltas accumulated by `index`, or, when
+//! `index` is missing (Ollama, Mistral), by `id` and order; a whole tool call
+//! in one chunk; `arguments` sent as an object instead of a string;
+//! `finish_reason: "stop"` together with tool calls; a usage chunk with
+//! empty `choices`; and `data: [DONE]`.
+
+use serde_json::{Value, json};
+
+use super::LlmError;
+use super::sse::Event;
+use super::types::{Block, ChatRequest, ChatResponse, Role, StopReason, Usage};
+
+/// The request body for `POST {base_url}/chat/completions`.
+pub fn body(model: &str, request: &ChatRequest) -> Value {
+    let mut messages = vec![json!({ "role": "system", "content": request.system })];
+    for m in &request.messages {
+        match m.role {
+            Role::Assistant => {
+                let calls: Vec<Value> = m
+                    .tool_uses()
+                    .map(|(id, name, input)| {
+                        json!({ "id": id, "type": "function",
+                                "function": { "name": name, "arguments": input.to_string() } })
+                    })
+                    .collect();
+                let text = m.text();
+                let mut msg = json!({ "role": "assistant", "content": if text.is_empty() { Value::Null } else { Value::String(text) } });
+                if !calls.is_empty() {
+                    msg["tool_calls"] = Value::Array(calls);
+                }
+                messages.push(msg);
+            }
+            Role::User => {
+                // Tool results become `tool` messages; text stays a user message.
+                for b in &m.content {
+                    if let Block::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } = b
+                    {
+                        messages.push(json!({ "role": "tool", "tool_call_id": tool_use_id, "content": content }));
+                    }
+                }
+                let text = m.text();
+                if !text.is_empty() {
+                    messages.push(json!({ "role": "user", "content": text }));
+                }
+            }
+        }
+    }
+    let tools: Vec<Value> = request
+        .tools
+        .iter()
+        .map(|t| json!({ "type": "function", "function": { "name": t.name, "description": t.description, "parameters": t.parameters } }))
+        .collect();
+    let mut body = json!({
+        "model": model,
+        "messages": messages,
+        "max_tokens": request.max_tokens,
+        "stream": true,
+        "stream_options": { "include_usage": true },
+    });
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+    }
+    body
+}
+
+/// Builds the response from the stream's chunks.
+#[derive(Default)]
+pub struct Decoder {
+    text: String,
+    calls: Vec<Call>,
+    finish: Option<String>,
+    usage: Usage,
+    done: bool,
+}
+
+#[derive(Default)]
+struct Call {
+    index: Option<u64>,
+    id: String,
+    name: String,
+    arguments: String,
+    object: Option<Value>,
+}
+
+impl Decoder {
+    /// Takes one event.
+    pub fn event(&mut self, event: &Event) -> Result<(), LlmError> {
+        if event.data.trim() == "[DONE]" {
+            self.done = true;
+            return Ok(());
+        }
+        let chunk: Value = serde_json::from_str(&event.data)
+            .map_err(|e| LlmError::Malformed(format!("chunk is not JSON: {e}")))?;
+        if let Some(error) = chunk.get("error") {
+            return Err(LlmError::Stream {
+                kind: error["type"]
+                    .as_str()
+                    .or(error["code"].as_str())
+                    .unwrap_or("error")
+                    .to_owned(),
+                message: error["message"].as_str().unwrap_or_default().to_owned(),
+            });
+        }
+        if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
+            self.usage.input_tokens = usage["prompt_tokens"]
+                .as_u64()
+                .unwrap_or(self.usage.input_tokens);
+            self.usage.output_tokens = usage["completion_tokens"]
+                .as_u64()
+                .unwrap_or(self.usage.output_tokens);
+        }
+        let Some(choice) = chunk["choices"].as_array().and_then(|c| c.first()) else {
+            return Ok(()); // the usage chunk
+        };
+        let delta = &choice["delta"];
+        if let Some(text) = delta["content"].as_str() {
+            self.text.push_str(text);
+        }
+        for piece in delta["tool_calls"].as_array().into_iter().flatten() {
+            self.tool_delta(piece);
+        }
+        if let Some(reason) = choice["finish_reason"].as_str() {
+            self.finish = Some(reason.to_owned());
+        }
+        Ok(())
+    }
+
+    fn tool_delta(&mut self, piece: &Value) {
+        let index = piece["index"].as_u64();
+        let id = piece["id"].as_str().filter(|s| !s.is_empty());
+        let existing = match (index, id) {
+            (Some(i), _) => self.calls.iter().position(|c| c.index == Some(i)),
+            (None, Some(id)) => self.calls.iter().position(|c| c.id == id),
+            // No index and no id: a continuation of the last call.
+            (None, None) => self.calls.len().checked_sub(1),
+        };
+        let at = match existing {
+            Some(at) => at,
+            None => {
+                self.calls.push(Call {
+                    index,
+                    ..Call::default()
+                });
+                self.calls.len() - 1
+            }
+        };
+        let call = &mut self.calls[at];
+        if let Some(id) = id {
+            call.id = id.to_owned();
+        }
+        let function = &piece["function"];
+        if let Some(name) = function["name"].as_str() {
+            call.name.push_str(name);
+        }
+        match &function["arguments"] {
+            Value::String(s) => call.arguments.push_str(s),
+            Value::Object(_) => call.object = Some(function["arguments"].clone()),
+            _ => {}
+        }
+    }
+
+    /// The response, once the stream has ended.
+    pub fn finish(self) -> Result<ChatResponse, LlmError> {
+        if !self.done && self.finish.is_none() {
+            return Err(LlmError::Truncated(
+                "the stream ended before a finish_reason".into(),
+            ));
+        }
+        let mut content = Vec::new();
+        if !self.text.is_empty() {
+            content.push(Block::Text { text: self.text });
+        }
+        let has_calls = !self.calls.is_empty();
+        for (n, call) in self.calls.into_iter().enumerate() {
+            let input = match call.object {
+                Some(object) => object,
+                None if call.arguments.trim().is_empty() => json!({}),
+                None => serde_json::from_str(&call.arguments).map_err(|e| {
+                    LlmError::Malformed(format!("tool {} arguments are not JSON: {e}", call.name))
+                })?,
+            };
+            let id = if call.id.is_empty() {
+                format!("call_{n}")
+            } else {
+                call.id
+            };
+            content.push(Block::ToolUse {
+                id,
+                name: call.name,
+                input,
+            });
+        }
+        // Some servers say "stop" even when they called tools.
+        let stop = match self.finish.as_deref() {
+            _ if has_calls => StopReason::ToolUse,
+            Some("length") => StopReason::MaxTokens,
+            Some("stop") | None => StopReason::EndTurn,
+            Some(_) => StopReason::Other,
+        };
+        Ok(ChatResponse {
+            content,
+            stop,
+            usage: self.usage,
+        })
+    }
+}

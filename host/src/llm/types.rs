@@ -1,0 +1,142 @@
+//! The provider-neutral conversation: what the agent sends a model and what
+//! comes back. Each provider translates to and from its own wire format.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Who said something.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The person (and tool results, which go back in the user's turn).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One piece of a message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// The model asks for a tool call.
+    ToolUse {
+        /// The provider's id for the call, echoed in the result.
+        id: String,
+        /// The tool.
+        name: String,
+        /// The arguments.
+        input: Value,
+    },
+    /// The outcome of a tool call.
+    ToolResult {
+        /// The id of the call it answers.
+        tool_use_id: String,
+        /// The result (JSON text) or the error message.
+        content: String,
+        /// Whether the call failed.
+        #[serde(default)]
+        is_error: bool,
+    },
+}
+
+/// One message of the conversation.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Message {
+    /// Who.
+    pub role: Role,
+    /// What.
+    pub content: Vec<Block>,
+}
+
+/// A tool offered to the model.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ToolDef {
+    /// Its name.
+    pub name: String,
+    /// Its description.
+    pub description: String,
+    /// The JSON Schema of its arguments.
+    pub parameters: Value,
+}
+
+/// One request to a model.
+#[derive(Clone, Debug)]
+pub struct ChatRequest {
+    /// The system prompt.
+    pub system: String,
+    /// The conversation so far.
+    pub messages: Vec<Message>,
+    /// The tools the model may call.
+    pub tools: Vec<ToolDef>,
+    /// The most tokens to generate.
+    pub max_tokens: u32,
+}
+
+/// Why the model stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum StopReason {
+    /// It finished its answer.
+    EndTurn,
+    /// It wants tool results.
+    ToolUse,
+    /// It hit `max_tokens`.
+    MaxTokens,
+    /// Anything else the provider said.
+    Other,
+}
+
+/// The model's answer.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ChatResponse {
+    /// Text and tool calls, in order.
+    pub content: Vec<Block>,
+    /// Why it stopped.
+    pub stop: StopReason,
+    /// Tokens in and out, when the provider said.
+    pub usage: Usage,
+}
+
+/// Token counts.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl Message {
+    /// A user message with one text block.
+    pub fn user_text(text: impl Into<String>) -> Message {
+        Message {
+            role: Role::User,
+            content: vec![Block::Text { text: text.into() }],
+        }
+    }
+
+    /// The text blocks joined.
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(text.as_str()),
+                _ => None,
+            })
+            .collect::<Vec<_>>()
+            .join("")
+    }
+
+    /// The tool calls in this message.
+    pub fn tool_uses(&self) -> impl Iterator<Item = (&str, &str, &Value)> {
+        self.content.iter().filter_map(|b| match b {
+            Block::ToolUse { id, name, input } => Some((id.as_str(), name.as_str(), input)),
+            _ => None,
+        })
+    }
+}

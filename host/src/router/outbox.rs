@@ -1,0 +1,184 @@
+//! The outbox: replies are stored first, then delivered, with retries.
+//!
+//! A reply goes to the channel it answers: the local control socket, or the
+//! channel plugin that serves that channel (`channel.send`). A failed send
+//! stays pending and is retried with backoff (1 s doubling to 5 min); after
+//! 20 failures it is marked failed and logged. A send that succeeded is
+//! marked delivered; a crash between the two sends it once more, which is
+//! the one duplicate a channel without idempotent sends can see.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use hearth_sdk::protocol::{OutboundMessage, method};
+use rusqlite::{Connection, params};
+use serde_json::json;
+use tokio::sync::Notify;
+
+use super::LOCAL_CHANNEL;
+use super::local::LocalHub;
+use crate::plugins::ActivePlugin;
+use crate::store::now_ms;
+
+/// Failures after which a reply is given up.
+const MAX_ATTEMPTS: i64 = 20;
+
+/// Delivers stored replies.
+pub struct Outbox {
+    conn: Mutex<Connection>,
+    channels: HashMap<String, Arc<ActivePlugin>>,
+    local: Arc<LocalHub>,
+}
+
+struct Due {
+    id: i64,
+    channel: String,
+    chat: String,
+    text: String,
+    attempts: i64,
+    key: Option<String>,
+}
+
+impl Outbox {
+    /// An outbox over `conn`, delivering through `plugins` and `local`.
+    pub fn new(conn: Connection, plugins: &[Arc<ActivePlugin>], local: Arc<LocalHub>) -> Outbox {
+        let channels = plugins
+            .iter()
+            .filter_map(|p| {
+                p.description()
+                    .channel
+                    .as_ref()
+                    .map(|c| (c.name.clone(), Arc::clone(p)))
+            })
+            .collect();
+        Outbox {
+            conn: Mutex::new(conn),
+            channels,
+            local,
+        }
+    }
+
+    /// Delivers due replies until the task is aborted; `wake` says there is
+    /// something new (a reply, or a client that connected).
+    pub async fn run(self: Arc<Self>, wake: Arc<Notify>) {
+        loop {
+            let due = self.due().unwrap_or_else(|e| {
+                tracing::error!("cannot read the outbox: {e}");
+                Vec::new()
+            });
+            for reply in due {
+                let outcome = self.send(&reply).await;
+                if let Err(e) = self.record(&reply, outcome) {
+                    tracing::error!("cannot update the outbox: {e}");
+                }
+            }
+            let next = self.next_due_in().unwrap_or(Duration::from_secs(60));
+            tokio::select! {
+                () = wake.notified() => {}
+                () = tokio::time::sleep(next) => {}
+            }
+        }
+    }
+
+    async fn send(&self, reply: &Due) -> Result<(), String> {
+        if reply.channel == LOCAL_CHANNEL {
+            let message = json!({ "op": "reply", "chat": reply.chat, "text": reply.text, "in_reply_to": reply.key });
+            return if self.local.deliver(&reply.chat, &message) {
+                Ok(())
+            } else {
+                Err("no local client is connected".into())
+            };
+        }
+        let plugin = self
+            .channels
+            .get(&reply.channel)
+            .cloned()
+            .ok_or_else(|| format!("no plugin serves the channel {:?}", reply.channel))?;
+        let payload = serde_json::to_vec(&OutboundMessage {
+            chat: reply.chat.clone(),
+            text: reply.text.clone(),
+        })
+        .map_err(|e| e.to_string())?;
+        tokio::task::spawn_blocking(move || plugin.invoke(method::CHANNEL_SEND, &payload))
+            .await
+            .map_err(|e| e.to_string())?
+            .map(|_| ())
+            .map_err(|e| e.to_string())
+    }
+
+    fn record(&self, reply: &Due, outcome: Result<(), String>) -> rusqlite::Result<()> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        match outcome {
+            Ok(()) => {
+                conn.execute(
+                    "UPDATE outbox SET status = 'delivered', delivered_at_ms = ?1, attempts = attempts + 1 WHERE id = ?2",
+                    params![now_ms(), reply.id],
+                )?;
+            }
+            Err(e) => {
+                let attempts = reply.attempts + 1;
+                let status = if attempts >= MAX_ATTEMPTS {
+                    "failed"
+                } else {
+                    "pending"
+                };
+                let backoff = 1_000i64.saturating_mul(1 << attempts.min(9)).min(300_000);
+                if status == "failed" {
+                    tracing::error!(outbox = reply.id, channel = %reply.channel, "giving up on a reply after {attempts} attempts: {e}");
+                } else if reply.channel != LOCAL_CHANNEL {
+                    tracing::warn!(outbox = reply.id, channel = %reply.channel, attempts, "reply not delivered, will retry: {e}");
+                }
+                conn.execute(
+                    "UPDATE outbox SET status = ?1, attempts = ?2, next_attempt_at_ms = ?3, last_error = ?4 WHERE id = ?5",
+                    params![status, attempts, now_ms() + backoff, e, reply.id],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn due(&self) -> rusqlite::Result<Vec<Due>> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let mut stmt = conn.prepare_cached(
+            "SELECT o.id, o.channel, o.chat, o.text, o.attempts, i.idempotency_key \
+             FROM outbox o LEFT JOIN inbox i ON i.id = o.inbox_id \
+             WHERE o.status = 'pending' AND o.next_attempt_at_ms <= ?1 ORDER BY o.id LIMIT 64",
+        )?;
+        let rows = stmt.query_map([now_ms()], |r| {
+            Ok(Due {
+                id: r.get(0)?,
+                channel: r.get(1)?,
+                chat: r.get(2)?,
+                text: r.get(3)?,
+                attempts: r.get(4)?,
+                key: r.get(5)?,
+            })
+        })?;
+        rows.collect()
+    }
+
+    /// A local client just connected: retry its chat's pending replies now.
+    pub fn retry_local_now(&self, chat: &str) {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        if let Err(e) = conn.execute(
+            "UPDATE outbox SET next_attempt_at_ms = 0 WHERE status = 'pending' AND channel = ?1 AND chat = ?2",
+            params![LOCAL_CHANNEL, chat],
+        ) {
+            tracing::warn!("cannot reschedule local replies: {e}");
+        }
+    }
+
+    fn next_due_in(&self) -> Option<Duration> {
+        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let next: Option<i64> = conn
+            .query_row(
+                "SELECT MIN(next_attempt_at_ms) FROM outbox WHERE status = 'pending'",
+                [],
+                |r| r.get(0),
+            )
+            .ok()
+            .flatten();
+        next.map(|at| Duration::from_millis((at - now_ms()).clamp(0, 300_000) as u64))
+    }
+}

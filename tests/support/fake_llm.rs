@@ -1,0 +1,764 @@
+//! A fake LLM provider for the integration tests, so hearth's model client can
+//! be driven end to end with no network and no API key.
+//!
+//! [`FakeLlm`] is a real HTTP/1.1 server on 127.0.0.1 that answers both the
+//! Anthropic Messages API (`POST /v1/messages`) and the OpenAI-compatible chat
+//! completions API (`POST /v1/chat/completions` or `POST /chat/completions`).
+//! A test scripts the answers as a queue of [`Reply`] values, one popped per
+//! request, and reads back every request it received as a [`Recorded`].
+//! Requests to any other path are recorded too, and answered 404 without
+//! touching the script, so a wrong base URL fails loudly. The builder
+//! functions ([`anthropic_text`], [`openai_tool_call`], ...) produce
+//! streams shaped like the providers' own, quirks included.
+
+use std::collections::VecDeque;
+use std::io::{self, BufRead, BufReader, Write};
+use std::net::{Shutdown, SocketAddr, TcpListener, TcpStream};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The model name every built stream reports.
+const MODEL: &str = "fake-model";
+
+/// The `created` timestamp of every built OpenAI chunk (2025-01-01).
+const CREATED: u64 = 1_735_689_600;
+
+/// The prompt size every built stream reports.
+const INPUT_TOKENS: usize = 25;
+
+/// A fake provider listening on 127.0.0.1. Dropping it stops accepting
+/// connections and closes the ones parked on [`Reply::Hang`].
+pub struct FakeLlm {
+    addr: SocketAddr,
+    shared: Arc<Shared>,
+    acceptor: Option<JoinHandle<()>>,
+}
+
+/// What the test and the connection threads share.
+struct Shared {
+    state: Mutex<State>,
+    /// Signalled when a request is recorded, on `release` and on drop.
+    changed: Condvar,
+    stopping: AtomicBool,
+}
+
+#[derive(Default)]
+struct State {
+    script: VecDeque<Reply>,
+    requests: Vec<Recorded>,
+    /// How many times `release` was called; a parked request waits for it to
+    /// move past the value it saw when it parked.
+    releases: u64,
+}
+
+impl Shared {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// One request the server received.
+#[derive(Clone, Debug)]
+pub struct Recorded {
+    /// The request method, e.g. `POST`.
+    pub method: String,
+    /// The request target as sent, e.g. `/v1/messages`.
+    pub path: String,
+    /// Every header in arrival order, names lowercased.
+    pub headers: Vec<(String, String)>,
+    /// The body parsed as JSON; `Null` when empty, a JSON string holding the
+    /// raw text when it is not JSON.
+    pub body: Value,
+}
+
+impl Recorded {
+    /// A header by lowercased name (matched case-insensitively).
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(key, _)| key.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
+}
+
+/// One scripted answer.
+#[derive(Clone, Debug)]
+pub enum Reply {
+    /// A raw SSE body (already framed text, e.g. from a recorded stream
+    /// file), sent as 200 `text/event-stream`, chunked, one chunk per event
+    /// (events end at blank lines).
+    Sse(String),
+    /// An HTTP error: status, extra headers (e.g. `("retry-after", "1")`) and
+    /// a JSON body.
+    Error {
+        /// The HTTP status code.
+        status: u16,
+        /// Headers sent besides `content-type` and `content-length`.
+        headers: Vec<(String, String)>,
+        /// The response body.
+        body: Value,
+    },
+    /// Sends the first `events` SSE events of `sse`, then drops the
+    /// connection abruptly (no final chunk).
+    Disconnect {
+        /// The whole stream, of which only a prefix is sent.
+        sse: String,
+        /// How many events to send before hanging up.
+        events: usize,
+    },
+    /// Parks the request until [`FakeLlm::release`] is called, then answers
+    /// it with the next reply in the script.
+    Hang,
+}
+
+impl FakeLlm {
+    /// Starts the server on 127.0.0.1:0 with an empty script.
+    pub fn start() -> FakeLlm {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("fake LLM: bind 127.0.0.1:0");
+        let addr = listener.local_addr().expect("fake LLM: local address");
+        let shared = Arc::new(Shared {
+            state: Mutex::default(),
+            changed: Condvar::new(),
+            stopping: AtomicBool::new(false),
+        });
+        let accepting = Arc::clone(&shared);
+        let acceptor = thread::Builder::new()
+            .name("fake-llm-accept".into())
+            .spawn(move || accept(&listener, &accepting))
+            .expect("fake LLM: spawn the accept thread");
+        FakeLlm {
+            addr,
+            shared,
+            acceptor: Some(acceptor),
+        }
+    }
+
+    /// `http://127.0.0.1:PORT` (no trailing slash).
+    pub fn url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+
+    /// Appends a reply to the script.
+    pub fn push(&self, reply: Reply) {
+        self.shared.lock().script.push_back(reply);
+    }
+
+    /// Every request so far, in arrival order.
+    pub fn requests(&self) -> Vec<Recorded> {
+        self.shared.lock().requests.clone()
+    }
+
+    /// Blocks until at least `n` requests have arrived or `timeout` passes;
+    /// returns whether they did. A request counts once its reply has been
+    /// taken from the script, so a request that parked on [`Reply::Hang`] is
+    /// already waiting for [`FakeLlm::release`] when this returns.
+    pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut state = self.shared.lock();
+        while state.requests.len() < n {
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return false;
+            }
+            state = self
+                .shared
+                .changed
+                .wait_timeout(state, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+        true
+    }
+
+    /// Lets every connection currently parked on [`Reply::Hang`] continue:
+    /// each pops the next reply from the script and answers with it. Call
+    /// [`FakeLlm::wait_for_requests`] first so the request is parked.
+    pub fn release(&self) {
+        let mut state = self.shared.lock();
+        state.releases += 1;
+        self.shared.changed.notify_all();
+    }
+}
+
+impl Drop for FakeLlm {
+    fn drop(&mut self) {
+        {
+            // Under the lock, so a request about to park sees the flag.
+            let _state = self.shared.lock();
+            self.shared.stopping.store(true, Ordering::SeqCst);
+            self.shared.changed.notify_all();
+        }
+        // Wake the blocked `accept` so the listener closes before we return.
+        let woken = TcpStream::connect_timeout(&self.addr, Duration::from_secs(1));
+        if let (Ok(_), Some(acceptor)) = (woken, self.acceptor.take()) {
+            // The accept loop never panics; a failed join has nothing to report.
+            let _ = acceptor.join();
+        }
+    }
+}
+
+fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
+    for stream in listener.incoming() {
+        if shared.stopping.load(Ordering::SeqCst) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let shared = Arc::clone(shared);
+        thread::spawn(move || {
+            // An error here is the client hanging up; nothing is waiting for it.
+            let _ = serve(stream, &shared);
+        });
+    }
+}
+
+/// Answers requests on one connection until either side closes it.
+fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut out = stream.try_clone()?;
+    let mut reader = BufReader::new(stream);
+    while let Some((request, keep_alive)) = read_request(&mut reader)? {
+        if shared.stopping.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+        let scripted = request.method == "POST"
+            && matches!(
+                request.path.split('?').next(),
+                Some("/v1/messages" | "/v1/chat/completions" | "/chat/completions")
+            );
+        let (reply, releases) = {
+            let mut state = shared.lock();
+            let reply = if scripted {
+                state.script.pop_front().unwrap_or_else(no_reply_left)
+            } else {
+                let message = format!("fake: no route for {} {}", request.method, request.path);
+                anthropic_error(404, "not_found_error", &message, None)
+            };
+            state.requests.push(request);
+            shared.changed.notify_all();
+            (reply, state.releases)
+        };
+        if !answer(&mut out, reply, shared, releases)? || !keep_alive {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+/// Sends `reply`; returns whether the connection may carry another request.
+/// `releases` is the release count when the reply was taken.
+fn answer(out: &mut TcpStream, reply: Reply, shared: &Shared, releases: u64) -> io::Result<bool> {
+    match reply {
+        Reply::Sse(body) => {
+            write_stream(out, &split_events(&body))?;
+            out.write_all(b"0\r\n\r\n")?;
+            Ok(true)
+        }
+        Reply::Error {
+            status,
+            headers,
+            body,
+        } => {
+            write_json(out, status, &headers, &body)?;
+            Ok(true)
+        }
+        Reply::Disconnect { sse, events } => {
+            let all = split_events(&sse);
+            write_stream(out, &all[..events.min(all.len())])?;
+            out.shutdown(Shutdown::Both)?;
+            Ok(false)
+        }
+        Reply::Hang => {
+            let mut state = shared.lock();
+            while state.releases == releases && !shared.stopping.load(Ordering::SeqCst) {
+                state = shared
+                    .changed
+                    .wait(state)
+                    .unwrap_or_else(PoisonError::into_inner);
+            }
+            if shared.stopping.load(Ordering::SeqCst) {
+                return Ok(false);
+            }
+            let next = state.script.pop_front().unwrap_or_else(no_reply_left);
+            let releases = state.releases;
+            drop(state);
+            answer(out, next, shared, releases)
+        }
+    }
+}
+
+/// The answer when the script has run out.
+fn no_reply_left() -> Reply {
+    anthropic_error(500, "api_error", "fake: no scripted reply left", None)
+}
+
+/// Reads one request; `None` when the client closed the connection between
+/// requests. The flag says whether the connection may be kept open.
+fn read_request(reader: &mut impl BufRead) -> io::Result<Option<(Recorded, bool)>> {
+    let mut line = String::new();
+    if reader.read_line(&mut line)? == 0 {
+        return Ok(None);
+    }
+    let mut parts = line.split_whitespace();
+    let (Some(method), Some(path), Some(version)) = (parts.next(), parts.next(), parts.next())
+    else {
+        return Err(invalid("malformed request line"));
+    };
+    let mut headers = Vec::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line)? == 0 {
+            return Err(io::ErrorKind::UnexpectedEof.into());
+        }
+        let line = line.trim_end();
+        if line.is_empty() {
+            break;
+        }
+        let (name, value) = line
+            .split_once(':')
+            .ok_or_else(|| invalid("malformed header"))?;
+        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
+    }
+    let mut request = Recorded {
+        method: method.to_owned(),
+        path: path.to_owned(),
+        headers,
+        body: Value::Null,
+    };
+    let chunked = request
+        .header("transfer-encoding")
+        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
+    let bytes = if chunked {
+        read_chunked(reader)?
+    } else {
+        let length = match request.header("content-length") {
+            Some(v) => v.parse().map_err(|_| invalid("bad content-length"))?,
+            None => 0,
+        };
+        let mut bytes = vec![0; length];
+        reader.read_exact(&mut bytes)?;
+        bytes
+    };
+    request.body = match serde_json::from_slice(&bytes) {
+        Ok(value) => value,
+        Err(_) if bytes.is_empty() => Value::Null,
+        Err(_) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
+    };
+    let keep_alive = version == "HTTP/1.1"
+        && !request
+            .header("connection")
+            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
+    Ok(Some((request, keep_alive)))
+}
+
+/// Reads a `transfer-encoding: chunked` request body.
+fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
+    let mut body = Vec::new();
+    loop {
+        let mut line = String::new();
+        reader.read_line(&mut line)?;
+        let size = line.split(';').next().unwrap_or_default().trim();
+        let size = usize::from_str_radix(size, 16).map_err(|_| invalid("bad chunk size"))?;
+        if size == 0 {
+            // Trailers, up to the blank line that ends the body.
+            loop {
+                line.clear();
+                if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
+                    return Ok(body);
+                }
+            }
+        }
+        let start = body.len();
+        body.resize(start + size, 0);
+        reader.read_exact(&mut body[start..])?;
+        let mut crlf = [0; 2];
+        reader.read_exact(&mut crlf)?;
+    }
+}
+
+fn invalid(what: &str) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, format!("fake LLM: {what}"))
+}
+
+/// Splits an SSE body into events, each ending with its blank line; blank
+/// lines before an event belong to it, and any unterminated tail is the last.
+fn split_events(sse: &str) -> Vec<&str> {
+    let mut events = Vec::new();
+    let (mut start, mut end, mut filled) = (0, 0, false);
+    for line in sse.split_inclusive('\n') {
+        end += line.len();
+        if !line.trim_end_matches(['\r', '\n']).is_empty() {
+            filled = true;
+        } else if filled {
+            events.push(&sse[start..end]);
+            (start, filled) = (end, false);
+        }
+    }
+    if start < sse.len() {
+        events.push(&sse[start..]);
+    }
+    events
+}
+
+/// Sends a 200 event-stream head and one chunk per event, without the final
+/// chunk.
+fn write_stream(out: &mut TcpStream, events: &[&str]) -> io::Result<()> {
+    out.write_all(
+        b"HTTP/1.1 200 OK\r\n\
+          content-type: text/event-stream\r\n\
+          cache-control: no-cache\r\n\
+          transfer-encoding: chunked\r\n\r\n",
+    )?;
+    for event in events {
+        out.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes())?;
+        out.flush()?;
+    }
+    Ok(())
+}
+
+fn write_json(
+    out: &mut TcpStream,
+    status: u16,
+    headers: &[(String, String)],
+    body: &Value,
+) -> io::Result<()> {
+    let body = body.to_string();
+    let extra: String = headers
+        .iter()
+        .map(|(name, value)| format!("{name}: {value}\r\n"))
+        .collect();
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n",
+        reason(status),
+        body.len()
+    );
+    out.write_all(format!("{head}{body}").as_bytes())?;
+    out.flush()
+}
+
+fn reason(status: u16) -> &'static str {
+    match status {
+        200 => "OK",
+        400 => "Bad Request",
+        401 => "Unauthorized",
+        403 => "Forbidden",
+        404 => "Not Found",
+        408 => "Request Timeout",
+        413 => "Payload Too Large",
+        429 => "Too Many Requests",
+        500 => "Internal Server Error",
+        502 => "Bad Gateway",
+        503 => "Service Unavailable",
+        504 => "Gateway Timeout",
+        529 => "Overloaded",
+        _ => "Unknown",
+    }
+}
+
+/// A number that differs on every call, for message and completion ids.
+fn serial() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
+/// `text` cut into about `count` pieces at character boundaries; none when
+/// `text` is empty.
+fn pieces(text: &str, count: usize) -> Vec<&str> {
+    let size = text.chars().count().div_ceil(count).max(1);
+    let mut out = Vec::new();
+    let mut rest = text;
+    while !rest.is_empty() {
+        let cut = rest.char_indices().nth(size).map_or(rest.len(), |(i, _)| i);
+        let (piece, tail) = rest.split_at(cut);
+        out.push(piece);
+        rest = tail;
+    }
+    out
+}
+
+/// A rough token count for generated text.
+fn tokens(text: &str) -> usize {
+    text.chars().count().div_ceil(4).max(1)
+}
+
+/// Builds an Anthropic Messages stream block by block.
+struct AnthropicStream {
+    body: String,
+    blocks: usize,
+    output_tokens: usize,
+}
+
+impl AnthropicStream {
+    fn new() -> AnthropicStream {
+        let mut stream = AnthropicStream {
+            body: String::new(),
+            blocks: 0,
+            output_tokens: 0,
+        };
+        stream.event(
+            "message_start",
+            &json!({
+                "type": "message_start",
+                "message": {
+                    "id": format!("msg_01FakeLlm{:013}", serial()),
+                    "type": "message",
+                    "role": "assistant",
+                    "model": MODEL,
+                    "content": [],
+                    "stop_reason": null,
+                    "stop_sequence": null,
+                    "usage": {
+                        "input_tokens": INPUT_TOKENS,
+                        "cache_creation_input_tokens": 0,
+                        "cache_read_input_tokens": 0,
+                        "output_tokens": 1
+                    }
+                }
+            }),
+        );
+        stream
+    }
+
+    fn event(&mut self, name: &str, data: &Value) {
+        self.body
+            .push_str(&format!("event: {name}\ndata: {data}\n\n"));
+    }
+
+    /// Opens a block; the first is followed by a ping, as the API does.
+    fn open(&mut self, block: Value) -> usize {
+        let index = self.blocks;
+        self.blocks += 1;
+        self.event(
+            "content_block_start",
+            &json!({"type": "content_block_start", "index": index, "content_block": block}),
+        );
+        if index == 0 {
+            self.event("ping", &json!({"type": "ping"}));
+        }
+        index
+    }
+
+    fn delta(&mut self, index: usize, delta: Value) {
+        self.event(
+            "content_block_delta",
+            &json!({"type": "content_block_delta", "index": index, "delta": delta}),
+        );
+    }
+
+    fn close(&mut self, index: usize) {
+        self.event(
+            "content_block_stop",
+            &json!({"type": "content_block_stop", "index": index}),
+        );
+    }
+
+    fn text(&mut self, text: &str) {
+        let index = self.open(json!({"type": "text", "text": ""}));
+        for piece in pieces(text, 3) {
+            self.delta(index, json!({"type": "text_delta", "text": piece}));
+        }
+        self.output_tokens += tokens(text);
+        self.close(index);
+    }
+
+    fn tool_use(&mut self, id: &str, name: &str, input: &Value) {
+        let index = self.open(json!({"type": "tool_use", "id": id, "name": name, "input": {}}));
+        let json = input.to_string();
+        for piece in std::iter::once("").chain(pieces(&json, 3)) {
+            self.delta(
+                index,
+                json!({"type": "input_json_delta", "partial_json": piece}),
+            );
+        }
+        self.output_tokens += tokens(&json);
+        self.close(index);
+    }
+
+    fn finish(mut self, stop_reason: &str) -> Reply {
+        let usage = json!({"output_tokens": self.output_tokens});
+        self.event(
+            "message_delta",
+            &json!({
+                "type": "message_delta",
+                "delta": {"stop_reason": stop_reason, "stop_sequence": null},
+                "usage": usage
+            }),
+        );
+        self.event("message_stop", &json!({"type": "message_stop"}));
+        Reply::Sse(self.body)
+    }
+}
+
+/// Builds an OpenAI chat completions stream chunk by chunk.
+struct OpenAiStream {
+    id: String,
+    body: String,
+    completion_tokens: usize,
+}
+
+impl OpenAiStream {
+    fn new() -> OpenAiStream {
+        OpenAiStream {
+            id: format!("chatcmpl-FakeLlm{:013}", serial()),
+            body: String::new(),
+            completion_tokens: 0,
+        }
+    }
+
+    fn data(&mut self, data: &Value) {
+        self.body.push_str(&format!("data: {data}\n\n"));
+    }
+
+    fn chunk(&mut self, delta: Value, finish_reason: Option<&str>) {
+        let chunk = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": MODEL,
+            "system_fingerprint": "fp_fake",
+            "choices": [{
+                "index": 0,
+                "delta": delta,
+                "logprobs": null,
+                "finish_reason": finish_reason
+            }],
+            "usage": null
+        });
+        self.data(&chunk);
+    }
+
+    fn finish(mut self, finish_reason: &str) -> Reply {
+        self.chunk(json!({}), Some(finish_reason));
+        let chunk = json!({
+            "id": self.id,
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": MODEL,
+            "system_fingerprint": "fp_fake",
+            "choices": [],
+            "usage": {
+                "prompt_tokens": INPUT_TOKENS,
+                "completion_tokens": self.completion_tokens,
+                "total_tokens": INPUT_TOKENS + self.completion_tokens
+            }
+        });
+        self.data(&chunk);
+        self.body.push_str("data: [DONE]\n\n");
+        Reply::Sse(self.body)
+    }
+}
+
+/// Anthropic: a text answer, streamed as several `text_delta` events (the
+/// text cut into about three pieces), with a ping; stop reason `end_turn`.
+pub fn anthropic_text(text: &str) -> Reply {
+    let mut stream = AnthropicStream::new();
+    stream.text(text);
+    stream.finish("end_turn")
+}
+
+/// Anthropic: optional leading text, then one `tool_use` block whose input is
+/// streamed as `input_json_delta` fragments, the first of them `""` as the
+/// real API sends; stop reason `tool_use`.
+pub fn anthropic_tool_use(text: Option<&str>, id: &str, name: &str, input: &Value) -> Reply {
+    let mut stream = AnthropicStream::new();
+    if let Some(text) = text {
+        stream.text(text);
+    }
+    stream.tool_use(id, name, input);
+    stream.finish("tool_use")
+}
+
+/// OpenAI: a text answer in several content deltas, then a chunk with
+/// `finish_reason` `"stop"`, then a usage chunk with empty `choices`, then
+/// `[DONE]`.
+pub fn openai_text(text: &str) -> Reply {
+    let mut stream = OpenAiStream::new();
+    stream.chunk(
+        json!({"role": "assistant", "content": "", "refusal": null}),
+        None,
+    );
+    for piece in pieces(text, 3) {
+        stream.chunk(json!({"content": piece}), None);
+    }
+    stream.completion_tokens = tokens(text);
+    stream.finish("stop")
+}
+
+/// OpenAI: one tool call streamed as `tool_calls` deltas with `"index": 0`.
+/// The first delta carries the id, type `function`, the name and empty
+/// arguments; later ones only the index and argument fragments. Then
+/// `finish_reason` `"tool_calls"`, a usage chunk and `[DONE]`.
+pub fn openai_tool_call(id: &str, name: &str, args: &Value) -> Reply {
+    let mut stream = OpenAiStream::new();
+    stream.chunk(
+        json!({
+            "role": "assistant",
+            "content": null,
+            "tool_calls": [{
+                "index": 0,
+                "id": id,
+                "type": "function",
+                "function": {"name": name, "arguments": ""}
+            }]
+        }),
+        None,
+    );
+    let json = args.to_string();
+    for piece in pieces(&json, 3) {
+        stream.chunk(
+            json!({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}),
+            None,
+        );
+    }
+    stream.completion_tokens = tokens(&json);
+    stream.finish("tool_calls")
+}
+
+/// Ollama's quirks: the whole tool call in one chunk, without `index`, with
+/// `arguments` as a JSON object rather than a string, and `finish_reason`
+/// `"stop"` in that same chunk; then `[DONE]`.
+pub fn ollama_tool_call(id: &str, name: &str, args: &Value) -> Reply {
+    let chunk = json!({
+        "id": format!("chatcmpl-{}", serial()),
+        "object": "chat.completion.chunk",
+        "created": CREATED,
+        "model": MODEL,
+        "system_fingerprint": "fp_ollama",
+        "choices": [{
+            "index": 0,
+            "delta": {
+                "role": "assistant",
+                "content": "",
+                "tool_calls": [{
+                    "id": id,
+                    "type": "function",
+                    "function": {"name": name, "arguments": args}
+                }]
+            },
+            "finish_reason": "stop"
+        }]
+    });
+    Reply::Sse(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+}
+
+/// An Anthropic-style error: `status` with body
+/// `{"type":"error","error":{"type": kind,"message": message}}`, and a
+/// `retry-after` header when `retry_after_secs` is given (as with 429).
+pub fn anthropic_error(
+    status: u16,
+    kind: &str,
+    message: &str,
+    retry_after_secs: Option<u64>,
+) -> Reply {
+    Reply::Error {
+        status,
+        headers: retry_after_secs
+            .map(|secs| ("retry-after".to_owned(), secs.to_string()))
+            .into_iter()
+            .collect(),
+        body: json!({"type": "error", "error": {"type": kind, "message": message}}),
+    }
+}
