@@ -12,7 +12,10 @@ fn eight_threads_submit_and_log_100k_times_and_nothing_is_lost() {
         &format!(
             "[daemon]\nqueue_capacity = 256\nqueue_wait_ms = {wait_ms}\n\
              [owner.identities]\nprobe = [{}]\n",
-            (0..8).map(|t| format!("\"thread-{t}\"")).collect::<Vec<_>>().join(", ")
+            (0..8)
+                .map(|t| format!("\"thread-{t}\""))
+                .collect::<Vec<_>>()
+                .join(", ")
         ),
     );
     let run = h.cmd(&[
@@ -82,8 +85,12 @@ fn malformed_submissions_are_refused_and_good_ones_stored_once() {
         (message("probe", "k1", "first"), "Ok(())"),
         (message("probe", "k1", "resubmitted"), "Ok(())"),
         // A stranger is told nothing (acknowledged) and nothing is stored.
-        (json!({"type": "message", "channel": "probe", "idempotency_key": "s1",
-                "sender": "+999", "text": "let me in"}).to_string(), "Ok(())"),
+        (
+            json!({"type": "message", "channel": "probe", "idempotency_key": "s1",
+                "sender": "+999", "text": "let me in"})
+            .to_string(),
+            "Ok(())",
+        ),
         (
             r#"{"type":"channel_status","state":"degraded","detail":"slow"}"#.to_owned(),
             "Ok(())",

@@ -4,6 +4,7 @@
 //! library error arrives here with its own message and is printed as
 //! `error: ...` with the causes, and the exit code says whether it worked.
 
+mod chat;
 mod inventory;
 
 use std::io::Read;
@@ -57,6 +58,17 @@ enum Command {
         #[command(subcommand)]
         action: ToolAction,
     },
+    /// Chat with the running daemon as the owner.
+    Chat {
+        /// Send this one message, print the reply and exit.
+        #[arg(short, long)]
+        message: Option<String>,
+        /// With -m: how long to wait for the reply, in seconds.
+        #[arg(long, default_value_t = 300)]
+        timeout: u64,
+    },
+    /// Show the running daemon's status (model, uptime, plugins, tools, queue).
+    Status,
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
@@ -129,6 +141,11 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
         Command::Tool {
             action: ToolAction::Call { name, args },
         } => with_runtime(config, |rt| call_tool(rt, &name, &args)),
+        Command::Chat { message, timeout } => match message {
+            Some(text) => chat::once(&config.home, &text, std::time::Duration::from_secs(timeout)),
+            None => chat::interactive(&config.home),
+        },
+        Command::Status => chat::status(&config.home),
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }

@@ -82,6 +82,7 @@ pub async fn serve(listener: UnixListener, control: Arc<Control>) {
 }
 
 async fn client(stream: UnixStream, control: Arc<Control>) {
+    tracing::debug!("control client connected");
     let (read, mut write) = stream.into_split();
     let (tx, mut rx) = mpsc::channel::<Value>(256);
     let writer = tokio::spawn(async move {
@@ -108,6 +109,7 @@ async fn client(stream: UnixStream, control: Arc<Control>) {
             }
             Ok(_) => {}
         }
+        tracing::debug!(request = %line.trim_end(), "control request");
         let answer = match serde_json::from_str::<Value>(&line) {
             Ok(request) => handle(&control, &request, &tx).await,
             Err(e) => Some(error(&format!("the request is not JSON: {e}"))),
@@ -118,8 +120,9 @@ async fn client(stream: UnixStream, control: Arc<Control>) {
             }
         }
     }
-    drop(tx);
-    let _ = writer.await;
+    // The hub holds a sender too: end the writer (dropping its receiver) so
+    // the hub sees this client is gone and stops counting it as a listener.
+    writer.abort();
 }
 
 async fn handle(control: &Control, request: &Value, tx: &mpsc::Sender<Value>) -> Option<Value> {

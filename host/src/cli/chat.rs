@@ -1,0 +1,135 @@
+//! `hearth chat` and `hearth status`: the owner's terminal, talking to the
+//! running daemon over its control socket.
+
+use std::path::Path;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, bail};
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+use tokio::net::UnixStream;
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
+
+use crate::daemon::control::SOCKET;
+
+/// The chat the terminal uses: one conversation for every `hearth chat`.
+const CHAT: &str = "terminal";
+
+/// `hearth chat -m TEXT`: sends one message, prints the reply.
+pub fn once(home: &Path, text: &str, timeout: Duration) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let (mut lines, mut write) = connect(home).await?;
+        send(&mut write, json!({ "op": "subscribe", "chat": CHAT })).await?;
+        send(
+            &mut write,
+            json!({ "op": "chat", "chat": CHAT, "text": text }),
+        )
+        .await?;
+        let wait = async {
+            // The reply can overtake `accepted` (a slash command answers at
+            // once), so replies are kept until the key is known.
+            let mut key: Option<String> = None;
+            let mut replies: Vec<Value> = Vec::new();
+            loop {
+                let message = next(&mut lines).await?;
+                match message["op"].as_str() {
+                    Some("accepted") => key = message["key"].as_str().map(str::to_owned),
+                    Some("error") => bail!("{}", message["message"].as_str().unwrap_or("error")),
+                    Some("reply") => replies.push(message),
+                    _ => {}
+                }
+                let mine = replies
+                    .iter()
+                    .find(|r| key.is_some() && r["in_reply_to"].as_str() == key.as_deref());
+                if let Some(reply) = mine {
+                    println!("{}", reply["text"].as_str().unwrap_or_default());
+                    return Ok(ExitCode::SUCCESS);
+                }
+            }
+        };
+        tokio::time::timeout(timeout, wait)
+            .await
+            .with_context(|| format!("no reply within {} s", timeout.as_secs()))?
+    })
+}
+
+/// `hearth chat`: an interactive session; Ctrl-D ends it.
+pub fn interactive(home: &Path) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let (mut lines, mut write) = connect(home).await?;
+        send(&mut write, json!({ "op": "subscribe", "chat": CHAT })).await?;
+        eprintln!("connected; type a message, /help for commands, Ctrl-D to leave");
+        let mut stdin = BufReader::new(tokio::io::stdin()).lines();
+        loop {
+            tokio::select! {
+                line = stdin.next_line() => match line? {
+                    Some(text) if text.trim().is_empty() => {}
+                    Some(text) => send(&mut write, json!({ "op": "chat", "chat": CHAT, "text": text })).await?,
+                    None => return Ok(ExitCode::SUCCESS),
+                },
+                message = next(&mut lines) => {
+                    let message = message?;
+                    match message["op"].as_str() {
+                        Some("reply") => println!("{}\n", message["text"].as_str().unwrap_or_default()),
+                        Some("error") => eprintln!("error: {}", message["message"].as_str().unwrap_or_default()),
+                        _ => {}
+                    }
+                }
+            }
+        }
+    })
+}
+
+/// `hearth status`: what `/status` shows, from the running daemon.
+pub fn status(home: &Path) -> anyhow::Result<ExitCode> {
+    runtime()?.block_on(async {
+        let (mut lines, mut write) = connect(home).await?;
+        send(&mut write, json!({ "op": "status" })).await?;
+        loop {
+            let message = next(&mut lines).await?;
+            if message["op"] == "status" {
+                println!("{}", message["text"].as_str().unwrap_or_default());
+                return Ok(ExitCode::SUCCESS);
+            }
+        }
+    })
+}
+
+fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")
+}
+
+async fn connect(
+    home: &Path,
+) -> anyhow::Result<(tokio::io::Lines<BufReader<OwnedReadHalf>>, OwnedWriteHalf)> {
+    let path = home.join(SOCKET);
+    let stream = UnixStream::connect(&path).await.with_context(|| {
+        format!(
+            "cannot reach the daemon at {} (is `hearth run` running?)",
+            path.display()
+        )
+    })?;
+    let (read, write) = stream.into_split();
+    Ok((BufReader::new(read).lines(), write))
+}
+
+async fn send(write: &mut OwnedWriteHalf, message: Value) -> anyhow::Result<()> {
+    let mut line = message.to_string();
+    line.push('\n');
+    write
+        .write_all(line.as_bytes())
+        .await
+        .context("the daemon closed the connection")
+}
+
+async fn next(lines: &mut tokio::io::Lines<BufReader<OwnedReadHalf>>) -> anyhow::Result<Value> {
+    let line = lines
+        .next_line()
+        .await?
+        .context("the daemon closed the connection")?;
+    serde_json::from_str(&line).context("the daemon sent a malformed line")
+}
