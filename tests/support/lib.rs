@@ -8,6 +8,8 @@
 //! The binaries must be built first: the README's test command runs
 //! `cargo build --workspace` before `cargo test`.
 
+pub mod fake_llm;
+
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Output, Stdio};
@@ -195,6 +197,39 @@ impl Hearth {
         path
     }
 
+    /// `hearth chat -m TEXT`, waiting at most 60 s for the reply.
+    pub fn chat(&self, text: &str) -> Run {
+        self.cmd(&["chat", "-m", text, "--timeout", "60"])
+    }
+
+    /// Connects to the daemon's control socket and listens to the
+    /// terminal chat's replies.
+    pub fn listen(&self) -> Listener {
+        let stream = std::os::unix::net::UnixStream::connect(self.home().join("hearth.sock"))
+            .expect("connect to the control socket");
+        let mut writer = stream.try_clone().expect("clone the socket");
+        std::io::Write::write_all(
+            &mut writer,
+            b"{\"op\":\"subscribe\",\"chat\":\"terminal\"}\n",
+        )
+        .expect("subscribe");
+        let replies = Arc::new(Mutex::new(Vec::new()));
+        let sink = Arc::clone(&replies);
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                if let Ok(v) = serde_json::from_str::<serde_json::Value>(&line) {
+                    if v["op"] == "reply" {
+                        sink.lock().expect("replies lock").push(v);
+                    }
+                }
+            }
+        });
+        Listener {
+            replies,
+            _writer: writer,
+        }
+    }
+
     /// Opens the daemon's database.
     pub fn db(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.home().join("hearth.db")).expect("open hearth.db")
@@ -242,6 +277,26 @@ impl Run {
     }
 }
 
+/// A control-socket client collecting replies.
+pub struct Listener {
+    replies: Arc<Mutex<Vec<serde_json::Value>>>,
+    _writer: std::os::unix::net::UnixStream,
+}
+
+impl Listener {
+    /// Waits until `n` replies have come, then returns them all.
+    pub fn wait_for(&self, n: usize, timeout: Duration) -> Vec<serde_json::Value> {
+        let start = Instant::now();
+        loop {
+            let got = self.replies.lock().expect("replies lock").clone();
+            if got.len() >= n || start.elapsed() > timeout {
+                return got;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+}
+
 /// A running `hearth run`, killed when dropped.
 pub struct Daemon {
     child: Child,
@@ -274,6 +329,12 @@ impl Daemon {
             }
             std::thread::sleep(Duration::from_millis(10));
         }
+    }
+
+    /// Kills the daemon with SIGKILL and waits for it to be gone.
+    pub fn kill9(&mut self) {
+        self.signal(libc::SIGKILL);
+        let _ = self.child.wait();
     }
 
     /// Sends a signal.
