@@ -53,6 +53,8 @@ struct State {
     /// How many times `release` was called; a parked request waits for it to
     /// move past the value it saw when it parked.
     releases: u64,
+    /// When each answer was completely written.
+    answered: Vec<Instant>,
 }
 
 impl Shared {
@@ -73,6 +75,8 @@ pub struct Recorded {
     /// The body parsed as JSON; `Null` when empty, a JSON string holding the
     /// raw text when it is not JSON.
     pub body: Value,
+    /// When the whole request had arrived.
+    pub received: Instant,
 }
 
 impl Recorded {
@@ -145,6 +149,11 @@ impl FakeLlm {
     /// Appends a reply to the script.
     pub fn push(&self, reply: Reply) {
         self.shared.lock().script.push_back(reply);
+    }
+
+    /// When each answer was completely written, in order.
+    pub fn answered(&self) -> Vec<Instant> {
+        self.shared.lock().answered.clone()
     }
 
     /// Every request so far, in arrival order.
@@ -241,7 +250,9 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             shared.changed.notify_all();
             (reply, state.releases)
         };
-        if !answer(&mut out, reply, shared, releases)? || !keep_alive {
+        let more = answer(&mut out, reply, shared, releases)?;
+        shared.lock().answered.push(Instant::now());
+        if !more || !keep_alive {
             return Ok(());
         }
     }
@@ -327,6 +338,7 @@ fn read_request(reader: &mut impl BufRead) -> io::Result<Option<(Recorded, bool)
         path: path.to_owned(),
         headers,
         body: Value::Null,
+        received: Instant::now(),
     };
     let chunked = request
         .header("transfer-encoding")
@@ -342,6 +354,7 @@ fn read_request(reader: &mut impl BufRead) -> io::Result<Option<(Recorded, bool)
         reader.read_exact(&mut bytes)?;
         bytes
     };
+    request.received = Instant::now();
     request.body = match serde_json::from_slice(&bytes) {
         Ok(value) => value,
         Err(_) if bytes.is_empty() => Value::Null,

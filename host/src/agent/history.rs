@@ -37,6 +37,8 @@ pub struct History {
     pub summary: Option<String>,
     /// `(row id, message)`, oldest first.
     pub messages: Vec<(i64, Message)>,
+    /// The stored size of those messages, in bytes of JSON.
+    pub chars: usize,
 }
 
 /// The conversation tables, on one connection.
@@ -168,8 +170,10 @@ impl Conversations {
             Ok((r.get::<_, i64>(0)?, role, content))
         })?;
         let mut messages = Vec::new();
+        let mut chars = 0;
         for row in rows {
             let (id, role, content) = row?;
+            chars += content.len();
             let content: Vec<Block> = serde_json::from_str(&content).unwrap_or_default();
             let role = if role == "assistant" {
                 Role::Assistant
@@ -181,6 +185,7 @@ impl Conversations {
         Ok(History {
             summary: compaction.map(|(_, s)| s),
             messages,
+            chars,
         })
     }
 

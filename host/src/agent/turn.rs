@@ -13,7 +13,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::Agent;
-use super::history::Claimed;
+use super::history::{Claimed, History};
 use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, ToolDef};
 
@@ -61,8 +61,11 @@ impl Agent {
             self.conversations
                 .append(session, claimed.id, &Message::user_text(&claimed.text))?;
             for _ in 0..self.config.max_steps {
-                self.maybe_compact(llm, session).await;
-                let request = self.request(llm, session)?;
+                let mut history = self.conversations.history(session)?;
+                if self.maybe_compact(llm, session, &history).await {
+                    history = self.conversations.history(session)?;
+                }
+                let request = self.request(llm, history)?;
                 let response = tokio::select! {
                     r = llm.complete(&request) => r,
                     () = self.router.stopped_since(stop_at_start) => return Ok(Err("Stopped.".to_owned())),
@@ -143,8 +146,7 @@ impl Agent {
     }
 
     /// The request for the next model call.
-    fn request(&self, llm: &Llm, session: i64) -> rusqlite::Result<ChatRequest> {
-        let history = self.conversations.history(session)?;
+    fn request(&self, llm: &Llm, history: History) -> rusqlite::Result<ChatRequest> {
         let tools = self.tools.list();
         let memory = self.memory.facts()?;
         let system = system_prompt(&PromptParts {
@@ -176,25 +178,19 @@ impl Agent {
     /// Summarizes older messages once the history is too long. The cut
     /// falls just before a message the owner typed, so a tool call and its
     /// result are never separated.
-    async fn maybe_compact(&self, llm: &Llm, session: i64) {
-        let Ok(history) = self.conversations.history(session) else {
-            return;
-        };
-        let chars: usize = history
-            .messages
-            .iter()
-            .map(|(_, m)| serde_json::to_string(&m.content).map_or(0, |s| s.len()))
-            .sum();
+    ///
+    /// Returns whether it compacted.
+    async fn maybe_compact(&self, llm: &Llm, session: i64, history: &History) -> bool {
         let n = history.messages.len();
-        if n <= self.config.compact_after_messages && chars <= self.config.compact_after_chars {
-            return;
+        if n <= self.config.compact_after_messages && history.chars <= self.config.compact_after_chars {
+            return false;
         }
         let keep_from = n.saturating_sub(self.config.keep_recent_messages);
         let Some(cut) = (1..=keep_from)
             .rev()
             .find(|&i| is_typed_by_owner(&history.messages[i].1))
         else {
-            return;
+            return false;
         };
         let mut transcript = String::new();
         if let Some(summary) = &history.summary {
@@ -221,11 +217,20 @@ impl Agent {
                 .text();
                 let up_to = history.messages[cut - 1].0;
                 match self.conversations.compact(session, up_to, &summary) {
-                    Ok(()) => tracing::info!(session, up_to, "conversation compacted"),
-                    Err(e) => tracing::warn!("cannot store the compaction: {e}"),
+                    Ok(()) => {
+                        tracing::info!(session, up_to, "conversation compacted");
+                        true
+                    }
+                    Err(e) => {
+                        tracing::warn!("cannot store the compaction: {e}");
+                        false
+                    }
                 }
             }
-            Err(e) => tracing::warn!("compaction skipped, the model failed: {e}"),
+            Err(e) => {
+                tracing::warn!("compaction skipped, the model failed: {e}");
+                false
+            }
         }
     }
 }
