@@ -40,7 +40,10 @@ fn main() {
     let socket = h.home().join("hearth.sock");
     let started = Instant::now();
     while UnixStream::connect(&socket).is_err() {
-        assert!(started.elapsed() < Duration::from_secs(20), "the daemon did not start");
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the daemon did not start"
+        );
         std::thread::sleep(Duration::from_millis(10));
     }
     let mut client = Client::connect(&h);
@@ -66,7 +69,12 @@ fn main() {
 
     let mut tool_gap = Vec::with_capacity(TURNS);
     for t in 0..TURNS {
-        fake.push(anthropic_tool_use(None, &format!("toolu_{t}"), "echo", &json!({"text": "x"})));
+        fake.push(anthropic_tool_use(
+            None,
+            &format!("toolu_{t}"),
+            "echo",
+            &json!({"text": "x"}),
+        ));
         fake.push(anthropic_text("done"));
         client.turn(&format!("conv-{}", t % CONVERSATIONS), "use a tool");
         let requests = fake.requests();
@@ -78,9 +86,19 @@ fn main() {
 
     let (p50, p99) = percentiles(&mut plain);
     let (t50, t99) = percentiles(&mut tool_gap);
-    println!("turn_overhead: {TURNS} turns over {CONVERSATIONS} active conversations, release daemon");
-    println!("  host time per plain turn   median {:>7.3} ms   p99 {:>7.3} ms", ms(p50), ms(p99));
-    println!("  one tool call in a turn    median {:>7.3} ms   p99 {:>7.3} ms", ms(t50), ms(t99));
+    println!(
+        "turn_overhead: {TURNS} turns over {CONVERSATIONS} active conversations, release daemon"
+    );
+    println!(
+        "  host time per plain turn   median {:>7.3} ms   p99 {:>7.3} ms",
+        ms(p50),
+        ms(p99)
+    );
+    println!(
+        "  one tool call in a turn    median {:>7.3} ms   p99 {:>7.3} ms",
+        ms(t50),
+        ms(t99)
+    );
     let _ = daemon.kill();
     let _ = daemon.wait();
 }
@@ -114,7 +132,11 @@ impl Client {
                 Some("reply") => early.push(m),
                 _ => {}
             }
-            if key.is_some() && early.iter().any(|r| r["in_reply_to"].as_str() == key.as_deref()) {
+            if key.is_some()
+                && early
+                    .iter()
+                    .any(|r| r["in_reply_to"].as_str() == key.as_deref())
+            {
                 return;
             }
         }
@@ -129,7 +151,11 @@ impl Client {
     }
 
     fn next(&mut self) -> Value {
-        let line = self.lines.next().expect("the daemon closed the socket").expect("read");
+        let line = self
+            .lines
+            .next()
+            .expect("the daemon closed the socket")
+            .expect("read");
         serde_json::from_str(&line).expect("a JSON line")
     }
 }

@@ -28,6 +28,8 @@ pub struct Claimed {
     pub chat: String,
     /// Its text.
     pub text: String,
+    /// Whether an earlier run of this turn was cut short.
+    pub retried: bool,
 }
 
 /// A session's prompt history: the summary of compacted messages, and the
@@ -73,7 +75,7 @@ impl Conversations {
             .query_row(
                 "UPDATE inbox SET status = 'in_flight' \
                  WHERE id = (SELECT id FROM inbox WHERE status = 'pending' ORDER BY id LIMIT 1) \
-                 RETURNING id, channel, COALESCE(chat, sender), text",
+                 RETURNING id, channel, COALESCE(chat, sender), text, retried",
                 [],
                 |r| {
                     Ok(Claimed {
@@ -81,6 +83,7 @@ impl Conversations {
                         channel: r.get(1)?,
                         chat: r.get(2)?,
                         text: r.get(3)?,
+                        retried: r.get(4)?,
                     })
                 },
             )

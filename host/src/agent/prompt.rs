@@ -76,9 +76,13 @@ pub fn local_now() -> String {
         /// POSIX: reads TZ; `localtime_r`, unlike `localtime`, need not.
         fn tzset();
     }
-    // SAFETY: localtime_r writes into the tm we own; tzset reads TZ.
+    // Reading the zone once per process is enough (a change of zone takes a
+    // restart), and saves opening the zone file on every prompt.
+    static TZSET: std::sync::Once = std::sync::Once::new();
+    // SAFETY: tzset only reads the environment and the zone file.
+    TZSET.call_once(|| unsafe { tzset() });
+    // SAFETY: localtime_r writes into the tm we own.
     let tm = unsafe {
-        tzset();
         let mut tm: libc::tm = std::mem::zeroed();
         if libc::localtime_r(&now, &mut tm).is_null() {
             return "unknown".into();

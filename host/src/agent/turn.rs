@@ -54,7 +54,9 @@ impl Agent {
     async fn converse(&self, llm: &Arc<Llm>, claimed: &Claimed) -> String {
         let stop_at_start = self.router.stop_generation();
         let outcome = async {
-            self.conversations.clear_turn(claimed.id)?;
+            if claimed.retried {
+                self.conversations.clear_turn(claimed.id)?;
+            }
             let session = self
                 .conversations
                 .session(&claimed.channel, &claimed.chat)?;
@@ -182,7 +184,9 @@ impl Agent {
     /// Returns whether it compacted.
     async fn maybe_compact(&self, llm: &Llm, session: i64, history: &History) -> bool {
         let n = history.messages.len();
-        if n <= self.config.compact_after_messages && history.chars <= self.config.compact_after_chars {
+        if n <= self.config.compact_after_messages
+            && history.chars <= self.config.compact_after_chars
+        {
             return false;
         }
         let keep_from = n.saturating_sub(self.config.keep_recent_messages);

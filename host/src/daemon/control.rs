@@ -149,12 +149,13 @@ async fn handle(control: &Control, request: &Value, tx: &mpsc::Sender<Value>) ->
                 chat: Some(chat.to_owned()),
                 text: text.to_owned(),
             };
-            let bridge = Arc::clone(&control.bridge);
-            let stored = tokio::task::spawn_blocking(move || bridge.submit_local(message)).await;
+            // Storing waits for the inbox writer's commit (well under a
+            // millisecond): done in place, it saves a hop to the blocking
+            // pool on every message.
+            let stored = tokio::task::block_in_place(|| control.bridge.submit_local(message));
             Some(match stored {
-                Ok(Ok(())) => json!({ "op": "accepted", "key": key }),
-                Ok(Err(e)) => error(&e),
-                Err(e) => error(&e.to_string()),
+                Ok(()) => json!({ "op": "accepted", "key": key }),
+                Err(e) => error(&e),
             })
         }
         Some(other) => Some(error(&format!(

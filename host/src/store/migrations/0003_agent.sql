@@ -30,6 +30,7 @@ CREATE TABLE messages (
     created_at_ms INTEGER NOT NULL
 );
 CREATE INDEX messages_by_session ON messages (session_id, id);
+CREATE INDEX messages_by_turn ON messages (inbox_id);
 
 -- A summary that stands in for a session's messages up to `up_to_message_id`.
 CREATE TABLE compactions (
@@ -39,6 +40,7 @@ CREATE TABLE compactions (
     summary          TEXT    NOT NULL,
     created_at_ms    INTEGER NOT NULL
 );
+CREATE INDEX compactions_by_session ON compactions (session_id, id);
 
 -- Facts the agent keeps about its owner and world (remember / forget).
 CREATE TABLE memory (
