@@ -92,6 +92,7 @@ impl Runtime {
         let router = Arc::new(Router::new(Gate::new(config.owner.clone())));
         let bridge = Bridge::start(
             store::open_connection(&db)?,
+            store::open_connection(&db)?,
             Arc::clone(&router),
             config.daemon.queue_capacity,
             Duration::from_millis(config.daemon.queue_wait_ms),

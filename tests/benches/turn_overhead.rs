@@ -57,6 +57,8 @@ fn main() {
     }
 
     let mut plain = Vec::with_capacity(TURNS);
+    let mut inbound = Vec::with_capacity(TURNS);
+    let mut outbound = Vec::with_capacity(TURNS);
     for t in 0..TURNS {
         fake.push(anthropic_text("ok"));
         let sent = Instant::now();
@@ -64,6 +66,8 @@ fn main() {
         let done = Instant::now();
         let arrived = fake.requests().last().expect("a request").received;
         let answered = *fake.answered().last().expect("an answer");
+        inbound.push(arrived - sent);
+        outbound.push(done - answered);
         plain.push((arrived - sent) + (done - answered));
     }
 
@@ -86,6 +90,8 @@ fn main() {
 
     let (p50, p99) = percentiles(&mut plain);
     let (t50, t99) = percentiles(&mut tool_gap);
+    let (i50, _) = percentiles(&mut inbound);
+    let (o50, _) = percentiles(&mut outbound);
     println!(
         "turn_overhead: {TURNS} turns over {CONVERSATIONS} active conversations, release daemon"
     );
@@ -94,6 +100,8 @@ fn main() {
         ms(p50),
         ms(p99)
     );
+    println!("    message sent -> model asked   median {:>7.3} ms", ms(i50));
+    println!("    model answered -> reply read  median {:>7.3} ms", ms(o50));
     println!(
         "  one tool call in a turn    median {:>7.3} ms   p99 {:>7.3} ms",
         ms(t50),

@@ -139,17 +139,7 @@ impl Conversations {
 
     /// Appends a message to a session.
     pub fn append(&self, session: i64, inbox_id: i64, message: &Message) -> rusqlite::Result<i64> {
-        let content = serde_json::to_string(&message.content).unwrap_or_else(|_| "[]".into());
-        let role = match message.role {
-            Role::User => "user",
-            Role::Assistant => "assistant",
-        };
-        let conn = self.conn();
-        conn.execute(
-            "INSERT INTO messages (session_id, inbox_id, role, content, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![session, inbox_id, role, content, now_ms()],
-        )?;
-        Ok(conn.last_insert_rowid())
+        append_on(&self.conn(), session, inbox_id, message)
     }
 
     /// The session's prompt history: the latest compaction's summary and
@@ -207,10 +197,19 @@ impl Conversations {
         Ok(())
     }
 
-    /// Stores the turn's reply and marks its message done, atomically.
-    pub fn finish(&self, claimed: &Claimed, reply: &str) -> rusqlite::Result<()> {
+    /// Stores the turn's reply and marks its message done, atomically,
+    /// together with the model's last message when there is one.
+    pub fn finish(
+        &self,
+        claimed: &Claimed,
+        last: Option<(i64, &Message)>,
+        reply: &str,
+    ) -> rusqlite::Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
+        if let Some((session, message)) = last {
+            append_on(&tx, session, claimed.id, message)?;
+        }
         tx.execute(
             "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
@@ -226,4 +225,22 @@ impl Conversations {
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+fn append_on(
+    conn: &Connection,
+    session: i64,
+    inbox_id: i64,
+    message: &Message,
+) -> rusqlite::Result<i64> {
+    let content = serde_json::to_string(&message.content).unwrap_or_else(|_| "[]".into());
+    let role = match message.role {
+        Role::User => "user",
+        Role::Assistant => "assistant",
+    };
+    conn.prepare_cached(
+        "INSERT INTO messages (session_id, inbox_id, role, content, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![session, inbox_id, role, content, now_ms()])?;
+    Ok(conn.last_insert_rowid())
 }

@@ -31,15 +31,16 @@ impl Agent {
     /// Runs one turn and stores its reply.
     pub(super) async fn turn(&self, claimed: Claimed) {
         let started = std::time::Instant::now();
-        let reply = if claimed.text.trim_start().starts_with('/') {
-            super::slash::handle(self, &claimed).await
+        let (reply, last) = if claimed.text.trim_start().starts_with('/') {
+            (super::slash::handle(self, &claimed).await, None)
         } else {
             match &self.llm {
                 Ok(llm) => self.converse(llm, &claimed).await,
-                Err(_) => NO_MODEL.to_owned(),
+                Err(_) => (NO_MODEL.to_owned(), None),
             }
         };
-        match self.conversations.finish(&claimed, &reply) {
+        let last = last.as_ref().map(|(session, message)| (*session, message));
+        match self.conversations.finish(&claimed, last, &reply) {
             Ok(()) => self.router.outbox_wake.notify_one(),
             Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
         }
@@ -50,83 +51,96 @@ impl Agent {
         );
     }
 
-    /// The model's part of a turn; returns the reply text.
-    async fn converse(&self, llm: &Arc<Llm>, claimed: &Claimed) -> String {
-        let stop_at_start = self.router.stop_generation();
-        let outcome = async {
-            if claimed.retried {
-                self.conversations.clear_turn(claimed.id)?;
-            }
-            let session = self
-                .conversations
-                .session(&claimed.channel, &claimed.chat)?;
-            self.conversations
-                .append(session, claimed.id, &Message::user_text(&claimed.text))?;
-            for _ in 0..self.config.max_steps {
-                let mut history = self.conversations.history(session)?;
-                if self.maybe_compact(llm, session, &history).await {
-                    history = self.conversations.history(session)?;
-                }
-                let request = self.request(llm, history)?;
-                let response = tokio::select! {
-                    r = llm.complete(&request) => r,
-                    () = self.router.stopped_since(stop_at_start) => return Ok(Err("Stopped.".to_owned())),
-                };
-                let response = match response {
-                    Ok(r) => r,
-                    Err(e) => {
-                        tracing::error!("model call failed: {e}");
-                        return Ok(Err(format!(
-                            "I could not get an answer from the model: {e}. Your message is saved; try again in a moment."
-                        )));
-                    }
-                };
-                let answer = Message {
-                    role: Role::Assistant,
-                    content: response.content.clone(),
-                };
-                self.conversations.append(session, claimed.id, &answer)?;
-                let calls: Vec<(String, String, Value)> = answer
-                    .tool_uses()
-                    .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
-                    .collect();
-                if calls.is_empty() {
-                    let text = answer.text();
-                    return Ok(Ok(if text.trim().is_empty() {
-                        "(no answer)".to_owned()
-                    } else {
-                        text
-                    }));
-                }
-                let mut results = Vec::with_capacity(calls.len());
-                for (id, name, input) in calls {
-                    if self.router.stop_generation() != stop_at_start {
-                        return Ok(Err("Stopped.".to_owned()));
-                    }
-                    results.push(self.run_tool(id, name, input).await);
-                }
-                self.conversations.append(
-                    session,
-                    claimed.id,
-                    &Message {
-                        role: Role::User,
-                        content: results,
-                    },
-                )?;
-            }
-            Ok(Err(format!(
-                "I stopped after {} steps without finishing; ask me to continue if you want me to go on.",
-                self.config.max_steps
-            )))
-        };
-        let result: Result<Result<String, String>, rusqlite::Error> = outcome.await;
-        match result {
-            Ok(Ok(text)) | Ok(Err(text)) => text,
+    /// The model's part of a turn: the reply text, and the model's final
+    /// message, which `finish` stores in the same transaction as the reply.
+    async fn converse(
+        &self,
+        llm: &Arc<Llm>,
+        claimed: &Claimed,
+    ) -> (String, Option<(i64, Message)>) {
+        match self.steps(llm, claimed).await {
+            Ok(outcome) => outcome,
             Err(e) => {
                 tracing::error!("the conversation store failed: {e}");
-                format!("Something went wrong storing our conversation ({e}).")
+                (
+                    format!("Something went wrong storing our conversation ({e})."),
+                    None,
+                )
             }
         }
+    }
+
+    async fn steps(
+        &self,
+        llm: &Arc<Llm>,
+        claimed: &Claimed,
+    ) -> rusqlite::Result<(String, Option<(i64, Message)>)> {
+        let stop_at_start = self.router.stop_generation();
+        let stopped = || ("Stopped.".to_owned(), None);
+        if claimed.retried {
+            self.conversations.clear_turn(claimed.id)?;
+        }
+        let session = self
+            .conversations
+            .session(&claimed.channel, &claimed.chat)?;
+        self.conversations
+            .append(session, claimed.id, &Message::user_text(&claimed.text))?;
+        for _ in 0..self.config.max_steps {
+            let mut history = self.conversations.history(session)?;
+            if self.maybe_compact(llm, session, &history).await {
+                history = self.conversations.history(session)?;
+            }
+            let request = self.request(llm, history)?;
+            let response = tokio::select! {
+                r = llm.complete(&request) => r,
+                () = self.router.stopped_since(stop_at_start) => return Ok(stopped()),
+            };
+            let response = match response {
+                Ok(r) => r,
+                Err(e) => {
+                    tracing::error!("model call failed: {e}");
+                    let text = format!(
+                        "I could not get an answer from the model: {e}. Your message is saved; try again in a moment."
+                    );
+                    return Ok((text, None));
+                }
+            };
+            let answer = Message {
+                role: Role::Assistant,
+                content: response.content,
+            };
+            let calls: Vec<(String, String, Value)> = answer
+                .tool_uses()
+                .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+                .collect();
+            if calls.is_empty() {
+                let text = answer.text();
+                let text = if text.trim().is_empty() {
+                    "(no answer)".to_owned()
+                } else {
+                    text
+                };
+                return Ok((text, Some((session, answer))));
+            }
+            self.conversations.append(session, claimed.id, &answer)?;
+            let mut results = Vec::with_capacity(calls.len());
+            for (id, name, input) in calls {
+                if self.router.stop_generation() != stop_at_start {
+                    return Ok(stopped());
+                }
+                results.push(self.run_tool(id, name, input).await);
+            }
+            let results = Message {
+                role: Role::User,
+                content: results,
+            };
+            self.conversations.append(session, claimed.id, &results)?;
+        }
+        let text = format!(
+            "I stopped after {} steps without finishing; ask me to continue if you want me to go on.",
+            self.config.max_steps
+        );
+        Ok((text, None))
     }
 
     /// Runs one tool call; failures become an error result for the model.

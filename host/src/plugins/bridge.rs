@@ -30,6 +30,9 @@ pub const MAX_SUBMISSION_BYTES: usize = 1 << 20;
 /// The queues and threads behind every plugin's callbacks.
 pub struct Bridge {
     router: Arc<Router>,
+    /// The owner's local messages are stored here directly: they come one
+    /// at a time, and the writer thread's hand-offs would be pure latency.
+    local: Mutex<rusqlite::Connection>,
     logs: Sender<LogRecord>,
     jobs: Sender<StoreJob>,
     wait: Duration,
@@ -66,8 +69,10 @@ struct LogRecord {
 
 impl Bridge {
     /// Starts the log drainer and the inbox writer (which takes `conn`).
+    /// `conn` feeds the inbox writer; `local` stores control-socket messages.
     pub fn start(
         conn: rusqlite::Connection,
+        local: rusqlite::Connection,
         router: Arc<Router>,
         capacity: usize,
         wait: Duration,
@@ -82,6 +87,7 @@ impl Bridge {
             .map_err(|e| BridgeError::Thread("inbox writer", e))?;
         Ok(Arc::new(Bridge {
             router,
+            local: Mutex::new(local),
             logs,
             jobs,
             wait,
@@ -122,12 +128,15 @@ impl Bridge {
     /// Stores a message from the local control socket (always the owner);
     /// returns once it is stored.
     pub fn submit_local(&self, message: InboundMessage) -> Result<(), String> {
-        match self.store(message) {
-            status::OK => Ok(()),
-            status::BUSY => Err("the daemon is busy; try again".into()),
-            status::CLOSED => Err("the daemon is shutting down".into()),
-            _ => Err("the message could not be stored".into()),
+        if self.closed.load(Ordering::SeqCst) {
+            return Err("the daemon is shutting down".into());
         }
+        let stored = inbox::insert(&lock(&self.local), &message)
+            .map_err(|e| format!("the message could not be stored: {e}"))?;
+        if stored == Stored::New {
+            self.router.stored(&message);
+        }
+        Ok(())
     }
 
     /// Queues a message for the inbox writer and waits for the commit.

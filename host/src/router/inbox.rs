@@ -61,6 +61,29 @@ pub fn spawn_writer(
         })
 }
 
+/// Inserts one message; a known idempotency key changes nothing.
+pub fn insert(conn: &Connection, m: &InboundMessage) -> rusqlite::Result<Stored> {
+    let changed = conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO inbox \
+             (channel, idempotency_key, sender, chat, text, received_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+        )?
+        .execute(rusqlite::params![
+            m.channel,
+            m.idempotency_key,
+            m.sender,
+            m.chat,
+            m.text,
+            crate::store::now_ms()
+        ])?;
+    Ok(if changed == 1 {
+        Stored::New
+    } else {
+        Stored::Duplicate
+    })
+}
+
 /// Inserts a batch in one transaction and answers every job.
 fn commit(conn: &Connection, batch: &[StoreJob]) {
     match insert_all(conn, batch) {
@@ -82,31 +105,10 @@ fn commit(conn: &Connection, batch: &[StoreJob]) {
 
 fn insert_all(conn: &Connection, batch: &[StoreJob]) -> rusqlite::Result<Vec<Stored>> {
     let tx = conn.unchecked_transaction()?;
-    let mut outcomes = Vec::with_capacity(batch.len());
-    {
-        let mut insert = tx.prepare_cached(
-            "INSERT OR IGNORE INTO inbox \
-             (channel, idempotency_key, sender, chat, text, received_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-        )?;
-        let now = crate::store::now_ms();
-        for job in batch {
-            let m = &job.message;
-            let changed = insert.execute(rusqlite::params![
-                m.channel,
-                m.idempotency_key,
-                m.sender,
-                m.chat,
-                m.text,
-                now
-            ])?;
-            outcomes.push(if changed == 1 {
-                Stored::New
-            } else {
-                Stored::Duplicate
-            });
-        }
-    }
+    let outcomes = batch
+        .iter()
+        .map(|job| insert(&tx, &job.message))
+        .collect::<rusqlite::Result<Vec<_>>>()?;
     tx.commit()?;
     Ok(outcomes)
 }
