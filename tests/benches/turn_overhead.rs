@@ -100,8 +100,14 @@ fn main() {
         ms(p50),
         ms(p99)
     );
-    println!("    message sent -> model asked   median {:>7.3} ms", ms(i50));
-    println!("    model answered -> reply read  median {:>7.3} ms", ms(o50));
+    println!(
+        "    message sent -> model asked   median {:>7.3} ms",
+        ms(i50)
+    );
+    println!(
+        "    model answered -> reply read  median {:>7.3} ms",
+        ms(o50)
+    );
     println!(
         "  one tool call in a turn    median {:>7.3} ms   p99 {:>7.3} ms",
         ms(t50),
