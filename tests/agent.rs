@@ -12,6 +12,8 @@ use serde_json::{Value, json};
 
 const SECRET: &str = "sk-test-9f8e7d6c5b4a-DO-NOT-LEAK";
 
+/// An `[llm]` section pointing at `fake`; `extra` may add `[llm]` keys
+/// first, then other sections.
 fn config(fake: &FakeLlm, provider: &str, extra: &str) -> String {
     let base = match provider {
         "openai" => format!("{}/v1", fake.url()),
@@ -251,6 +253,68 @@ fn a_model_that_keeps_failing_gets_a_clear_reply_and_nothing_is_lost() {
         )
         .unwrap();
     assert_eq!(stored, 1);
+}
+
+#[test]
+fn a_failing_model_falls_back_to_the_next_one() {
+    let fake = FakeLlm::start();
+    for _ in 0..4 {
+        fake.push(anthropic_error(500, "api_error", "primary is down", None));
+    }
+    fake.push(anthropic_text("from the fallback"));
+    let h = Hearth::new(&config(
+        &fake,
+        "anthropic",
+        "fallback_models = [\"backup-model\"]\n",
+    ));
+    let _daemon = start(&h);
+    assert_eq!(h.chat("hello").ok().trim(), "from the fallback");
+    let models: Vec<String> = fake
+        .requests()
+        .iter()
+        .map(|r| r.body["model"].as_str().unwrap().to_owned())
+        .collect();
+    assert_eq!(
+        models,
+        [
+            "fake-model",
+            "fake-model",
+            "fake-model",
+            "fake-model",
+            "backup-model"
+        ]
+    );
+}
+
+#[test]
+fn remembered_facts_are_in_the_next_prompt_and_forget_removes_them() {
+    let fake = FakeLlm::start();
+    fake.push(anthropic_tool_use(
+        None,
+        "toolu_m",
+        "remember",
+        &json!({"fact": "The owner takes tea without sugar."}),
+    ));
+    fake.push(anthropic_text("Noted."));
+    fake.push(anthropic_text("You take it without sugar."));
+    let h = Hearth::new(&config(&fake, "anthropic", "[owner]\nname = \"Sam\"\n"));
+    let _daemon = start(&h);
+    assert_eq!(h.chat("remember how I take my tea").ok().trim(), "Noted.");
+    assert_eq!(
+        h.chat("how do I take my tea?").ok().trim(),
+        "You take it without sugar."
+    );
+    let system = fake.requests()[2].body["system"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(
+        system.contains("[1] The owner takes tea without sugar."),
+        "{system}"
+    );
+    assert!(system.contains("Your owner is Sam."), "{system}");
+    assert!(h.chat(r#"/tool forget {"id":1}"#).ok().contains("forgot"));
+    assert!(h.chat(r#"/tool recall {}"#).ok().contains("\"facts\": []"));
 }
 
 #[test]
