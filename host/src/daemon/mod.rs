@@ -41,8 +41,10 @@ pub enum DaemonError {
 
 /// Runs the daemon until SIGTERM or SIGINT.
 pub fn run(config: Config, log: LogHandle, started: Instant) -> Result<(), DaemonError> {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+    // One thread for every async task: a personal daemon's work is small,
+    // and hand-offs between tasks then cost no cross-thread wake-ups. Work
+    // that blocks (tool calls, plugin sends) goes to the blocking pool.
+    let rt = tokio::runtime::Builder::new_current_thread()
         .thread_name("hearth-worker")
         .enable_all()
         .build()?;

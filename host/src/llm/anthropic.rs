@@ -4,59 +4,49 @@
 //! not know yet (ignored), tool input that arrives as `input_json_delta`
 //! fragments (the first is often `""`), and `error` events mid-stream.
 
-use serde_json::{Map, Value, json};
+use serde::Serialize;
+use serde_json::{Map, Value};
 
 use super::LlmError;
 use super::sse::Event;
-use super::types::{Block, ChatRequest, ChatResponse, Role, StopReason, Usage};
+use super::types::{Block, ChatRequest, ChatResponse, Message, StopReason, Usage};
 
-/// The request body for `POST /v1/messages`.
-pub fn body(model: &str, request: &ChatRequest) -> Value {
-    let messages: Vec<Value> = request
-        .messages
-        .iter()
-        .map(|m| {
-            let content: Vec<Value> = m
-                .content
-                .iter()
-                .map(|b| match b {
-                    Block::Text { text } => json!({ "type": "text", "text": text }),
-                    Block::ToolUse { id, name, input } => {
-                        json!({ "type": "tool_use", "id": id, "name": name, "input": input })
-                    }
-                    Block::ToolResult {
-                        tool_use_id,
-                        content,
-                        is_error,
-                    } => json!({
-                        "type": "tool_result", "tool_use_id": tool_use_id,
-                        "content": content, "is_error": is_error,
-                    }),
-                })
-                .collect();
-            let role = match m.role {
-                Role::User => "user",
-                Role::Assistant => "assistant",
-            };
-            json!({ "role": role, "content": content })
-        })
-        .collect();
-    let tools: Vec<Value> = request
-        .tools
-        .iter()
-        .map(|t| json!({ "name": t.name, "description": t.description, "input_schema": t.parameters }))
-        .collect();
-    let mut body = json!({
-        "model": model,
-        "max_tokens": request.max_tokens,
-        "system": request.system,
-        "messages": messages,
-        "stream": true,
-    });
-    if !tools.is_empty() {
-        body["tools"] = Value::Array(tools);
+/// The request body for `POST /v1/messages`, serialized straight from the
+/// conversation: [`Message`] and [`Block`] already have the API's shape, so
+/// nothing is copied into an intermediate JSON tree.
+pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
+    #[derive(Serialize)]
+    struct Tool<'a> {
+        name: &'a str,
+        description: &'a str,
+        input_schema: &'a Value,
     }
-    body
+    #[derive(Serialize)]
+    struct Body<'a> {
+        model: &'a str,
+        max_tokens: u32,
+        system: &'a str,
+        messages: &'a [Message],
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<Tool<'a>>,
+        stream: bool,
+    }
+    serde_json::to_vec(&Body {
+        model,
+        max_tokens: request.max_tokens,
+        system: &request.system,
+        messages: &request.messages,
+        tools: request
+            .tools
+            .iter()
+            .map(|t| Tool {
+                name: &t.name,
+                description: &t.description,
+                input_schema: &t.parameters,
+            })
+            .collect(),
+        stream: true,
+    })
 }
 
 /// Builds the response from the stream's events.

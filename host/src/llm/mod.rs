@@ -185,10 +185,13 @@ impl Llm {
                 openai::body(model, request),
             ),
         };
+        let body =
+            body.map_err(|e| LlmError::Malformed(format!("cannot encode the request: {e}")))?;
         let mut builder = self
             .http
             .post(&url)
-            .json(&body)
+            .body(body)
+            .header("content-type", "application/json")
             .header("accept", "text/event-stream");
         builder = match (self.config.provider, &self.key) {
             (ProviderKind::Anthropic, Some(key)) => builder

@@ -14,7 +14,7 @@ use super::sse::Event;
 use super::types::{Block, ChatRequest, ChatResponse, Role, StopReason, Usage};
 
 /// The request body for `POST {base_url}/chat/completions`.
-pub fn body(model: &str, request: &ChatRequest) -> Value {
+pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
     let mut messages = vec![json!({ "role": "system", "content": request.system })];
     for m in &request.messages {
         match m.role {
@@ -67,7 +67,7 @@ pub fn body(model: &str, request: &ChatRequest) -> Value {
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
     }
-    body
+    serde_json::to_vec(&body)
 }
 
 /// Builds the response from the stream's chunks.
