@@ -72,21 +72,20 @@ impl Conversations {
     /// Takes the oldest pending message, if any.
     pub fn claim_next(&self) -> rusqlite::Result<Option<Claimed>> {
         self.conn()
-            .query_row(
+            .prepare_cached(
                 "UPDATE inbox SET status = 'in_flight' \
                  WHERE id = (SELECT id FROM inbox WHERE status = 'pending' ORDER BY id LIMIT 1) \
                  RETURNING id, channel, COALESCE(chat, sender), text, retried",
-                [],
-                |r| {
-                    Ok(Claimed {
-                        id: r.get(0)?,
-                        channel: r.get(1)?,
-                        chat: r.get(2)?,
-                        text: r.get(3)?,
-                        retried: r.get(4)?,
-                    })
-                },
-            )
+            )?
+            .query_row([], |r| {
+                Ok(Claimed {
+                    id: r.get(0)?,
+                    channel: r.get(1)?,
+                    chat: r.get(2)?,
+                    text: r.get(3)?,
+                    retried: r.get(4)?,
+                })
+            })
             .optional()
     }
 
@@ -103,12 +102,11 @@ impl Conversations {
     pub fn session(&self, channel: &str, chat: &str) -> rusqlite::Result<i64> {
         let conn = self.conn();
         let open: Option<i64> = conn
-            .query_row(
+            .prepare_cached(
                 "SELECT id FROM sessions WHERE agent_id = ?1 AND channel = ?2 AND chat = ?3 \
                  AND ended_at_ms IS NULL ORDER BY id DESC LIMIT 1",
-                params![MAIN_AGENT, channel, chat],
-                |r| r.get(0),
-            )
+            )?
+            .query_row(params![MAIN_AGENT, channel, chat], |r| r.get(0))
             .optional()?;
         match open {
             Some(id) => Ok(id),
@@ -147,11 +145,10 @@ impl Conversations {
     pub fn history(&self, session: i64) -> rusqlite::Result<History> {
         let conn = self.conn();
         let compaction: Option<(i64, String)> = conn
-            .query_row(
+            .prepare_cached(
                 "SELECT up_to_message_id, summary FROM compactions WHERE session_id = ?1 ORDER BY id DESC LIMIT 1",
-                [session],
-                |r| Ok((r.get(0)?, r.get(1)?)),
-            )
+            )?
+            .query_row([session], |r| Ok((r.get(0)?, r.get(1)?)))
             .optional()?;
         let after = compaction.as_ref().map_or(0, |(id, _)| *id);
         let mut stmt = conn.prepare_cached(
@@ -210,15 +207,13 @@ impl Conversations {
         if let Some((session, message)) = last {
             append_on(&tx, session, claimed.id, message)?;
         }
-        tx.execute(
+        tx.prepare_cached(
             "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
-            params![claimed.id, claimed.channel, claimed.chat, reply, now_ms()],
-        )?;
-        tx.execute(
-            "UPDATE inbox SET status = 'done', done_at_ms = ?1 WHERE id = ?2",
-            params![now_ms(), claimed.id],
-        )?;
+        )?
+        .execute(params![claimed.id, claimed.channel, claimed.chat, reply, now_ms()])?;
+        tx.prepare_cached("UPDATE inbox SET status = 'done', done_at_ms = ?1 WHERE id = ?2")?
+            .execute(params![now_ms(), claimed.id])?;
         tx.commit()
     }
 

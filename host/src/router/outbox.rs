@@ -111,10 +111,10 @@ impl Outbox {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         match outcome {
             Ok(()) => {
-                conn.execute(
+                conn.prepare_cached(
                     "UPDATE outbox SET status = 'delivered', delivered_at_ms = ?1, attempts = attempts + 1 WHERE id = ?2",
-                    params![now_ms(), reply.id],
-                )?;
+                )?
+                .execute(params![now_ms(), reply.id])?;
             }
             Err(e) => {
                 let attempts = reply.attempts + 1;
