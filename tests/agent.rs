@@ -509,6 +509,56 @@ fn without_a_model_slash_commands_work_and_messages_say_how_to_configure_one() {
 }
 
 #[test]
+fn replies_go_back_through_the_channel_plugin_that_brought_the_message() {
+    use hearth_tests::{plugin, probe};
+    let fake = FakeLlm::start();
+    fake.push(anthropic_text("hello from the agent"));
+    let deliveries = tempfile::tempdir().unwrap();
+    let file = deliveries.path().join("sent.jsonl");
+    let h = Hearth::with_plugins(
+        &[plugin("echo"), probe()],
+        &format!(
+            "[plugins.probe]\ninject = [\"hi via the probe channel\"]\ndeliveries = {:?}\n\
+             [owner.identities]\nprobe = [\"owner\"]\n{}",
+            file.display().to_string(),
+            config(&fake, "anthropic", "")
+        ),
+    );
+    let _daemon = start(&h);
+    let start = std::time::Instant::now();
+    while !file.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(20),
+            "nothing was delivered"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    let sent = std::fs::read_to_string(&file).unwrap();
+    assert_eq!(sent.lines().count(), 1, "{sent}");
+    let line: Value = serde_json::from_str(sent.lines().next().unwrap()).unwrap();
+    assert_eq!(
+        line,
+        json!({"chat": "probe-chat", "text": "hello from the agent"})
+    );
+    let asked = fake.requests()[0].body["messages"].to_string();
+    assert!(asked.contains("hi via the probe channel"), "{asked}");
+}
+
+#[test]
+fn a_model_that_hangs_times_out_with_a_clear_reply() {
+    let fake = FakeLlm::start();
+    fake.push(Reply::Hang);
+    let h = Hearth::new(&config(&fake, "anthropic", "timeout_ms = 500\n"));
+    let _daemon = start(&h);
+    let reply = h.chat("hello?").ok().to_owned();
+    assert!(
+        reply.contains("could not get an answer from the model"),
+        "{reply}"
+    );
+}
+
+#[test]
 fn the_control_socket_refuses_bad_requests_and_keeps_serving() {
     use std::io::{BufRead, BufReader, Write};
     let h = Hearth::new("");
