@@ -174,3 +174,26 @@ fn a_skill_folder_appears_and_disappears_whole() {
     );
     rt.stop(Duration::from_secs(5)).unwrap();
 }
+
+#[test]
+fn an_idle_daemon_does_not_reload_its_scripts() {
+    // Reading a script is an inotify event too; reacting to it would make
+    // every reload trigger the next.
+    let h = Hearth::new("");
+    let daemon = h.daemon();
+    let loads = || {
+        daemon
+            .logs()
+            .iter()
+            .filter(|l| l.contains("script loaded"))
+            .count()
+    };
+    std::thread::sleep(Duration::from_millis(500));
+    let settled = loads();
+    std::thread::sleep(Duration::from_millis(1500));
+    assert_eq!(
+        loads(),
+        settled,
+        "scripts were reloaded with nothing changed"
+    );
+}
