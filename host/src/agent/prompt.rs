@@ -89,15 +89,7 @@ pub fn local_now() -> String {
         }
         tm
     };
-    const DAYS: [&str; 7] = [
-        "Sunday",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-        "Thursday",
-        "Friday",
-        "Saturday",
-    ];
+    use crate::scripting::worker::time_format::DAYS;
     let zone = if tm.tm_zone.is_null() {
         String::new()
     } else {

@@ -12,7 +12,7 @@
 
 mod api;
 mod sandbox;
-mod time_format;
+pub(crate) mod time_format;
 
 use std::cell::RefCell;
 use std::io::{BufRead, BufReader, Stdin, Stdout, Write};

@@ -3,9 +3,20 @@
 //! A small, exact subset (the specifiers scripts actually use) instead of a
 //! date-time crate: the worker stays small and the output is predictable.
 
+/// Weekday names, Sunday first (as `tm_wday` counts).
+pub(crate) const DAYS: [&str; 7] = [
+    "Sunday",
+    "Monday",
+    "Tuesday",
+    "Wednesday",
+    "Thursday",
+    "Friday",
+    "Saturday",
+];
+
 /// Formats `at` (seconds since the Unix epoch) with `format`. Supported:
 /// `%Y %m %d %H %M %S %j %a %A %b %B %s %Z %z %%`.
-pub(super) fn format(format: &str, at: f64) -> Result<String, String> {
+pub(crate) fn format(format: &str, at: f64) -> Result<String, String> {
     if !at.is_finite() || at.abs() > 1e13 {
         return Err(format!("hearth.time.format: {at} is not a usable time"));
     }
@@ -15,15 +26,6 @@ pub(super) fn format(format: &str, at: f64) -> Result<String, String> {
     let (hour, minute, second) = (rem / 3600, rem % 3600 / 60, rem % 60);
     let weekday = (days + 4).rem_euclid(7) as usize; // 1970-01-01 was a Thursday
     let yday = days - days_from_civil(year, 1, 1) + 1;
-    const DAYS: [&str; 7] = [
-        "Sunday",
-        "Monday",
-        "Tuesday",
-        "Wednesday",
-        "Thursday",
-        "Friday",
-        "Saturday",
-    ];
     const MONTHS: [&str; 12] = [
         "January",
         "February",
