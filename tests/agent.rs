@@ -506,6 +506,10 @@ fn without_a_model_slash_commands_work_and_messages_say_how_to_configure_one() {
     assert!(h.chat("/nope").ok().contains("Unknown command /nope"));
     assert!(h.chat("/new").ok().contains("new conversation"));
     assert!(h.cmd(&["status"]).ok().contains("uptime"));
+    // Interactive mode with piped input waits for every reply before it ends.
+    let session = h.cmd_with_input(&["chat"], "/new\n\n/skills\n");
+    let out = session.ok();
+    assert!(out.contains("Started a new conversation.") && out.contains("dates"), "{out}");
 }
 
 #[test]

@@ -61,23 +61,36 @@ pub fn interactive(home: &Path) -> anyhow::Result<ExitCode> {
         send(&mut write, json!({ "op": "subscribe", "chat": CHAT })).await?;
         eprintln!("connected; type a message, /help for commands, Ctrl-D to leave");
         let mut stdin = BufReader::new(tokio::io::stdin()).lines();
-        loop {
+        // Messages sent and replies seen: at the end of input (Ctrl-D, or a
+        // pipe running dry) the session waits for the replies still owed.
+        let (mut sent, mut answered, mut open) = (0usize, 0usize, true);
+        while open || answered < sent {
             tokio::select! {
-                line = stdin.next_line() => match line? {
+                line = stdin.next_line(), if open => match line? {
                     Some(text) if text.trim().is_empty() => {}
-                    Some(text) => send(&mut write, json!({ "op": "chat", "chat": CHAT, "text": text })).await?,
-                    None => return Ok(ExitCode::SUCCESS),
+                    Some(text) => {
+                        send(&mut write, json!({ "op": "chat", "chat": CHAT, "text": text })).await?;
+                        sent += 1;
+                    }
+                    None => open = false,
                 },
                 message = next(&mut lines) => {
                     let message = message?;
                     match message["op"].as_str() {
-                        Some("reply") => println!("{}\n", message["text"].as_str().unwrap_or_default()),
-                        Some("error") => eprintln!("error: {}", message["message"].as_str().unwrap_or_default()),
+                        Some("reply") => {
+                            answered += 1;
+                            println!("{}\n", message["text"].as_str().unwrap_or_default());
+                        }
+                        Some("error") => {
+                            answered += 1;
+                            eprintln!("error: {}", message["message"].as_str().unwrap_or_default());
+                        }
                         _ => {}
                     }
                 }
             }
         }
+        Ok(ExitCode::SUCCESS)
     })
 }
 
