@@ -509,7 +509,10 @@ fn without_a_model_slash_commands_work_and_messages_say_how_to_configure_one() {
     // Interactive mode with piped input waits for every reply before it ends.
     let session = h.cmd_with_input(&["chat"], "/new\n\n/skills\n");
     let out = session.ok();
-    assert!(out.contains("Started a new conversation.") && out.contains("dates"), "{out}");
+    assert!(
+        out.contains("Started a new conversation.") && out.contains("dates"),
+        "{out}"
+    );
 }
 
 #[test]
