@@ -5,8 +5,38 @@ use hearth_tests::Hearth;
 
 #[test]
 fn bad_configs_are_refused_with_the_key_and_line() {
-    let cases: [(&str, &[&str]); 10] = [
+    let cases: [(&str, &[&str]); 19] = [
         ("colour = \"red\"\n", &["line 1", "colour"]),
+        (
+            "[llm]\nprovider = \"gpt\"\nmodel = \"m\"\n",
+            &["line 2", "gpt"],
+        ),
+        ("[llm]\nprovider = \"openai\"\n", &["model"]),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \" \"\n",
+            &["llm.model", "empty"],
+        ),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nbase_url = \"ftp://x\"\n",
+            &["llm.base_url", "http://"],
+        ),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \"m\"\napi_key = \"sk\"\n",
+            &["line 4", "api_key"],
+        ),
+        (
+            "[agent]\nmax_steps = 0\n",
+            &["agent.max_steps", "at least 1"],
+        ),
+        (
+            "[agent]\nkeep_recent_messages = 100\n",
+            &["agent.keep_recent_messages"],
+        ),
+        ("[owner]\nidentities = 5\n", &["line 2", "invalid type"]),
+        (
+            "[scripts]\nworkers = 0\n",
+            &["scripts.workers", "at least 1"],
+        ),
         ("[log]\nlevl = \"debug\"\n", &["line 2", "levl"]),
         (
             "[daemon]\nqueue_capacity = \"big\"\n",

@@ -117,8 +117,7 @@ impl Runtime {
                 return Err(e.into());
             }
         };
-        crate::agent::history::Conversations::new(store::open_connection(&db)?)
-            .map_err(StoreError::Sqlite)?;
+        crate::agent::history::ensure_main_agent(store.conn()).map_err(StoreError::Sqlite)?;
         let memory = Arc::new(Memory::new(
             store::open_connection(&db)?,
             crate::agent::history::MAIN_AGENT,

@@ -48,16 +48,21 @@ pub struct Conversations {
     conn: Mutex<Connection>,
 }
 
+/// Makes sure the main agent's row exists (memory and sessions refer to it).
+pub fn ensure_main_agent(conn: &Connection) -> rusqlite::Result<()> {
+    conn.execute(
+        "INSERT OR IGNORE INTO agents (id, name, created_at_ms) VALUES (?1, 'main', ?2)",
+        params![MAIN_AGENT, now_ms()],
+    )?;
+    Ok(())
+}
+
 impl Conversations {
-    /// Opens them and makes sure the main agent exists.
-    pub fn new(conn: Connection) -> rusqlite::Result<Conversations> {
-        conn.execute(
-            "INSERT OR IGNORE INTO agents (id, name, created_at_ms) VALUES (?1, 'main', ?2)",
-            params![MAIN_AGENT, now_ms()],
-        )?;
-        Ok(Conversations {
+    /// The conversation tables on `conn`; [`ensure_main_agent`] has run.
+    pub fn new(conn: Connection) -> Conversations {
+        Conversations {
             conn: Mutex::new(conn),
-        })
+        }
     }
 
     /// After a restart: messages that were in flight go back to pending,

@@ -16,7 +16,7 @@ use crate::plugins::PluginState;
 use crate::router::local::LocalHub;
 use crate::router::outbox::Outbox;
 use crate::runtime::Runtime;
-use crate::store::{self, StoreError};
+use crate::store;
 
 /// The running services.
 pub struct Services {
@@ -59,8 +59,7 @@ impl Services {
                 )
             })
             .collect();
-        let conversations =
-            Conversations::new(store::open_connection(&db)?).map_err(StoreError::Sqlite)?;
+        let conversations = Conversations::new(store::open_connection(&db)?);
         let agent = Arc::new(Agent {
             conversations,
             memory: Arc::clone(&runtime.memory),
