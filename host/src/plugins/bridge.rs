@@ -48,7 +48,8 @@ pub struct Bridge {
 pub struct PluginContext {
     plugin: Arc<str>,
     bridge: Arc<Bridge>,
-    channel: OnceLock<String>,
+    /// Set once `describe` has answered: the channel it serves, if any.
+    channel: OnceLock<Option<String>>,
     status: Mutex<Option<ChannelStatus>>,
 }
 
@@ -192,10 +193,10 @@ impl Bridge {
 }
 
 impl PluginContext {
-    /// Records the channel the plugin serves: only it may submit messages
-    /// for that channel.
-    pub fn set_channel(&self, channel: &str) {
-        let _ = self.channel.set(channel.to_owned());
+    /// Records the channel the plugin serves (from `describe`): only it may
+    /// submit messages for that channel.
+    pub fn set_channel(&self, channel: Option<&str>) {
+        let _ = self.channel.set(channel.map(str::to_owned));
     }
 
     /// The last health the plugin's channel reported.
@@ -251,7 +252,12 @@ impl PluginContext {
     }
 
     fn submit_message(&self, message: InboundMessage) -> i32 {
-        if let Err(why) = check_message(&message, self.channel.get()) {
+        // A thread the plugin starts in `init` may submit before `describe`
+        // has said which channel it serves: ask it to try again shortly.
+        let Some(own_channel) = self.channel.get() else {
+            return status::BUSY;
+        };
+        if let Err(why) = check_message(&message, own_channel.as_ref()) {
             self.refuse(&why);
             return status::INVALID;
         }

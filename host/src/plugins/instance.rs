@@ -149,9 +149,7 @@ impl ActivePlugin {
         };
         match plugin.describe() {
             Ok(description) => {
-                if let Some(channel) = &description.channel {
-                    ctx.set_channel(&channel.name);
-                }
+                ctx.set_channel(description.channel.as_ref().map(|c| c.name.as_str()));
                 plugin.description = description;
                 Ok(plugin)
             }
