@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod llm;
 pub mod logging;
 pub mod plugins;
+pub mod policy;
 pub mod router;
 pub mod runtime;
 pub mod scripting;

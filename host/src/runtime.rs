@@ -2,7 +2,7 @@
 //! place, so the daemon and the one-shot CLI commands share one start-up.
 //!
 //! Start order: home directory, store, bridge (its threads), plugins,
-//! scripts, tool registry. Stop order is the reverse: intake closes, plugins
+//! scripts, channel events, policy, tool registry. Stop order is the reverse: intake closes, plugins
 //! shut down in reverse load order, the bridge drains its queues, the store
 //! closes.
 
@@ -16,6 +16,8 @@ use hearth_sdk::protocol::HostInfo;
 use crate::agent::memory::Memory;
 use crate::config::Config;
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
+use crate::policy::{ConfirmGate, Policy};
+use crate::router::events::ChannelEvents;
 use crate::router::{Gate, Router};
 use crate::scripting::{Scripts, ScriptsError};
 use crate::store::{self, Store, StoreError};
@@ -39,6 +41,9 @@ pub struct Runtime {
     pub memory: Arc<Memory>,
     /// The plugin callbacks, and the way into the inbox.
     pub bridge: Arc<Bridge>,
+    /// Streamed text, status and confirmations for the channels that show
+    /// them.
+    pub events: Arc<ChannelEvents>,
 }
 
 /// Why hearth could not start.
@@ -126,7 +131,15 @@ impl Runtime {
             scripts: Some(scripts),
             memory: Some(Arc::clone(&memory)),
         };
-        let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins);
+        let events = Arc::new(ChannelEvents::start(plugins.active()));
+        let gate = ConfirmGate::new(
+            Arc::clone(&router.confirmations),
+            Arc::clone(&events),
+            store::open_connection(&db)?,
+            Duration::from_millis(config.policy.confirm_timeout_ms),
+        );
+        let policy = Arc::new(Policy::new(gate));
+        let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins, policy);
         Ok(Runtime {
             config,
             store,
@@ -136,6 +149,7 @@ impl Runtime {
             router,
             memory,
             bridge,
+            events,
         })
     }
 
@@ -147,6 +161,7 @@ impl Runtime {
     /// Stops everything, giving plugins `deadline` in all to shut down.
     pub fn stop(self, deadline: Duration) -> Result<(), StopError> {
         self.bridge.close_intake();
+        self.events.close();
         let plugins = self.plugins.shutdown(deadline);
         if plugins.is_ok() {
             // Only once every plugin has stopped may its queued log lines and

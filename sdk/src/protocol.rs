@@ -15,12 +15,25 @@ pub mod method {
     /// Send one message on the plugin's channel: payload
     /// [`super::OutboundMessage`], result [`super::SendReceipt`].
     pub const CHANNEL_SEND: &str = "channel.send";
+    /// Tell a channel something happened (a piece of a reply, a
+    /// confirmation to show): payload [`super::ChannelEvent`], result
+    /// ignored. Sent only to channels that set [`super::ChannelSpec::events`].
+    pub const CHANNEL_EVENT: &str = "channel.event";
 }
 
 /// Service names for the host's `call`.
 pub mod service {
     /// Who the host is: request `{}`, answer [`super::HostInfo`].
     pub const HOST_INFO: &str = "host.info";
+    /// The calling channel's recent transcript and confirmations: request
+    /// [`super::HistoryRequest`], answer [`super::ChannelHistory`].
+    pub const CHANNEL_HISTORY: &str = "channel.history";
+    /// Read a value from the plugin's own key-value namespace: request
+    /// `{"key": "..."}`, answer `{"value": <JSON or null>}`.
+    pub const KV_GET: &str = "kv.get";
+    /// Write a value to the plugin's own key-value namespace: request
+    /// `{"key": "...", "value": <JSON; null deletes>}`, answer `{}`.
+    pub const KV_SET: &str = "kv.set";
 }
 
 /// How much a tool can change: the policy decides per tier.
@@ -54,7 +67,20 @@ pub struct ToolSpec {
 pub struct ChannelSpec {
     /// The channel's name, used in routing and in `[owner]` identities.
     pub name: String,
+    /// Whether the channel takes [`method::CHANNEL_EVENT`]: streamed reply
+    /// text, agent status and confirmation requests.
+    #[serde(default)]
+    pub events: bool,
+    /// Whether the channel authenticates the owner itself (the canvas's
+    /// login token). Its messages and answers then count as the owner's
+    /// when their sender is [`OWNER_SENDER`], with no `[owner]` identity
+    /// configured for it; any other sender is a stranger.
+    #[serde(default)]
+    pub authenticates_owner: bool,
 }
+
+/// The sender a channel that authenticates the owner itself submits as.
+pub const OWNER_SENDER: &str = "owner";
 
 /// The answer to `describe`.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -85,6 +111,20 @@ pub enum Submission {
     Message(InboundMessage),
     /// A change in the channel's health, shown in `hearth plugins`.
     ChannelStatus(ChannelStatus),
+    /// Someone answered a confirmation request. It counts only when the
+    /// sender is the owner.
+    Confirmation(ConfirmationAnswer),
+}
+
+/// The answer to a [`ConfirmationRequest`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationAnswer {
+    /// The request's id.
+    pub id: String,
+    /// Who answered, in the channel's terms.
+    pub sender: String,
+    /// Approve (`true`) or deny.
+    pub approve: bool,
 }
 
 /// An inbound message.
@@ -102,6 +142,27 @@ pub struct InboundMessage {
     pub chat: Option<String>,
     /// The text.
     pub text: String,
+    /// Files that came with it, already saved where the agent can read them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
+}
+
+/// A file that came with a message.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Attachment {
+    /// The channel's id for it.
+    pub id: String,
+    /// Its file name, as the sender gave it.
+    pub name: String,
+    /// Its media type.
+    pub mime: String,
+    /// Its size in bytes.
+    pub size: u64,
+    /// Where it is saved (an absolute path on this machine).
+    pub path: String,
+    /// Where the owner can open it, when the channel serves files.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub url: Option<String>,
 }
 
 /// A channel's health.
@@ -133,6 +194,15 @@ pub struct OutboundMessage {
     pub chat: String,
     /// The text (markdown).
     pub text: String,
+    /// Stable and unique per reply (`out-<n>`): a resend carries the same.
+    #[serde(default)]
+    pub key: Option<String>,
+    /// The idempotency key of the message this answers, if any.
+    #[serde(default)]
+    pub in_reply_to: Option<String>,
+    /// When the reply was stored, in ms since the epoch.
+    #[serde(default)]
+    pub at_ms: i64,
 }
 
 /// The answer to [`method::CHANNEL_SEND`].
@@ -141,6 +211,139 @@ pub struct SendReceipt {
     /// The channel's id for the sent message, when it has one.
     #[serde(default)]
     pub message_id: Option<String>,
+}
+
+/// The payload of [`method::CHANNEL_EVENT`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ChannelEvent {
+    /// A piece of the reply being generated for `turn` (the idempotency key
+    /// of the message it answers). The final reply still comes by
+    /// [`method::CHANNEL_SEND`].
+    Delta {
+        /// The chat the turn belongs to.
+        chat: String,
+        /// The message being answered.
+        turn: String,
+        /// The new text.
+        text: String,
+    },
+    /// The streamed text of `turn` so far is void: the model started a new
+    /// step or a retry.
+    DeltaReset {
+        /// The chat the turn belongs to.
+        chat: String,
+        /// The message being answered.
+        turn: String,
+    },
+    /// The agent started or finished a turn; the model it uses.
+    Status {
+        /// Whether a turn is running.
+        busy: bool,
+        /// The configured model, if any.
+        model: Option<String>,
+    },
+    /// A tool call waits for the owner's approval.
+    Confirmation(ConfirmationRequest),
+    /// A confirmation was decided.
+    ConfirmationDecided {
+        /// The request's id.
+        id: String,
+        /// `approved`, `denied` or `expired`.
+        state: ConfirmationState,
+        /// Who decided: the owner's sender id, or `timeout`.
+        decided_by: String,
+    },
+}
+
+/// A request for the owner's approval of one exact tool call.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationRequest {
+    /// Unique; the answer names it.
+    pub id: String,
+    /// The tool.
+    pub tool: String,
+    /// The exact arguments.
+    pub args: Value,
+    /// The exact command line, for tools that run one.
+    #[serde(default)]
+    pub command: Option<String>,
+    /// Why it asks.
+    pub reason: String,
+    /// A short hash of the exact call: an approval is bound to it.
+    pub fingerprint: String,
+    /// When it was asked, in ms since the epoch.
+    pub at_ms: i64,
+    /// When it is denied unanswered, in ms since the epoch.
+    pub expires_at_ms: i64,
+}
+
+/// Where a confirmation stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ConfirmationState {
+    /// Waiting for the owner.
+    Pending,
+    /// The owner approved; the call ran.
+    Approved,
+    /// The owner denied; the call did not run.
+    Denied,
+    /// Nobody answered in time (or the daemon stopped); the call did not run.
+    Expired,
+}
+
+/// The request of [`service::CHANNEL_HISTORY`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryRequest {
+    /// The chat.
+    pub chat: String,
+    /// The most messages, newest kept (at most 1000).
+    #[serde(default = "default_history_limit")]
+    pub limit: u32,
+}
+
+/// The answer to [`service::CHANNEL_HISTORY`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ChannelHistory {
+    /// Oldest first: the owner's messages and the agent's replies.
+    pub messages: Vec<HistoryMessage>,
+    /// Recent confirmations (pending and decided), oldest first.
+    pub confirmations: Vec<ConfirmationRecord>,
+}
+
+/// One message of a channel's transcript.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct HistoryMessage {
+    /// Stable and unique: `in-<n>` for the owner's, `out-<n>` for replies.
+    pub key: String,
+    /// `user` or `agent`.
+    pub role: String,
+    /// The text.
+    pub text: String,
+    /// When it was stored, in ms since the epoch.
+    pub at_ms: i64,
+    /// The idempotency key of the owner's message (for a reply: of the
+    /// message it answers).
+    pub id: Option<String>,
+    /// Files that came with it.
+    #[serde(default)]
+    pub attachments: Vec<Attachment>,
+}
+
+/// A confirmation and where it stands.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ConfirmationRecord {
+    /// The request.
+    #[serde(flatten)]
+    pub request: ConfirmationRequest,
+    /// Where it stands.
+    pub state: ConfirmationState,
+    /// Who decided, once decided.
+    pub decided_by: Option<String>,
+}
+
+fn default_history_limit() -> u32 {
+    200
 }
 
 /// The answer to [`service::HOST_INFO`].

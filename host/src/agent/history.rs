@@ -9,6 +9,7 @@
 
 use std::sync::Mutex;
 
+use hearth_sdk::protocol::Attachment;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::llm::{Block, Message, Role};
@@ -30,6 +31,10 @@ pub struct Claimed {
     pub text: String,
     /// Whether an earlier run of this turn was cut short.
     pub retried: bool,
+    /// Its idempotency key: channels match streamed text to it.
+    pub key: String,
+    /// Files that came with it.
+    pub attachments: Vec<Attachment>,
 }
 
 /// A session's prompt history: the summary of compacted messages, and the
@@ -80,15 +85,20 @@ impl Conversations {
             .prepare_cached(
                 "UPDATE inbox SET status = 'in_flight' \
                  WHERE id = (SELECT id FROM inbox WHERE status = 'pending' ORDER BY id LIMIT 1) \
-                 RETURNING id, channel, COALESCE(chat, sender), text, retried",
+                 RETURNING id, channel, COALESCE(chat, sender), text, retried, idempotency_key, attachments",
             )?
             .query_row([], |r| {
+                let attachments: Option<String> = r.get(6)?;
                 Ok(Claimed {
                     id: r.get(0)?,
                     channel: r.get(1)?,
                     chat: r.get(2)?,
                     text: r.get(3)?,
                     retried: r.get(4)?,
+                    key: r.get(5)?,
+                    attachments: attachments
+                        .and_then(|a| serde_json::from_str(&a).ok())
+                        .unwrap_or_default(),
                 })
             })
             .optional()

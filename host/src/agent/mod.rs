@@ -11,6 +11,7 @@
 //! the main agent (id 1) exists so far; other agents' runners will run
 //! concurrently beside it.
 
+mod attachments;
 pub mod history;
 pub mod memory;
 pub mod prompt;
@@ -20,9 +21,12 @@ mod turn;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hearth_sdk::protocol::ChannelEvent;
+
 use crate::config::AgentConfig;
 use crate::llm::Llm;
 use crate::router::Router;
+use crate::router::events::ChannelEvents;
 use crate::tools::ToolRegistry;
 use history::Conversations;
 use memory::Memory;
@@ -49,6 +53,8 @@ pub struct Agent {
     pub plugins: Vec<String>,
     /// When the daemon started.
     pub started: Instant,
+    /// Streamed text and status for the channels that show them.
+    pub events: Arc<ChannelEvents>,
 }
 
 impl Agent {
@@ -72,6 +78,19 @@ impl Agent {
                 }
             }
         })
+    }
+
+    /// The configured model's name, if any.
+    pub fn model(&self) -> Option<String> {
+        self.llm.as_ref().ok().map(|l| l.model().to_owned())
+    }
+
+    /// Tells the channels that show it whether a turn is running.
+    pub fn announce(&self, busy: bool) {
+        self.events.broadcast(&ChannelEvent::Status {
+            busy,
+            model: self.model(),
+        });
     }
 
     /// What `/status` and `hearth status` show.

@@ -12,10 +12,13 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use hearth_sdk::protocol::ChannelEvent;
+
 use super::Agent;
+use super::attachments::with_attachments;
 use super::history::{Claimed, History};
 use super::prompt::{PromptParts, system_prompt};
-use crate::llm::{Block, ChatRequest, Llm, Message, Role, ToolDef};
+use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent, ToolDef};
 
 /// The most characters of one tool result shown to the model.
 const MAX_TOOL_RESULT_CHARS: usize = 32_000;
@@ -31,6 +34,7 @@ impl Agent {
     /// Runs one turn and stores its reply.
     pub(super) async fn turn(&self, claimed: Claimed) {
         let started = std::time::Instant::now();
+        self.announce(true);
         let (reply, last) = if claimed.text.trim_start().starts_with('/') {
             (super::slash::handle(self, &claimed).await, None)
         } else {
@@ -44,6 +48,7 @@ impl Agent {
             Ok(()) => self.router.outbox_wake.notify_one(),
             Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
         }
+        self.announce(false);
         tracing::info!(
             inbox = claimed.id,
             ms = started.elapsed().as_millis() as u64,
@@ -83,8 +88,25 @@ impl Agent {
         let session = self
             .conversations
             .session(&claimed.channel, &claimed.chat)?;
+        let typed = with_attachments(&claimed.text, &claimed.attachments);
         self.conversations
-            .append(session, claimed.id, &Message::user_text(&claimed.text))?;
+            .append(session, claimed.id, &Message::user_text(typed))?;
+        let streams = self.events.takes_events(&claimed.channel);
+        let on_text = |event: StreamEvent<'_>| {
+            if !streams {
+                return;
+            }
+            let (chat, turn) = (claimed.chat.clone(), claimed.key.clone());
+            let event = match event {
+                StreamEvent::Restart => ChannelEvent::DeltaReset { chat, turn },
+                StreamEvent::Text(text) => ChannelEvent::Delta {
+                    chat,
+                    turn,
+                    text: text.to_owned(),
+                },
+            };
+            self.events.send(&claimed.channel, &event);
+        };
         for _ in 0..self.config.max_steps {
             let mut history = self.conversations.history(session)?;
             if self.maybe_compact(llm, session, &history).await {
@@ -92,7 +114,7 @@ impl Agent {
             }
             let request = self.request(llm, history)?;
             let response = tokio::select! {
-                r = llm.complete(&request) => r,
+                r = llm.stream(&request, &on_text) => r,
                 () = self.router.stopped_since(stop_at_start) => return Ok(stopped()),
             };
             let response = match response {

@@ -9,6 +9,7 @@
 
 mod agent;
 mod plugins;
+mod policy;
 mod scripts;
 
 use std::path::{Path, PathBuf};
@@ -17,6 +18,7 @@ use serde::Deserialize;
 
 pub use agent::{AgentConfig, LlmConfig, OwnerConfig, ProviderKind};
 pub use plugins::{PluginEntry, PluginsConfig};
+pub use policy::PolicyConfig;
 pub use scripts::{HttpConfig, ScriptsConfig};
 
 /// The default config file name inside `$HEARTH_HOME`.
@@ -45,6 +47,8 @@ pub struct Config {
     pub agent: AgentConfig,
     /// `[owner]`.
     pub owner: OwnerConfig,
+    /// `[policy]`.
+    pub policy: PolicyConfig,
 }
 
 /// How much the agent may do without asking.
@@ -228,6 +232,9 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     if raw.daemon.queue_capacity == 0 {
         return Err(invalid("daemon.queue_capacity", "must be at least 1"));
     }
+    if raw.policy.confirm_timeout_ms == 0 {
+        return Err(invalid("policy.confirm_timeout_ms", "must be at least 1"));
+    }
     if raw.daemon.shutdown_timeout_ms == 0 {
         return Err(invalid("daemon.shutdown_timeout_ms", "must be at least 1"));
     }
@@ -251,6 +258,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         llm,
         agent,
         owner: raw.owner,
+        policy: raw.policy,
     })
 }
 
@@ -293,6 +301,8 @@ struct RawConfig {
     agent: agent::RawAgent,
     #[serde(default)]
     owner: OwnerConfig,
+    #[serde(default)]
+    policy: PolicyConfig,
 }
 
 fn parse_mode(s: &str) -> Option<Mode> {

@@ -148,6 +148,7 @@ async fn handle(control: &Control, request: &Value, tx: &mpsc::Sender<Value>) ->
                 sender: "owner".into(),
                 chat: Some(chat.to_owned()),
                 text: text.to_owned(),
+                attachments: Vec::new(),
             };
             // One insert on the local connection, well under a millisecond:
             // done in place, it saves a hop to the blocking pool.

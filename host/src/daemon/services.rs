@@ -71,7 +71,9 @@ impl Services {
             owner: runtime.config.owner.name.clone(),
             plugins,
             started,
+            events: Arc::clone(&runtime.events),
         });
+        agent.announce(false);
         let hub = Arc::new(LocalHub::default());
         let outbox = Arc::new(Outbox::new(
             store::open_connection(&db)?,

@@ -52,6 +52,8 @@ pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::E
 /// Builds the response from the stream's events.
 #[derive(Default)]
 pub struct Decoder {
+    /// Text received since the last [`Decoder::take_fresh_text`].
+    fresh: String,
     blocks: Vec<Partial>,
     stop: Option<StopReason>,
     usage: Usage,
@@ -69,6 +71,11 @@ enum Partial {
 }
 
 impl Decoder {
+    /// The text that arrived since the last call, for streaming it on.
+    pub fn take_fresh_text(&mut self) -> String {
+        std::mem::take(&mut self.fresh)
+    }
+
     /// Takes one event.
     pub fn event(&mut self, event: &Event) -> Result<(), LlmError> {
         let data: Value = match serde_json::from_str(&event.data) {
@@ -111,7 +118,9 @@ impl Decoder {
                 let delta = &data["delta"];
                 match (self.blocks.get_mut(index), delta["type"].as_str()) {
                     (Some(Partial::Text(text)), Some("text_delta")) => {
-                        text.push_str(delta["text"].as_str().unwrap_or_default());
+                        let piece = delta["text"].as_str().unwrap_or_default();
+                        text.push_str(piece);
+                        self.fresh.push_str(piece);
                     }
                     (Some(Partial::Tool { json, .. }), Some("input_json_delta")) => {
                         json.push_str(delta["partial_json"].as_str().unwrap_or_default());

@@ -24,6 +24,18 @@ pub use types::{Block, ChatRequest, ChatResponse, Message, Role, StopReason, Too
 
 use crate::config::{LlmConfig, ProviderKind};
 
+/// What [`Llm::stream`] hands on while an answer arrives.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamEvent<'a> {
+    /// An attempt starts: text streamed so far is void.
+    Restart,
+    /// More of the answer's text.
+    Text(&'a str),
+}
+
+/// The receiver of [`StreamEvent`]s.
+pub type OnText<'a> = &'a (dyn Fn(StreamEvent<'_>) + Sync);
+
 /// A configured model client.
 pub struct Llm {
     http: reqwest::Client,
@@ -132,10 +144,21 @@ impl Llm {
     /// Sends `request`, retrying what can be retried, then trying each
     /// fallback model in turn.
     pub async fn complete(&self, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+        self.stream(request, &|_| {}).await
+    }
+
+    /// As [`Llm::complete`], handing the answer's text to `on_text` as it
+    /// arrives. Every attempt (the first, a retry, a fallback) starts the
+    /// text over, which `on_text` is told with [`StreamEvent::Restart`].
+    pub async fn stream(
+        &self,
+        request: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
         let models = std::iter::once(&self.config.model).chain(&self.config.fallback_models);
         let mut last = LlmError::NotConfigured("no model".into());
         for model in models {
-            match self.with_retries(model, request).await {
+            match self.with_retries(model, request, on_text).await {
                 Ok(response) => return Ok(response),
                 Err(e) if e.retryable() => {
                     tracing::warn!(model = %model, "model failed after retries: {e}");
@@ -151,10 +174,12 @@ impl Llm {
         &self,
         model: &str,
         request: &ChatRequest,
+        on_text: OnText<'_>,
     ) -> Result<ChatResponse, LlmError> {
         let mut attempt = 0;
         loop {
-            match self.attempt(model, request).await {
+            on_text(StreamEvent::Restart);
+            match self.attempt(model, request, on_text).await {
                 Ok(response) => return Ok(response),
                 Err(e) if e.retryable() && attempt < self.config.max_retries => {
                     let wait = match &e {
@@ -173,7 +198,12 @@ impl Llm {
         }
     }
 
-    async fn attempt(&self, model: &str, request: &ChatRequest) -> Result<ChatResponse, LlmError> {
+    async fn attempt(
+        &self,
+        model: &str,
+        request: &ChatRequest,
+        on_text: OnText<'_>,
+    ) -> Result<ChatResponse, LlmError> {
         let base = self.config.base_url.trim_end_matches('/');
         let (url, body) = match self.config.provider {
             ProviderKind::Anthropic => (
@@ -231,9 +261,18 @@ impl Llm {
                 Err(e) => return Err(LlmError::Truncated(describe(&e))),
             };
             for event in parser.feed(&chunk) {
-                match self.config.provider {
-                    ProviderKind::Anthropic => anthropic.event(&event)?,
-                    ProviderKind::OpenAi => openai.event(&event)?,
+                let fresh = match self.config.provider {
+                    ProviderKind::Anthropic => {
+                        anthropic.event(&event)?;
+                        anthropic.take_fresh_text()
+                    }
+                    ProviderKind::OpenAi => {
+                        openai.event(&event)?;
+                        openai.take_fresh_text()
+                    }
+                };
+                if !fresh.is_empty() {
+                    on_text(StreamEvent::Text(&fresh));
                 }
             }
         }

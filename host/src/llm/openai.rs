@@ -74,6 +74,8 @@ pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::E
 #[derive(Default)]
 pub struct Decoder {
     text: String,
+    /// Text received since the last [`Decoder::take_fresh_text`].
+    fresh: String,
     calls: Vec<Call>,
     finish: Option<String>,
     usage: Usage,
@@ -90,6 +92,11 @@ struct Call {
 }
 
 impl Decoder {
+    /// The text that arrived since the last call, for streaming it on.
+    pub fn take_fresh_text(&mut self) -> String {
+        std::mem::take(&mut self.fresh)
+    }
+
     /// Takes one event.
     pub fn event(&mut self, event: &Event) -> Result<(), LlmError> {
         if event.data.trim() == "[DONE]" {
@@ -122,6 +129,7 @@ impl Decoder {
         let delta = &choice["delta"];
         if let Some(text) = delta["content"].as_str() {
             self.text.push_str(text);
+            self.fresh.push_str(text);
         }
         for piece in delta["tool_calls"].as_array().into_iter().flatten() {
             self.tool_delta(piece);

@@ -18,8 +18,11 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded, select};
 use hearth_sdk::abi::{self, HearthStr, HostApi, status};
-use hearth_sdk::protocol::{ChannelStatus, HostInfo, InboundMessage, Submission, service};
+use hearth_sdk::protocol::{
+    ChannelSpec, ChannelStatus, ConfirmationAnswer, HostInfo, InboundMessage, Submission, service,
+};
 
+use super::services;
 use crate::router::Router;
 use crate::router::inbox::{self, StoreJob, Stored};
 
@@ -49,7 +52,7 @@ pub struct PluginContext {
     plugin: Arc<str>,
     bridge: Arc<Bridge>,
     /// Set once `describe` has answered: the channel it serves, if any.
-    channel: OnceLock<Option<String>>,
+    channel: OnceLock<Option<ChannelSpec>>,
     status: Mutex<Option<ChannelStatus>>,
 }
 
@@ -195,8 +198,8 @@ impl Bridge {
 impl PluginContext {
     /// Records the channel the plugin serves (from `describe`): only it may
     /// submit messages for that channel.
-    pub fn set_channel(&self, channel: Option<&str>) {
-        let _ = self.channel.set(channel.map(str::to_owned));
+    pub fn set_channel(&self, channel: Option<&ChannelSpec>) {
+        let _ = self.channel.set(channel.cloned());
     }
 
     /// The last health the plugin's channel reported.
@@ -248,7 +251,29 @@ impl PluginContext {
                 status::OK
             }
             Submission::Message(m) => self.submit_message(m),
+            Submission::Confirmation(answer) => self.submit_answer(&answer),
         }
+    }
+
+    /// An answer to a confirmation: handed to the waiting call if the owner
+    /// sent it. Anyone else's answer is acknowledged and ignored.
+    fn submit_answer(&self, answer: &ConfirmationAnswer) -> i32 {
+        let Some(own_channel) = self.channel.get() else {
+            return status::BUSY;
+        };
+        let Some(channel) = own_channel else {
+            self.refuse("a plugin that serves no channel cannot answer confirmations");
+            return status::INVALID;
+        };
+        let taken = self.bridge.router.answer_confirmation(
+            &channel.name,
+            answer,
+            channel.authenticates_owner,
+        );
+        if !taken {
+            tracing::debug!(plugin = %self.plugin, id = %answer.id, "a confirmation answer matched no waiting call");
+        }
+        status::OK
     }
 
     fn submit_message(&self, message: InboundMessage) -> i32 {
@@ -257,29 +282,55 @@ impl PluginContext {
         let Some(own_channel) = self.channel.get() else {
             return status::BUSY;
         };
-        if let Err(why) = check_message(&message, own_channel.as_ref()) {
+        if let Err(why) = check_message(&message, own_channel.as_ref().map(|c| &c.name)) {
             self.refuse(&why);
             return status::INVALID;
         }
+        let vouches = own_channel.as_ref().is_some_and(|c| c.authenticates_owner);
         // A stranger's message is acknowledged (the channel may forget it)
         // and dropped: silence, not an error the sender could probe.
-        if !self.bridge.router.admits(&message) {
+        if !self.bridge.router.admits(&message, vouches) {
             return status::OK;
         }
         self.bridge.store(message)
     }
 
-    fn call(&self, service: &[u8]) -> (i32, String) {
-        match service {
-            s if s == service::HOST_INFO.as_bytes() => (status::OK, self.bridge.info.clone()),
-            other => (
-                status::UNSUPPORTED,
-                format!(
-                    "unknown host service {:?}; this host offers: {}",
-                    String::from_utf8_lossy(other),
-                    service::HOST_INFO
-                ),
-            ),
+    fn call(&self, service: &[u8], request: &[u8]) -> (i32, String) {
+        let service = String::from_utf8_lossy(service);
+        if service == service::HOST_INFO {
+            return (status::OK, self.bridge.info.clone());
+        }
+        let request: serde_json::Value = match serde_json::from_slice(request) {
+            Ok(v) => v,
+            Err(e) => {
+                return (
+                    status::INVALID,
+                    format!("the request to {service} is not JSON: {e}"),
+                );
+            }
+        };
+        let channel = self.channel.get().cloned().flatten().map(|c| c.name);
+        let conn = lock(&self.bridge.local);
+        let answer = match &*service {
+            service::CHANNEL_HISTORY => match channel {
+                Some(channel) => services::history(&conn, &channel, request),
+                None => Err("only a channel plugin has a history".to_owned()),
+            },
+            service::KV_GET => services::kv_get(&conn, &self.plugin, &request),
+            service::KV_SET => services::kv_set(&conn, &self.plugin, &request),
+            other => {
+                return (
+                    status::UNSUPPORTED,
+                    format!(
+                        "unknown host service {other:?}; this host offers: {}",
+                        services::OFFERED.join(", ")
+                    ),
+                );
+            }
+        };
+        match answer {
+            Ok(value) => (status::OK, value.to_string()),
+            Err(message) => (status::INVALID, message),
         }
     }
 
@@ -388,7 +439,7 @@ unsafe extern "C" fn host_submit(ctx: *mut c_void, event_json: HearthStr) -> i32
 unsafe extern "C" fn host_call(
     ctx: *mut c_void,
     service: HearthStr,
-    _request_json: HearthStr,
+    request_json: HearthStr,
     user: *mut c_void,
     receive: Option<abi::ReceiveFn>,
 ) -> i32 {
@@ -398,7 +449,9 @@ unsafe extern "C" fn host_call(
             return status::INVALID;
         };
         // SAFETY: as in `host_log`.
-        let (code, answer) = ctx.call(unsafe { service.as_bytes() });
+        let (code, answer) = ctx.call(unsafe { service.as_bytes() }, unsafe {
+            request_json.as_bytes()
+        });
         if let Some(receive) = receive {
             // SAFETY: `receive` and `user` come from the plugin for this
             // call; the answer is borrowed for the duration of `receive`.

@@ -149,7 +149,7 @@ impl ActivePlugin {
         };
         match plugin.describe() {
             Ok(description) => {
-                ctx.set_channel(description.channel.as_ref().map(|c| c.name.as_str()));
+                ctx.set_channel(description.channel.as_ref());
                 plugin.description = description;
                 Ok(plugin)
             }

@@ -13,6 +13,7 @@ mod bridge;
 mod discovery;
 mod instance;
 mod loader;
+mod services;
 mod sink;
 
 use std::path::{Path, PathBuf};

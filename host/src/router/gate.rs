@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hearth_sdk::protocol::InboundMessage;
+use hearth_sdk::protocol::OWNER_SENDER;
 
 use super::LOCAL_CHANNEL;
 use crate::config::OwnerConfig;
@@ -32,9 +32,12 @@ impl Gate {
         }
     }
 
-    /// Whether `sender` on `channel` is the owner.
-    pub fn is_owner(&self, channel: &str, sender: &str) -> bool {
+    /// Whether `sender` on `channel` is the owner. A channel that
+    /// authenticates the owner itself (the canvas) vouches for exactly one
+    /// sender, [`OWNER_SENDER`].
+    pub fn is_owner(&self, channel: &str, sender: &str, authenticates_owner: bool) -> bool {
         channel == LOCAL_CHANNEL
+            || (authenticates_owner && sender == OWNER_SENDER)
             || self
                 .owner
                 .identities
@@ -42,13 +45,13 @@ impl Gate {
                 .is_some_and(|ids| ids.iter().any(|id| id == sender))
     }
 
-    /// Whether `message` may enter; logs a drop at most once an hour per
-    /// sender.
-    pub fn admits(&self, message: &InboundMessage) -> bool {
-        if self.is_owner(&message.channel, &message.sender) {
+    /// Whether `sender` on `channel` may enter; logs a drop at most once an
+    /// hour per sender.
+    pub fn admits(&self, channel: &str, sender: &str, authenticates_owner: bool) -> bool {
+        if self.is_owner(channel, sender, authenticates_owner) {
             return true;
         }
-        let key = (message.channel.clone(), message.sender.clone());
+        let key = (channel.to_owned(), sender.to_owned());
         let mut logged = self.logged.lock().unwrap_or_else(|p| p.into_inner());
         let due = logged.get(&key).is_none_or(|at| at.elapsed() >= LOG_EVERY);
         if due {
@@ -58,8 +61,8 @@ impl Gate {
             }
             logged.insert(key, Instant::now());
             tracing::warn!(
-                channel = %message.channel,
-                sender = %message.sender,
+                channel,
+                sender,
                 "message from an unknown sender dropped (logged once an hour per sender)"
             );
         }

@@ -66,8 +66,8 @@ pub fn insert(conn: &Connection, m: &InboundMessage) -> rusqlite::Result<Stored>
     let changed = conn
         .prepare_cached(
             "INSERT OR IGNORE INTO inbox \
-             (channel, idempotency_key, sender, chat, text, received_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+             (channel, idempotency_key, sender, chat, text, received_at_ms, attachments) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
         )?
         .execute(rusqlite::params![
             m.channel,
@@ -75,13 +75,22 @@ pub fn insert(conn: &Connection, m: &InboundMessage) -> rusqlite::Result<Stored>
             m.sender,
             m.chat,
             m.text,
-            crate::store::now_ms()
+            crate::store::now_ms(),
+            attachments_json(&m.attachments),
         ])?;
     Ok(if changed == 1 {
         Stored::New
     } else {
         Stored::Duplicate
     })
+}
+
+/// The attachments column: a JSON list, or NULL when there are none.
+fn attachments_json(attachments: &[hearth_sdk::protocol::Attachment]) -> Option<String> {
+    if attachments.is_empty() {
+        return None;
+    }
+    serde_json::to_string(attachments).ok()
 }
 
 /// Inserts a batch in one transaction and answers every job.

@@ -6,10 +6,13 @@
 //! - `inbox`: the writer thread that stores admitted messages.
 //! - `outbox`: replies, stored before they are sent, delivered with retries;
 //! - `local`: the control socket's connected clients (the local channel).
+//! - `events`: streamed text, status and confirmation requests for the
+//!   channels that show them.
 //!
 //! [`Router`] ties them to the agent: storing a message wakes the agent; a
 //! stored `/stop` also cancels the turn in progress.
 
+pub mod events;
 mod gate;
 pub mod inbox;
 pub mod local;
@@ -18,10 +21,12 @@ pub mod outbox;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hearth_sdk::protocol::InboundMessage;
+use hearth_sdk::protocol::{ConfirmationAnswer, InboundMessage};
 use tokio::sync::Notify;
 
 pub use gate::Gate;
+
+use crate::policy::Board;
 
 /// The channel name of the local control socket.
 pub const LOCAL_CHANNEL: &str = "local";
@@ -35,6 +40,8 @@ pub struct Router {
     stops: AtomicU64,
     /// Notified when a reply is stored or a client connects.
     pub outbox_wake: Arc<Notify>,
+    /// Where the owner's answers to confirmations go.
+    pub confirmations: Arc<Board>,
 }
 
 impl Router {
@@ -46,12 +53,34 @@ impl Router {
             stop_turn: Notify::new(),
             stops: AtomicU64::new(0),
             outbox_wake: Arc::new(Notify::new()),
+            confirmations: Arc::new(Board::default()),
         }
     }
 
     /// Whether `message` may enter; logs (rate-limited) when it may not.
-    pub fn admits(&self, message: &InboundMessage) -> bool {
-        self.gate.admits(message)
+    /// `authenticates_owner` says the channel vouches for its owner sender.
+    pub fn admits(&self, message: &InboundMessage, authenticates_owner: bool) -> bool {
+        self.gate
+            .admits(&message.channel, &message.sender, authenticates_owner)
+    }
+
+    /// Hands an answer to a confirmation to the call waiting for it, if it
+    /// comes from the owner; anyone else's answer is ignored (and logged as
+    /// a stranger's message would be).
+    pub fn answer_confirmation(
+        &self,
+        channel: &str,
+        answer: &ConfirmationAnswer,
+        authenticates_owner: bool,
+    ) -> bool {
+        if !self
+            .gate
+            .admits(channel, &answer.sender, authenticates_owner)
+        {
+            return false;
+        }
+        self.confirmations
+            .answer(&answer.id, answer.approve, &answer.sender)
     }
 
     /// Called once a message is stored.

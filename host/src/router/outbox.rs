@@ -38,6 +38,7 @@ struct Due {
     text: String,
     attempts: i64,
     key: Option<String>,
+    at_ms: i64,
 }
 
 impl Outbox {
@@ -98,6 +99,9 @@ impl Outbox {
         let payload = serde_json::to_vec(&OutboundMessage {
             chat: reply.chat.clone(),
             text: reply.text.clone(),
+            key: Some(format!("out-{}", reply.id)),
+            in_reply_to: reply.key.clone(),
+            at_ms: reply.at_ms,
         })
         .map_err(|e| e.to_string())?;
         tokio::task::spawn_blocking(move || plugin.invoke(method::CHANNEL_SEND, &payload))
@@ -141,7 +145,7 @@ impl Outbox {
     fn due(&self) -> rusqlite::Result<Vec<Due>> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let mut stmt = conn.prepare_cached(
-            "SELECT o.id, o.channel, o.chat, o.text, o.attempts, i.idempotency_key \
+            "SELECT o.id, o.channel, o.chat, o.text, o.attempts, i.idempotency_key, o.created_at_ms \
              FROM outbox o LEFT JOIN inbox i ON i.id = o.inbox_id \
              WHERE o.status = 'pending' AND o.next_attempt_at_ms <= ?1 ORDER BY o.id LIMIT 64",
         )?;
@@ -153,6 +157,7 @@ impl Outbox {
                 text: r.get(3)?,
                 attempts: r.get(4)?,
                 key: r.get(5)?,
+                at_ms: r.get(6)?,
             })
         })?;
         rows.collect()

@@ -7,11 +7,12 @@
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
-use hearth_sdk::protocol::{ToolCall, ToolSpec, method};
+use hearth_sdk::protocol::{Risk, ToolCall, ToolSpec, method};
 use serde_json::Value;
 
 use super::{Builtin, BuiltinContext, schema};
 use crate::plugins::{ActivePlugin, InvokeError, PluginSet};
+use crate::policy::Policy;
 use crate::scripting::{ScriptFailure, Scripts};
 
 /// All tools, by name.
@@ -20,6 +21,7 @@ pub struct ToolRegistry {
     tools: BTreeMap<String, Tool>,
     scripts: Option<Arc<Scripts>>,
     builtins: BuiltinContext,
+    policy: Option<Arc<Policy>>,
 }
 
 /// One fixed tool.
@@ -90,6 +92,9 @@ pub enum ToolError {
         /// Why.
         message: String,
     },
+    /// The policy did not let the call run (denied, or not approved).
+    #[error("{0}")]
+    Refused(String),
     /// The provider answered something that is not JSON.
     #[error("{tool} returned a malformed result: {message}")]
     BadResult {
@@ -115,8 +120,15 @@ impl ToolRegistry {
     /// serve, and the Lua tools of `builtins.scripts`. A plugin tool whose
     /// name is invalid or already taken is skipped with a warning, returned
     /// for `hearth check`.
-    pub fn new(plugins: &PluginSet, builtins: BuiltinContext) -> (ToolRegistry, Vec<String>) {
-        let mut registry = ToolRegistry::default();
+    pub fn new(
+        plugins: &PluginSet,
+        builtins: BuiltinContext,
+        policy: Arc<Policy>,
+    ) -> (ToolRegistry, Vec<String>) {
+        let mut registry = ToolRegistry {
+            policy: Some(policy),
+            ..ToolRegistry::default()
+        };
         let mut warnings = Vec::new();
         for builtin in Builtin::ALL.into_iter().filter(|b| b.available(&builtins)) {
             let spec = builtin.spec();
@@ -179,6 +191,7 @@ impl ToolRegistry {
     pub fn call_nested(&self, name: &str, args: Value, depth: u32) -> Result<Value, ToolError> {
         if let Some(tool) = self.tools.get(name) {
             check_args(name, &args, &tool.spec)?;
+            self.check_policy(&tool.spec, &args)?;
             return match &tool.provider {
                 Provider::Plugin(plugin) => call_plugin(plugin, name, args),
                 Provider::Builtin(builtin) => {
@@ -196,6 +209,7 @@ impl ToolRegistry {
         match (scripts, lua) {
             (Some(scripts), Some(tool)) => {
                 check_args(name, &args, &tool.spec)?;
+                self.check_policy(&tool.spec, &args)?;
                 scripts
                     .call(&tool, args, depth, self)
                     .map_err(|failure| ToolError::Script {
@@ -207,6 +221,21 @@ impl ToolRegistry {
                 name: name.to_owned(),
                 suggestion: self.closest(name),
             }),
+        }
+    }
+
+    /// Asks the policy; without one (a registry built for listing only),
+    /// anything that would ask is refused.
+    fn check_policy(&self, spec: &ToolSpec, args: &Value) -> Result<(), ToolError> {
+        match &self.policy {
+            Some(policy) => policy
+                .check(spec, args)
+                .map_err(|refused| ToolError::Refused(refused.0)),
+            None if spec.risk == Risk::Read || spec.risk == Risk::Write => Ok(()),
+            None => Err(ToolError::Refused(format!(
+                "{} needs the owner's approval and this process cannot ask; it was not run",
+                spec.name
+            ))),
         }
     }
 

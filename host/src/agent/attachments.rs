@@ -1,0 +1,82 @@
+//! How files that came with a message are shown to the model.
+//!
+//! The model gets a note per file (name, type, size and where it is saved,
+//! so a file tool can open it), and the content itself when the file is
+//! small text: that answers "what does this say?" without a tool call.
+
+use hearth_sdk::protocol::Attachment;
+
+/// Text files up to this size are shown inline.
+const INLINE_MAX: u64 = 16 * 1024;
+
+/// `text` followed by a note for each attachment.
+pub fn with_attachments(text: &str, attachments: &[Attachment]) -> String {
+    let mut out = text.to_owned();
+    for a in attachments {
+        out.push_str(&format!(
+            "\n\n[Attached file: {} ({}, {} bytes), saved at {}]",
+            a.name, a.mime, a.size, a.path
+        ));
+        if let Some(content) = inline_text(a) {
+            out.push_str(&format!("\n```\n{content}\n```"));
+        }
+    }
+    out
+}
+
+fn inline_text(a: &Attachment) -> Option<String> {
+    let texty = a.mime.starts_with("text/")
+        || matches!(
+            a.mime.as_str(),
+            "application/json" | "application/toml" | "application/x-yaml"
+        );
+    if !texty || a.size > INLINE_MAX {
+        return None;
+    }
+    let bytes = std::fs::read(&a.path).ok()?;
+    if bytes.len() as u64 > INLINE_MAX {
+        return None;
+    }
+    String::from_utf8(bytes).ok()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn attachment(path: &std::path::Path, mime: &str, size: u64) -> Attachment {
+        Attachment {
+            id: "a1".into(),
+            name: "notes.txt".into(),
+            mime: mime.into(),
+            size,
+            path: path.display().to_string(),
+            url: None,
+        }
+    }
+
+    #[test]
+    fn small_text_is_inlined_and_everything_is_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("notes.txt");
+        std::fs::write(&path, "attached content 42").unwrap();
+        let cases = [
+            ("text/plain", 19, true),
+            ("image/png", 19, false),
+            ("text/plain", INLINE_MAX + 1, false),
+        ];
+        for (mime, size, inlined) in cases {
+            let text = with_attachments("look", &[attachment(&path, mime, size)]);
+            assert!(
+                text.starts_with("look\n\n[Attached file: notes.txt"),
+                "{text}"
+            );
+            assert!(text.contains(&path.display().to_string()), "{text}");
+            assert_eq!(
+                text.contains("attached content 42"),
+                inlined,
+                "{mime} {size}: {text}"
+            );
+        }
+    }
+}

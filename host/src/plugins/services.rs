@@ -1,0 +1,193 @@
+//! The host services a plugin reaches with `call`, besides `host.info`:
+//! its channel's transcript (`channel.history`) and its own key-value
+//! namespace (`kv.get`, `kv.set`).
+//!
+//! These answer inline on the bridge's own connection, unlike `submit`:
+//! each is one short indexed statement, nothing that runs agent work, and
+//! the plugin needs the answer to go on.
+
+use hearth_sdk::protocol::{
+    Attachment, ChannelHistory, ConfirmationRecord, ConfirmationRequest, ConfirmationState,
+    HistoryMessage, HistoryRequest, service,
+};
+use rusqlite::{Connection, params};
+use serde_json::{Value, json};
+
+use crate::store::now_ms;
+
+/// Every service `call` answers.
+pub const OFFERED: [&str; 4] = [
+    service::HOST_INFO,
+    service::CHANNEL_HISTORY,
+    service::KV_GET,
+    service::KV_SET,
+];
+
+/// The most history messages one request returns.
+const MAX_HISTORY: u32 = 1000;
+/// How many recent confirmations a history carries.
+const CONFIRMATIONS: u32 = 50;
+/// The largest key and value a plugin may store.
+const MAX_KEY: usize = 256;
+const MAX_VALUE: usize = 1 << 20;
+
+/// `channel.history` for `channel`.
+pub fn history(conn: &Connection, channel: &str, request: Value) -> Result<Value, String> {
+    let request: HistoryRequest =
+        serde_json::from_value(request).map_err(|e| format!("channel.history: {e}"))?;
+    let limit = request.limit.min(MAX_HISTORY);
+    let answer = read_history(conn, channel, &request.chat, limit)
+        .map_err(|e| format!("channel.history: the store failed: {e}"))?;
+    serde_json::to_value(answer).map_err(|e| e.to_string())
+}
+
+/// `kv.get` in the plugin's namespace.
+pub fn kv_get(conn: &Connection, plugin: &str, request: &Value) -> Result<Value, String> {
+    let key = key_of(request)?;
+    let value: Option<String> = conn
+        .query_row(
+            "SELECT value FROM kv WHERE namespace = ?1 AND key = ?2",
+            params![namespace(plugin), key],
+            |r| r.get(0),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })
+        .map_err(|e| format!("kv.get: the store failed: {e}"))?;
+    let value = value
+        .and_then(|v| serde_json::from_str::<Value>(&v).ok())
+        .unwrap_or(Value::Null);
+    Ok(json!({ "value": value }))
+}
+
+/// `kv.set` in the plugin's namespace; a null value deletes.
+pub fn kv_set(conn: &Connection, plugin: &str, request: &Value) -> Result<Value, String> {
+    let key = key_of(request)?;
+    let value = request.get("value").unwrap_or(&Value::Null);
+    let result = if value.is_null() {
+        conn.execute(
+            "DELETE FROM kv WHERE namespace = ?1 AND key = ?2",
+            params![namespace(plugin), key],
+        )
+    } else {
+        let text = value.to_string();
+        if text.len() > MAX_VALUE {
+            return Err(format!(
+                "kv.set: field `value` is {} bytes, over the {MAX_VALUE}-byte limit",
+                text.len()
+            ));
+        }
+        conn.execute(
+            "INSERT INTO kv (namespace, key, value, updated_at_ms) VALUES (?1, ?2, ?3, ?4) \
+             ON CONFLICT (namespace, key) DO UPDATE SET value = ?3, updated_at_ms = ?4",
+            params![namespace(plugin), key, text, now_ms()],
+        )
+    };
+    result.map_err(|e| format!("kv.set: the store failed: {e}"))?;
+    Ok(json!({}))
+}
+
+/// Plugins' namespaces cannot meet the scripts' (which never contain `:`).
+fn namespace(plugin: &str) -> String {
+    format!("plugin:{plugin}")
+}
+
+fn key_of(request: &Value) -> Result<&str, String> {
+    match request.get("key").and_then(Value::as_str) {
+        Some(k) if !k.is_empty() && k.len() <= MAX_KEY => Ok(k),
+        Some(_) => Err(format!("field `key` must be 1 to {MAX_KEY} bytes")),
+        None => Err("field `key` is missing or not a string".into()),
+    }
+}
+
+fn read_history(
+    conn: &Connection,
+    channel: &str,
+    chat: &str,
+    limit: u32,
+) -> rusqlite::Result<ChannelHistory> {
+    let mut messages = Vec::new();
+    let mut inbox = conn.prepare_cached(
+        "SELECT id, text, received_at_ms, idempotency_key, attachments FROM inbox \
+         WHERE channel = ?1 AND (chat = ?2 OR (chat IS NULL AND sender = ?2)) \
+         ORDER BY id DESC LIMIT ?3",
+    )?;
+    let rows = inbox.query_map(params![channel, chat, limit], |r| {
+        let attachments: Option<String> = r.get(4)?;
+        Ok(HistoryMessage {
+            key: format!("in-{}", r.get::<_, i64>(0)?),
+            role: "user".into(),
+            text: r.get(1)?,
+            at_ms: r.get(2)?,
+            id: r.get(3)?,
+            attachments: attachments
+                .and_then(|a| serde_json::from_str::<Vec<Attachment>>(&a).ok())
+                .unwrap_or_default(),
+        })
+    })?;
+    for row in rows {
+        messages.push(row?);
+    }
+    let mut outbox = conn.prepare_cached(
+        "SELECT o.id, o.text, o.created_at_ms, i.idempotency_key FROM outbox o \
+         LEFT JOIN inbox i ON i.id = o.inbox_id \
+         WHERE o.channel = ?1 AND o.chat = ?2 ORDER BY o.id DESC LIMIT ?3",
+    )?;
+    let rows = outbox.query_map(params![channel, chat, limit], |r| {
+        Ok(HistoryMessage {
+            key: format!("out-{}", r.get::<_, i64>(0)?),
+            role: "agent".into(),
+            text: r.get(1)?,
+            at_ms: r.get(2)?,
+            id: r.get(3)?,
+            attachments: Vec::new(),
+        })
+    })?;
+    for row in rows {
+        messages.push(row?);
+    }
+    // A reply is stored after the message it answers, so time order is
+    // conversation order; the key breaks ties.
+    messages.sort_by(|a, b| (a.at_ms, &a.key).cmp(&(b.at_ms, &b.key)));
+    let excess = messages.len().saturating_sub(limit as usize);
+    messages.drain(..excess);
+    Ok(ChannelHistory {
+        messages,
+        confirmations: read_confirmations(conn)?,
+    })
+}
+
+fn read_confirmations(conn: &Connection) -> rusqlite::Result<Vec<ConfirmationRecord>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, tool, args, command, reason, fingerprint, at_ms, expires_at_ms, state, decided_by \
+         FROM confirmations ORDER BY at_ms DESC, id LIMIT ?1",
+    )?;
+    let rows = stmt.query_map([CONFIRMATIONS], |r| {
+        let args: String = r.get(2)?;
+        let state: String = r.get(8)?;
+        Ok(ConfirmationRecord {
+            request: ConfirmationRequest {
+                id: r.get(0)?,
+                tool: r.get(1)?,
+                args: serde_json::from_str(&args).unwrap_or(Value::Null),
+                command: r.get(3)?,
+                reason: r.get(4)?,
+                fingerprint: r.get(5)?,
+                at_ms: r.get(6)?,
+                expires_at_ms: r.get(7)?,
+            },
+            state: match state.as_str() {
+                "approved" => ConfirmationState::Approved,
+                "denied" => ConfirmationState::Denied,
+                "pending" => ConfirmationState::Pending,
+                _ => ConfirmationState::Expired,
+            },
+            decided_by: r.get(9)?,
+        })
+    })?;
+    let mut records = rows.collect::<rusqlite::Result<Vec<_>>>()?;
+    records.reverse();
+    Ok(records)
+}

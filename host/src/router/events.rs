@@ -1,0 +1,119 @@
+//! Channel events: the things a channel shows besides messages. Streamed
+//! reply text, the agent's status and confirmation requests go to every
+//! channel plugin that declared `events` in its description.
+//!
+//! Each such channel gets one thread and a bounded queue, so events reach it
+//! in the order they were sent and a slow channel never holds up a turn.
+//! When a channel's queue is full, streamed text is dropped (the final reply
+//! still comes through the outbox); a confirmation request that cannot be
+//! queued is simply never answered, and the gate denies it at its timeout:
+//! failing closed.
+
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use crossbeam_channel::{Sender, TrySendError, bounded};
+use hearth_sdk::protocol::{ChannelEvent, method};
+
+use crate::plugins::ActivePlugin;
+
+/// Events queued per channel before new ones are dropped.
+const QUEUE: usize = 4096;
+
+/// The event queues of every event-capable channel.
+#[derive(Default)]
+pub struct ChannelEvents {
+    queues: Mutex<Vec<(String, Sender<Vec<u8>>)>>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
+}
+
+impl ChannelEvents {
+    /// Starts a sender thread for each plugin whose channel takes events.
+    pub fn start(plugins: &[Arc<ActivePlugin>]) -> ChannelEvents {
+        let events = ChannelEvents::default();
+        for plugin in plugins {
+            let Some(channel) = plugin.description().channel.as_ref() else {
+                continue;
+            };
+            if !channel.events {
+                continue;
+            }
+            let (tx, rx) = bounded::<Vec<u8>>(QUEUE);
+            let target = Arc::clone(plugin);
+            let spawned = std::thread::Builder::new()
+                .name(format!("hearth-events-{}", channel.name))
+                .spawn(move || {
+                    for payload in rx {
+                        if let Err(e) = target.invoke(method::CHANNEL_EVENT, &payload) {
+                            tracing::debug!("a channel event was not taken: {e}");
+                        }
+                    }
+                });
+            match spawned {
+                Ok(thread) => {
+                    lock(&events.queues).push((channel.name.clone(), tx));
+                    lock(&events.threads).push(thread);
+                }
+                Err(e) => {
+                    tracing::error!(channel = %channel.name, "cannot start the channel's event thread: {e}");
+                }
+            }
+        }
+        events
+    }
+
+    /// Whether any channel can show a confirmation request.
+    pub fn can_confirm(&self) -> bool {
+        !lock(&self.queues).is_empty()
+    }
+
+    /// Whether `channel` takes events.
+    pub fn takes_events(&self, channel: &str) -> bool {
+        lock(&self.queues).iter().any(|(name, _)| name == channel)
+    }
+
+    /// Queues `event` for `channel`, if it takes events.
+    pub fn send(&self, channel: &str, event: &ChannelEvent) {
+        self.queue(event, |name| name == channel);
+    }
+
+    /// Queues `event` for every channel that takes events; returns how many
+    /// took it.
+    pub fn broadcast(&self, event: &ChannelEvent) -> usize {
+        self.queue(event, |_| true)
+    }
+
+    /// Stops the sender threads once their queues are drained.
+    pub fn close(&self) {
+        lock(&self.queues).clear();
+        for thread in lock(&self.threads).drain(..) {
+            let _ = thread.join();
+        }
+    }
+
+    fn queue(&self, event: &ChannelEvent, wanted: impl Fn(&str) -> bool) -> usize {
+        let queues = lock(&self.queues);
+        // Most setups have no event channel: then an event costs a lock.
+        if !queues.iter().any(|(name, _)| wanted(name)) {
+            return 0;
+        }
+        let Ok(payload) = serde_json::to_vec(event) else {
+            return 0;
+        };
+        let mut taken = 0;
+        for (name, tx) in queues.iter().filter(|(name, _)| wanted(name)) {
+            match tx.try_send(payload.clone()) {
+                Ok(()) => taken += 1,
+                Err(TrySendError::Full(_)) => {
+                    tracing::warn!(channel = %name, "channel event dropped: its queue is full");
+                }
+                Err(TrySendError::Disconnected(_)) => {}
+            }
+        }
+        taken
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

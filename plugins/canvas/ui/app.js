@@ -1,0 +1,1306 @@
+/*
+ * hearth canvas: the browser side of docs/canvas.md. Plain ES2020, no build
+ * step, no framework. Runs under the plugin's CSP: no inline scripts, no
+ * style attributes (CSSOM `el.style.x` only), no eval.
+ *
+ * DOM contract (tests/browser/canvas.test.mjs relies on it; keep it stable):
+ *
+ *   [data-testid="conn"]          connection; text "connected", "reconnecting…"
+ *                                 or "offline"; data-state "connected",
+ *                                 "reconnecting" or "offline". "connected"
+ *                                 means the socket is open and `hello` arrived.
+ *   [data-testid="agent"]         text and data-state "idle" or "busy";
+ *                                 data-connected "true"/"false" (Status.connected)
+ *   [data-testid="model"]         the model name, "—" when unknown
+ *   [data-testid="messages"]      the chat list (role=log, aria-live=polite):
+ *                                 stored messages and confirmation cards sorted
+ *                                 by at_ms (then key), then streaming bubbles,
+ *                                 then own messages not stored yet
+ *   [data-testid="message"]       a stored message; data-key, data-role
+ *                                 ("user"/"agent"), data-id (Message.id, when set)
+ *   [data-testid="attachment"]    a link to an attachment, inside a message,
+ *                                 pending message or... never inside a chip
+ *   [data-testid="pending"]       an own message the server has not echoed yet;
+ *                                 data-id (the client id), data-state "sending",
+ *                                 "sent" (acked, echo not seen yet) or "failed"
+ *   [data-testid="streaming"]     the reply being generated; data-turn; its
+ *                                 textContent is exactly the streamed text
+ *   [data-testid="confirmation"]  a confirmation card; data-id, data-state
+ *                                 ("pending"/"approved"/"denied"/"expired");
+ *                                 [data-testid="approve"] and [data-testid="deny"]
+ *                                 buttons exist only while pending
+ *   [data-testid="composer"]      the textarea
+ *   [data-testid="send"]          the send button (disabled while uploading)
+ *   [data-testid="attach"]        the file input (multiple)
+ *   [data-testid="chip"]          an attachment in the composer; data-state
+ *                                 "uploading", "ready" or "failed"
+ *   [data-testid="canvas"]        the canvas pane's element list, oldest first
+ *   [data-testid="element"]       a canvas element; data-id, data-type
+ */
+"use strict";
+
+(() => {
+  const SVG_NS = "http://www.w3.org/2000/svg";
+  const PING_MS = 15000;
+  const DEAD_MS = 45000;
+  const CONNECT_TIMEOUT_MS = 10000;
+  const BACKOFF_START_MS = 250;
+  const BACKOFF_CAP_MS = 5000;
+  const LOGIN_CHECK_AFTER = 3;
+  const PENDING_STORE = "hearth.canvas.pending";
+  const VIDEO_EXT = /\.(mp4|m4v|webm|ogv|ogg|mov)$/i;
+
+  function h(tag, attrs, ...children) {
+    return build(document.createElement(tag), attrs, children);
+  }
+
+  function s(tag, attrs, ...children) {
+    return build(document.createElementNS(SVG_NS, tag), attrs, children);
+  }
+
+  function build(el, attrs, children) {
+    if (attrs) {
+      for (const [k, v] of Object.entries(attrs)) {
+        if (v === null || v === undefined || v === false) continue;
+        if (k === "class") el.setAttribute("class", v);
+        else if (k === "text") el.textContent = v;
+        else if (k.startsWith("on")) el.addEventListener(k.slice(2), v);
+        else el.setAttribute(k, v === true ? "" : String(v));
+      }
+    }
+    for (const c of children.flat(Infinity)) {
+      if (c === null || c === undefined || c === false) continue;
+      el.append(c instanceof Node ? c : String(c));
+    }
+    return el;
+  }
+
+  const ui = {};
+
+  const state = {
+    messages: new Map(),
+    confirmations: new Map(),
+    elements: [],
+    streaming: new Map(),
+    pending: loadPending(),
+    answers: new Map(),
+    status: { agent: "idle", model: null, connected: true },
+    chips: [],
+  };
+
+  const conn = {
+    ws: null,
+    opened: false,
+    ready: false,
+    attempts: 0,
+    failures: 0,
+    retryTimer: null,
+    openTimer: null,
+    lastFrame: 0,
+    retryAt: 0,
+  };
+
+  const collator = new Intl.Collator("en", { numeric: true });
+  const timeFmt = new Intl.DateTimeFormat(undefined, { hour: "2-digit", minute: "2-digit" });
+  const dateTimeFmt = new Intl.DateTimeFormat(undefined, { dateStyle: "medium", timeStyle: "medium" });
+
+  /* ---------- ids, urls, formatting ---------- */
+
+  function newId() {
+    if (window.crypto && typeof crypto.randomUUID === "function") return crypto.randomUUID();
+    const b = new Uint8Array(16);
+    crypto.getRandomValues(b);
+    return Array.from(b, (x) => x.toString(16).padStart(2, "0")).join("");
+  }
+
+  function safeUrl(u, image) {
+    if (typeof u !== "string" || !u) return null;
+    if (image && /^data:image\/(png|jpeg|gif|webp)[;,]/i.test(u)) return u;
+    if (u.startsWith("/") && !u.startsWith("//")) return u;
+    let p;
+    try {
+      p = new URL(u, location.href);
+    } catch {
+      return null;
+    }
+    return p.protocol === "http:" || p.protocol === "https:" ? p.href : null;
+  }
+
+  function isSameOrigin(u) {
+    try {
+      return new URL(u, location.href).origin === location.origin;
+    } catch {
+      return false;
+    }
+  }
+
+  function hostOf(u) {
+    try {
+      return new URL(u, location.href).host;
+    } catch {
+      return "";
+    }
+  }
+
+  function fmtSize(n) {
+    if (typeof n !== "number" || !Number.isFinite(n) || n < 0) return "";
+    if (n < 1024) return `${n} B`;
+    const units = ["KB", "MB", "GB"];
+    let v = n / 1024;
+    let i = 0;
+    while (v >= 1024 && i < units.length - 1) {
+      v /= 1024;
+      i++;
+    }
+    return `${v < 10 ? v.toFixed(1) : Math.round(v)} ${units[i]}`;
+  }
+
+  function fmtTime(ms) {
+    const d = new Date(ms);
+    return Number.isNaN(d.getTime()) ? "" : timeFmt.format(d);
+  }
+
+  function fmtFull(ms) {
+    const d = new Date(ms);
+    return Number.isNaN(d.getTime()) ? "" : dateTimeFmt.format(d);
+  }
+
+  function fmtCountdown(ms) {
+    if (ms <= 0) return "time is up";
+    const t = Math.ceil(ms / 1000);
+    const m = Math.floor(t / 60);
+    const sec = String(t % 60).padStart(2, "0");
+    return `expires in ${m}:${sec}`;
+  }
+
+  function cellText(v) {
+    if (v === null || v === undefined) return "";
+    if (typeof v === "object") return JSON.stringify(v);
+    return String(v);
+  }
+
+  function num(v) {
+    if (typeof v === "number") return v;
+    if (typeof v === "string" && v.trim() !== "") return Number(v);
+    return NaN;
+  }
+
+  function sameJson(a, b) {
+    return a === b || JSON.stringify(a) === JSON.stringify(b);
+  }
+
+  /* ---------- toasts ---------- */
+
+  function toast(text, kind) {
+    const t = h("div", { class: `toast ${kind || "error"}`, role: kind === "info" ? "status" : "alert", text });
+    ui.toasts.append(t);
+    setTimeout(() => t.remove(), 6000);
+  }
+
+  /* ---------- pending sends (kept per tab across reloads) ---------- */
+
+  function loadPending() {
+    try {
+      const v = JSON.parse(sessionStorage.getItem(PENDING_STORE) || "[]");
+      return Array.isArray(v) ? v.filter((p) => p && typeof p.id === "string") : [];
+    } catch {
+      return [];
+    }
+  }
+
+  function savePending() {
+    try {
+      if (state.pending.length) sessionStorage.setItem(PENDING_STORE, JSON.stringify(state.pending));
+      else sessionStorage.removeItem(PENDING_STORE);
+    } catch {
+      /* storage full or disabled: the pending list still lives in memory */
+    }
+  }
+
+  function storedIds() {
+    const ids = new Set();
+    for (const m of state.messages.values()) if (m.role === "user" && m.id) ids.add(m.id);
+    return ids;
+  }
+
+  /* ---------- the socket ---------- */
+
+  function wsUrl() {
+    return (location.protocol === "https:" ? "wss" : "ws") + "://" + location.host + "/ws";
+  }
+
+  function connect() {
+    clearTimeout(conn.retryTimer);
+    conn.retryTimer = null;
+    if (conn.ws) return;
+    let ws;
+    try {
+      ws = new WebSocket(wsUrl());
+    } catch {
+      lost(null, 1006);
+      return;
+    }
+    conn.ws = ws;
+    conn.opened = false;
+    conn.ready = false;
+    renderConn();
+    conn.openTimer = setTimeout(() => {
+      if (conn.ws === ws && !conn.opened) lost(ws, 1006);
+    }, CONNECT_TIMEOUT_MS);
+    ws.addEventListener("open", () => {
+      if (conn.ws !== ws) return;
+      conn.opened = true;
+      conn.lastFrame = Date.now();
+      clearTimeout(conn.openTimer);
+    });
+    ws.addEventListener("message", (ev) => {
+      if (conn.ws !== ws) return;
+      conn.lastFrame = Date.now();
+      onFrame(ev.data);
+    });
+    ws.addEventListener("close", (ev) => {
+      if (conn.ws === ws) lost(ws, ev.code);
+    });
+  }
+
+  function lost(ws, code) {
+    clearTimeout(conn.openTimer);
+    const wasOpen = conn.opened;
+    conn.ws = null;
+    conn.opened = false;
+    conn.ready = false;
+    if (ws) {
+      try {
+        ws.close();
+      } catch {
+        /* already closed */
+      }
+    }
+    if (code === 4401) {
+      goLogin();
+      return;
+    }
+    conn.failures = wasOpen ? 0 : conn.failures + 1;
+    if (conn.failures >= LOGIN_CHECK_AFTER) checkSession();
+    const base = Math.min(BACKOFF_CAP_MS, BACKOFF_START_MS * 2 ** conn.attempts);
+    const delay = Math.round(base / 2 + (Math.random() * base) / 2);
+    conn.attempts = Math.min(conn.attempts + 1, 16);
+    conn.retryAt = Date.now() + delay;
+    conn.retryTimer = setTimeout(connect, delay);
+    renderConn();
+  }
+
+  function reconnectNow() {
+    if (conn.ws) return;
+    conn.attempts = 0;
+    connect();
+  }
+
+  async function checkSession() {
+    try {
+      const res = await fetch("/", { redirect: "manual", cache: "no-store", credentials: "same-origin" });
+      if (res.type === "opaqueredirect" || res.status === 401) goLogin();
+    } catch {
+      /* the server is down: keep retrying */
+    }
+  }
+
+  function goLogin() {
+    clearTimeout(conn.retryTimer);
+    location.assign("/login");
+  }
+
+  function sendFrame(frame) {
+    if (!conn.ws || !conn.ready || conn.ws.readyState !== WebSocket.OPEN) return false;
+    conn.ws.send(JSON.stringify(frame));
+    return true;
+  }
+
+  setInterval(() => {
+    if (conn.ws && conn.ready) sendFrame({ type: "ping" });
+  }, PING_MS);
+
+  setInterval(() => {
+    if (conn.ws && conn.opened && Date.now() - conn.lastFrame > DEAD_MS) lost(conn.ws, 1006);
+  }, 5000);
+
+  window.addEventListener("online", reconnectNow);
+  window.addEventListener("offline", renderConn);
+  document.addEventListener("visibilitychange", () => {
+    if (document.visibilityState === "visible") reconnectNow();
+  });
+
+  /* ---------- frames ---------- */
+
+  function onFrame(data) {
+    if (typeof data !== "string") return;
+    let f;
+    try {
+      f = JSON.parse(data);
+    } catch {
+      return;
+    }
+    if (!f || typeof f !== "object") return;
+    switch (f.type) {
+      case "hello":
+        onHello(f);
+        break;
+      case "ack":
+        onAck(f.id);
+        break;
+      case "message":
+        onMessage(f.message);
+        break;
+      case "delta":
+        onDelta(f.turn, f.text);
+        break;
+      case "delta_reset":
+        if (state.streaming.has(f.turn)) state.streaming.set(f.turn, "");
+        scheduleChat();
+        break;
+      case "status":
+        onStatus(f);
+        break;
+      case "canvas":
+        onCanvas(f);
+        break;
+      case "confirmation":
+        onConfirmation(f.confirmation);
+        break;
+      case "error":
+        onError(f);
+        break;
+      default:
+        break;
+    }
+  }
+
+  function onHello(f) {
+    state.messages = new Map();
+    for (const m of Array.isArray(f.history) ? f.history : []) {
+      if (m && m.key !== undefined) state.messages.set(String(m.key), m);
+    }
+    state.confirmations = new Map();
+    for (const c of Array.isArray(f.confirmations) ? f.confirmations : []) {
+      if (c && c.id !== undefined) state.confirmations.set(String(c.id), c);
+    }
+    for (const id of state.answers.keys()) {
+      const c = state.confirmations.get(id);
+      if (!c || c.state !== "pending") state.answers.delete(id);
+    }
+    state.elements = (Array.isArray(f.canvas) ? f.canvas : []).filter((e) => e && e.id !== undefined);
+    state.streaming.clear();
+    state.status = { agent: "idle", model: null, connected: true };
+    onStatus(f.status || {});
+
+    conn.ready = true;
+    conn.failures = 0;
+    conn.attempts = 0;
+    renderConn();
+
+    const stored = storedIds();
+    state.pending = state.pending.filter((p) => !stored.has(p.id) && p.state !== "sent");
+    for (const p of state.pending) if (p.state === "sending") transmit(p);
+    savePending();
+    for (const [id, approve] of state.answers) sendFrame({ type: "confirm", id, approve });
+
+    stickChat = true;
+    renderChat();
+    renderCanvas(null);
+  }
+
+  function onAck(id) {
+    const p = state.pending.find((x) => x.id === id);
+    if (!p) return;
+    p.state = "sent";
+    savePending();
+    scheduleChat();
+  }
+
+  function onMessage(m) {
+    if (!m || m.key === undefined) return;
+    state.messages.set(String(m.key), m);
+    if (m.role === "user" && m.id) {
+      const before = state.pending.length;
+      state.pending = state.pending.filter((p) => p.id !== m.id);
+      if (state.pending.length !== before) savePending();
+    }
+    if (m.role === "agent" && m.id) state.streaming.delete(m.id);
+    scheduleChat();
+  }
+
+  function onDelta(turn, text) {
+    if (typeof turn !== "string" || typeof text !== "string") return;
+    state.streaming.set(turn, (state.streaming.get(turn) || "") + text);
+    scheduleChat();
+  }
+
+  function onStatus(f) {
+    if (f.agent === "idle" || f.agent === "busy") state.status.agent = f.agent;
+    if ("model" in f) state.status.model = typeof f.model === "string" && f.model ? f.model : null;
+    if (typeof f.connected === "boolean") state.status.connected = f.connected;
+    if (state.status.agent === "idle" && state.streaming.size) {
+      state.streaming.clear();
+      scheduleChat();
+    }
+    renderStatus();
+  }
+
+  function onCanvas(f) {
+    if (f.op === "show" && f.element && f.element.id !== undefined) {
+      const i = state.elements.findIndex((e) => e.id === f.element.id);
+      if (i >= 0) state.elements[i] = f.element;
+      else state.elements.push(f.element);
+      renderCanvas(f.element.id);
+    } else if (f.op === "remove") {
+      state.elements = state.elements.filter((e) => e.id !== f.id);
+      renderCanvas(null);
+    } else if (f.op === "clear") {
+      state.elements = [];
+      renderCanvas(null);
+    }
+  }
+
+  function onConfirmation(c) {
+    if (!c || c.id === undefined) return;
+    const id = String(c.id);
+    state.confirmations.set(id, c);
+    if (c.state !== "pending") state.answers.delete(id);
+    scheduleChat();
+  }
+
+  function onError(f) {
+    const msg = typeof f.message === "string" ? f.message : "refused";
+    const p = f.id ? state.pending.find((x) => x.id === f.id) : null;
+    if (p) {
+      p.state = "failed";
+      p.error = msg;
+      savePending();
+      scheduleChat();
+      return;
+    }
+    if (f.id && state.answers.has(String(f.id))) {
+      state.answers.delete(String(f.id));
+      scheduleChat();
+      toast(`The answer was refused: ${msg}`);
+      return;
+    }
+    toast(msg);
+  }
+
+  /* ---------- sending ---------- */
+
+  function transmit(p) {
+    const frame = { type: "send", id: p.id, text: p.text };
+    if (p.attachments && p.attachments.length) frame.attachments = p.attachments.map((a) => a.id);
+    sendFrame(frame);
+  }
+
+  function uploading() {
+    return state.chips.some((c) => c.state === "uploading");
+  }
+
+  function submit() {
+    if (uploading()) {
+      toast("Wait for the uploads to finish.", "info");
+      return;
+    }
+    const text = ui.composer.value.replace(/\s+$/, "").replace(/^\s*\n/, "");
+    const attachments = state.chips.filter((c) => c.state === "ready").map((c) => c.attachment);
+    if (!text && !attachments.length) return;
+    const p = { id: newId(), text, attachments, at_ms: Date.now(), state: "sending" };
+    state.pending.push(p);
+    savePending();
+    ui.composer.value = "";
+    state.chips = [];
+    autoGrow();
+    renderChips();
+    transmit(p);
+    stickChat = true;
+    scheduleChat();
+  }
+
+  function answer(id, approve) {
+    state.answers.set(id, approve);
+    sendFrame({ type: "confirm", id, approve });
+    scheduleChat();
+  }
+
+  function retryPending(id) {
+    const p = state.pending.find((x) => x.id === id);
+    if (!p) return;
+    p.state = "sending";
+    delete p.error;
+    savePending();
+    transmit(p);
+    scheduleChat();
+  }
+
+  function discardPending(id) {
+    state.pending = state.pending.filter((x) => x.id !== id);
+    savePending();
+    scheduleChat();
+  }
+
+  /* ---------- uploads ---------- */
+
+  async function upload(file) {
+    const chip = { key: newId(), name: file.name || "file", size: file.size, state: "uploading", attachment: null };
+    state.chips.push(chip);
+    renderChips();
+    try {
+      const res = await fetch("/upload?name=" + encodeURIComponent(chip.name), {
+        method: "POST",
+        body: file,
+        headers: { "content-type": file.type || "application/octet-stream" },
+        credentials: "same-origin",
+      });
+      if (res.status === 401) {
+        goLogin();
+        return;
+      }
+      if (!res.ok) {
+        throw new Error(res.status === 413 ? "too large" : `upload failed (${res.status})`);
+      }
+      const a = await res.json();
+      if (!a || typeof a.id !== "string") throw new Error("bad answer from the server");
+      chip.attachment = a;
+      chip.state = "ready";
+    } catch (e) {
+      chip.state = "failed";
+      chip.error = e instanceof Error ? e.message : String(e);
+    }
+    renderChips();
+  }
+
+  function addFiles(files) {
+    for (const f of Array.from(files || [])) upload(f);
+  }
+
+  function renderChips() {
+    ui.chips.replaceChildren(
+      ...state.chips.map((c) => {
+        const label =
+          c.state === "uploading" ? "uploading…" : c.state === "failed" ? c.error || "failed" : fmtSize(c.size);
+        return h(
+          "span",
+          { class: `chip ${c.state}`, "data-testid": "chip", "data-state": c.state },
+          h("span", { class: "chip-name", text: c.name }),
+          h("span", { class: "chip-meta", text: label }),
+          h("button", {
+            type: "button",
+            class: "chip-remove",
+            "aria-label": `Remove ${c.name}`,
+            text: "×",
+            onclick: () => {
+              state.chips = state.chips.filter((x) => x !== c);
+              renderChips();
+            },
+          }),
+        );
+      }),
+    );
+    ui.chips.hidden = state.chips.length === 0;
+    ui.send.disabled = uploading();
+  }
+
+  /* ---------- status bar ---------- */
+
+  function renderConn() {
+    let key;
+    let text;
+    if (conn.ready) {
+      key = "connected";
+      text = "connected";
+    } else if (navigator.onLine === false || conn.failures >= LOGIN_CHECK_AFTER) {
+      key = "offline";
+      text = "offline";
+    } else {
+      key = "reconnecting";
+      text = "reconnecting…";
+    }
+    ui.conn.dataset.state = key;
+    if (ui.conn.textContent !== text) ui.conn.textContent = text;
+    ui.conn.title = conn.ready ? "Live connection to the daemon" : "Retrying automatically";
+    document.body.classList.toggle("disconnected", !conn.ready);
+  }
+
+  function renderStatus() {
+    const st = state.status;
+    ui.agent.textContent = st.agent;
+    ui.agent.dataset.state = st.agent;
+    ui.agent.dataset.connected = String(st.connected);
+    ui.agentDown.hidden = st.connected !== false;
+    ui.model.textContent = st.model || "—";
+    ui.model.title = st.model ? `Model: ${st.model}` : "Model unknown";
+  }
+
+  function renderApprovals() {
+    const waiting = [...state.confirmations.values()].filter((c) => c.state === "pending");
+    ui.approvals.hidden = waiting.length === 0;
+    ui.approvals.textContent = waiting.length === 1 ? "1 approval waiting" : `${waiting.length} approvals waiting`;
+    document.title = waiting.length ? `(${waiting.length}) hearth` : "hearth";
+  }
+
+  /* ---------- chat ---------- */
+
+  let stickChat = true;
+  let chatScheduled = false;
+  let gen = 0;
+  const cache = {
+    messages: new Map(),
+    confirmations: new Map(),
+    streaming: new Map(),
+    pending: new Map(),
+  };
+
+  function scheduleChat() {
+    if (chatScheduled) return;
+    chatScheduled = true;
+    queueMicrotask(() => {
+      chatScheduled = false;
+      renderChat();
+    });
+  }
+
+  function cached(map, id, src, make, same) {
+    let e = map.get(id);
+    if (!e || (e.src !== src && !(same || sameJson)(e.src, src))) {
+      e = { node: make(src), src };
+      map.set(id, e);
+    } else {
+      e.src = src;
+    }
+    e.gen = gen;
+    return e;
+  }
+
+  function prune(map) {
+    for (const [k, e] of map) if (e.gen !== gen) map.delete(k);
+  }
+
+  function reconcile(parent, want) {
+    let cur = parent.firstChild;
+    for (const n of want) {
+      if (n === cur) cur = cur.nextSibling;
+      else parent.insertBefore(n, cur);
+    }
+    while (cur) {
+      const next = cur.nextSibling;
+      cur.remove();
+      cur = next;
+    }
+  }
+
+  function renderChat() {
+    const list = ui.messages;
+    const atBottom = stickChat || list.scrollHeight - list.scrollTop - list.clientHeight < 48;
+    stickChat = false;
+    gen++;
+
+    const items = [];
+    for (const [key, m] of state.messages) {
+      items.push({ at: Number(m.at_ms) || 0, rank: 0, key, node: cached(cache.messages, key, m, messageNode).node });
+    }
+    for (const [id, c] of state.confirmations) {
+      const src = { c, answering: state.answers.has(id) };
+      const e = cached(cache.confirmations, id, src, confirmationNode, (a, b) => a.answering === b.answering && sameJson(a.c, b.c));
+      items.push({ at: Number(c.at_ms) || 0, rank: 1, key: id, node: e.node });
+    }
+    items.sort((a, b) => a.at - b.at || a.rank - b.rank || collator.compare(a.key, b.key));
+    const want = items.map((i) => i.node);
+
+    for (const [turn, text] of state.streaming) {
+      const e = cached(cache.streaming, turn, turn, streamingNode, (a, b) => a === b);
+      if (e.text.textContent !== text) e.text.textContent = text;
+      want.push(e.node);
+    }
+
+    const stored = storedIds();
+    for (const p of state.pending) {
+      if (stored.has(p.id)) continue;
+      const src = { p, sig: `${p.state}|${p.error || ""}` };
+      want.push(cached(cache.pending, p.id, src, pendingNode, (a, b) => a.sig === b.sig).node);
+    }
+
+    for (const map of Object.values(cache)) prune(map);
+    reconcile(list, want);
+    if (atBottom) list.scrollTop = list.scrollHeight;
+    renderApprovals();
+    tickCountdowns();
+  }
+
+  function attachmentsNode(list) {
+    if (!Array.isArray(list) || !list.length) return null;
+    return h(
+      "ul",
+      { class: "attachments" },
+      list.map((a) => {
+        if (!a || typeof a !== "object") return null;
+        const name = typeof a.name === "string" ? a.name : "attachment";
+        const url = safeUrl(a.url, false);
+        const isImage = typeof a.mime === "string" && a.mime.startsWith("image/") && url;
+        const inner = [
+          isImage ? h("img", { class: "thumb", src: url, alt: name, loading: "lazy" }) : h("span", { class: "file-icon", "aria-hidden": "true" }),
+          h("span", { class: "att-name", text: name }),
+          h("span", { class: "att-size", text: fmtSize(a.size) }),
+        ];
+        return h(
+          "li",
+          null,
+          url
+            ? h("a", { class: `attachment${isImage ? " image" : ""}`, "data-testid": "attachment", href: url, target: "_blank", rel: "noopener", download: isImage ? null : name }, inner)
+            : h("span", { class: "attachment", "data-testid": "attachment" }, inner),
+        );
+      }),
+    );
+  }
+
+  function fixLinks(root) {
+    for (const a of root.querySelectorAll("a[href]")) {
+      if (!isSameOrigin(a.getAttribute("href"))) {
+        a.target = "_blank";
+        a.rel = "noopener noreferrer";
+      }
+    }
+  }
+
+  function messageNode(m) {
+    const role = m.role === "user" ? "user" : "agent";
+    const body = h("div", { class: "body" });
+    if (role === "agent" && typeof m.html === "string") {
+      body.classList.add("rich");
+      body.innerHTML = m.html;
+      fixLinks(body);
+    } else {
+      body.classList.add("plain");
+      body.textContent = typeof m.text === "string" ? m.text : "";
+    }
+    const at = Number(m.at_ms);
+    return h(
+      "article",
+      { class: `msg ${role}`, "data-testid": "message", "data-role": role, "data-key": m.key, "data-id": m.id || null },
+      h("div", { class: "bubble" }, body, attachmentsNode(m.attachments)),
+      h("div", { class: "meta" }, h("span", { class: "who", text: role === "user" ? "you" : "agent" }), at ? h("time", { datetime: new Date(at).toISOString(), title: fmtFull(at), text: fmtTime(at) }) : null),
+    );
+  }
+
+  function streamingNode(turn) {
+    const text = h("span", { class: "stream-text" });
+    const node = h(
+      "article",
+      { class: "msg agent streaming", "data-testid": "streaming", "data-turn": turn, "aria-hidden": "true" },
+      h("div", { class: "bubble" }, h("div", { class: "body plain typing" }, text)),
+      h("div", { class: "meta" }, h("span", { class: "who", text: "agent is writing…" })),
+    );
+    const e = { node, text };
+    node.hearthText = text;
+    return node;
+  }
+
+  function pendingNode(src) {
+    const p = src.p;
+    const meta =
+      p.state === "failed"
+        ? [
+            h("span", { class: "failed-text", text: `not sent: ${p.error || "refused"}` }),
+            h("button", { type: "button", class: "link-btn", text: "Retry", onclick: () => retryPending(p.id) }),
+            h("button", { type: "button", class: "link-btn", text: "Discard", onclick: () => discardPending(p.id) }),
+          ]
+        : h("span", { class: "sending", text: p.state === "sent" ? "sent" : "sending…" });
+    return h(
+      "article",
+      { class: `msg user pending ${p.state}`, "data-testid": "pending", "data-id": p.id, "data-state": p.state },
+      h("div", { class: "bubble" }, h("div", { class: "body plain", text: p.text }), attachmentsNode(p.attachments)),
+      h("div", { class: "meta" }, meta),
+    );
+  }
+
+  const OUTCOME = {
+    approved: "Approved",
+    denied: "Denied",
+    expired: "Expired",
+  };
+
+  function confirmationNode(src) {
+    const c = src.c;
+    const id = String(c.id);
+    const st = ["pending", "approved", "denied", "expired"].includes(c.state) ? c.state : "pending";
+    const tool = typeof c.tool === "string" ? c.tool : "tool";
+    let argsText;
+    try {
+      argsText = JSON.stringify(c.args === undefined ? {} : c.args, null, 2);
+    } catch {
+      argsText = String(c.args);
+    }
+    const countdown = h("span", { class: "countdown", "data-testid": "countdown" });
+    const parts = [
+      h(
+        "header",
+        { class: "card-head" },
+        h("span", { class: "card-kind", text: st === "pending" ? "Approval needed" : OUTCOME[st] }),
+        h("code", { class: "tool", "data-testid": "tool", text: tool }),
+      ),
+    ];
+    if (typeof c.command === "string") {
+      parts.push(h("div", { class: "field-label", text: "Command" }), h("pre", { class: "command", "data-testid": "command" }, h("code", { text: c.command })));
+    }
+    parts.push(h("div", { class: "field-label", text: "Arguments" }), h("pre", { class: "args", "data-testid": "args" }, h("code", { text: argsText })));
+    if (c.reason) parts.push(h("p", { class: "reason", "data-testid": "reason", text: String(c.reason) }));
+    const facts = h("dl", { class: "facts" }, h("dt", { text: "Fingerprint" }), h("dd", null, h("code", { "data-testid": "fingerprint", text: String(c.fingerprint || "—") })));
+    if (st === "pending") facts.append(h("dt", { text: "Time" }), h("dd", null, countdown));
+    parts.push(facts);
+    if (st === "pending") {
+      const busy = src.answering;
+      parts.push(
+        h(
+          "div",
+          { class: "actions" },
+          h("button", { type: "button", class: "btn approve", "data-testid": "approve", disabled: busy, text: "Approve", onclick: () => answer(id, true) }),
+          h("button", { type: "button", class: "btn deny", "data-testid": "deny", disabled: busy, text: "Deny", onclick: () => answer(id, false) }),
+          busy ? h("span", { class: "answering", text: conn.ready ? "sending…" : "will be sent when reconnected" }) : null,
+        ),
+      );
+    } else {
+      const by = c.decided_by ? ` by ${c.decided_by}` : "";
+      parts.push(h("p", { class: `outcome ${st}`, "data-testid": "outcome", text: `${OUTCOME[st]}${by}` }));
+    }
+    const node = h("article", { class: `card confirm ${st}`, "data-testid": "confirmation", "data-id": id, "data-state": st, role: "group", "aria-label": `${st === "pending" ? "Approval needed" : OUTCOME[st]}: ${tool}` }, parts);
+    node.hearthCountdown = st === "pending" ? { el: countdown, at: Number(c.expires_at_ms) } : null;
+    return node;
+  }
+
+  function tickCountdowns() {
+    const now = Date.now();
+    for (const e of cache.confirmations.values()) {
+      const cd = e.node.hearthCountdown;
+      if (!cd) continue;
+      const text = Number.isFinite(cd.at) ? fmtCountdown(cd.at - now) : "";
+      if (cd.el.textContent !== text) cd.el.textContent = text;
+    }
+  }
+
+  setInterval(tickCountdowns, 1000);
+
+  /* ---------- canvas pane ---------- */
+
+  const elementCache = new Map();
+
+  function renderCanvas(shownId) {
+    gen++;
+    const want = state.elements.map((el) => cached(elementCache, String(el.id), el, elementNode).node);
+    prune(elementCache);
+    reconcile(ui.elements, want);
+    ui.canvasCount.textContent = state.elements.length ? String(state.elements.length) : "";
+    if (shownId !== null && shownId !== undefined) {
+      const e = elementCache.get(String(shownId));
+      if (e) e.node.scrollIntoView({ block: "nearest" });
+    }
+  }
+
+  function elementNode(el) {
+    const type = typeof el.type === "string" ? el.type : "unknown";
+    const data = el.data && typeof el.data === "object" ? el.data : {};
+    let body;
+    try {
+      const r = RENDER[type];
+      body = r ? r(data, el) : unsupported(`Unsupported element type “${type}”.`, data);
+    } catch (e) {
+      body = unsupported(`This ${type} element could not be shown.`, data);
+    }
+    return h(
+      "section",
+      { class: `element el-${type.replace(/[^a-z0-9_-]/gi, "")}`, "data-testid": "element", "data-type": type, "data-id": String(el.id), "aria-label": el.title || type },
+      h("header", { class: "el-head" }, h("h2", { class: "el-title", text: typeof el.title === "string" && el.title ? el.title : "" }), h("span", { class: "el-type", text: type })),
+      h("div", { class: "el-body" }, body),
+    );
+  }
+
+  function unsupported(text, data) {
+    let json;
+    try {
+      json = JSON.stringify(data, null, 2) || "";
+    } catch {
+      json = "";
+    }
+    return h(
+      "div",
+      { class: "unsupported" },
+      h("p", { text }),
+      json && json !== "{}" ? h("details", null, h("summary", { text: "data" }), h("pre", { text: json.slice(0, 4000) })) : null,
+    );
+  }
+
+  function linkCard(url, title, description) {
+    return h(
+      "a",
+      { class: "link-card", href: url, target: isSameOrigin(url) ? null : "_blank", rel: "noopener noreferrer" },
+      h("span", { class: "link-title", text: title || hostOf(url) || url }),
+      description ? h("span", { class: "link-desc", text: description }) : null,
+      h("span", { class: "link-host", text: hostOf(url) }),
+    );
+  }
+
+  const RENDER = {
+    markdown(d, el) {
+      const div = h("div", { class: "rich md" });
+      if (typeof el.html === "string") {
+        div.innerHTML = el.html;
+        fixLinks(div);
+      } else {
+        div.classList.add("plain");
+        div.textContent = typeof d.markdown === "string" ? d.markdown : "";
+      }
+      return div;
+    },
+
+    table(d) {
+      const rows = Array.isArray(d.rows) ? d.rows : [];
+      let cols = Array.isArray(d.columns) ? d.columns.map(cellText) : [];
+      if (!cols.length && rows.length && rows[0] && typeof rows[0] === "object" && !Array.isArray(rows[0])) cols = Object.keys(rows[0]);
+      const cells = rows.map((r) => (Array.isArray(r) ? r : r && typeof r === "object" ? cols.map((c) => r[c]) : [r]));
+      const width = Math.max(cols.length, ...cells.map((r) => r.length), 0);
+      const head = cols.length
+        ? h("thead", null, h("tr", null, Array.from({ length: width }, (_, i) => h("th", { scope: "col", text: cols[i] || "" }))))
+        : null;
+      const body = h(
+        "tbody",
+        null,
+        cells.map((r) =>
+          h(
+            "tr",
+            null,
+            Array.from({ length: width }, (_, i) => {
+              const v = r[i];
+              return h("td", { class: typeof v === "number" ? "num" : null, text: cellText(v) });
+            }),
+          ),
+        ),
+      );
+      return h("div", { class: "table-wrap" }, h("table", null, head, body), rows.length ? null : h("p", { class: "muted", text: "No rows." }));
+    },
+
+    chart(d, el) {
+      return chart(d, el);
+    },
+
+    image(d) {
+      const url = safeUrl(d.url, true);
+      if (!url) return unsupported("The image URL is not allowed.", d);
+      const alt = typeof d.alt === "string" ? d.alt : "";
+      const img = h("img", { src: url, alt, decoding: "async" });
+      const fig = h("figure", { class: "image" }, h("a", { href: url.startsWith("data:") ? null : url, target: "_blank", rel: "noopener" }, img), d.caption ? h("figcaption", { text: String(d.caption) }) : null);
+      img.addEventListener("error", () => fig.classList.add("broken"));
+      return fig;
+    },
+
+    code(d) {
+      const code = typeof d.code === "string" ? d.code : cellText(d.code);
+      const lang = typeof d.language === "string" && d.language ? d.language : "text";
+      const btn = h("button", { type: "button", class: "copy", "data-testid": "copy", text: "Copy" });
+      btn.addEventListener("click", () => copyText(code, btn));
+      return h(
+        "div",
+        { class: "code" },
+        h("div", { class: "code-head" }, h("span", { class: "lang", text: lang }), btn),
+        h("pre", null, h("code", { class: `language-${lang.replace(/[^a-z0-9_+-]/gi, "")}`, text: code })),
+      );
+    },
+
+    checklist(d) {
+      const items = Array.isArray(d.items) ? d.items : [];
+      const done = items.filter((i) => i && i.done === true).length;
+      return h(
+        "div",
+        { class: "checklist" },
+        h(
+          "ul",
+          null,
+          items.map((it) => {
+            const text = it && typeof it === "object" ? cellText(it.text) : cellText(it);
+            const checked = !!(it && it.done === true);
+            return h("li", { class: checked ? "done" : null }, h("label", null, h("input", { type: "checkbox", disabled: true, checked }), h("span", { text })));
+          }),
+        ),
+        h("p", { class: "muted", text: `${done} of ${items.length} done` }),
+      );
+    },
+
+    link(d) {
+      const url = safeUrl(d.url, false);
+      if (!url) return unsupported("The link URL is not allowed.", d);
+      return linkCard(url, typeof d.title === "string" ? d.title : "", typeof d.description === "string" ? d.description : "");
+    },
+
+    video(d) {
+      const url = safeUrl(d.url, false);
+      if (!url) return unsupported("The video URL is not allowed.", d);
+      const title = typeof d.title === "string" ? d.title : "";
+      let playable = false;
+      try {
+        const p = new URL(url, location.href);
+        const own = p.origin === location.origin && p.pathname.startsWith("/files/");
+        playable = own || (p.protocol === "https:" && VIDEO_EXT.test(p.pathname));
+      } catch {
+        playable = false;
+      }
+      if (!playable) return linkCard(url, title || "Video", "");
+      return h(
+        "figure",
+        { class: "video" },
+        h("video", { src: url, controls: true, preload: "metadata", playsinline: true }, h("a", { href: url, text: "Download the video" })),
+        title ? h("figcaption", { text: title }) : null,
+      );
+    },
+
+    progress(d) {
+      const max = Number.isFinite(num(d.max)) && num(d.max) > 0 ? num(d.max) : 100;
+      const value = num(d.value);
+      const known = Number.isFinite(value);
+      const clamped = known ? Math.min(Math.max(value, 0), max) : 0;
+      const label = typeof d.label === "string" ? d.label : "";
+      const pct = known ? `${Math.round((clamped / max) * 100)}%` : "";
+      const bar = h("progress", { max: String(max), "aria-label": label || "progress" });
+      if (known) bar.value = clamped;
+      return h("div", { class: "progress" }, h("div", { class: "progress-head" }, h("span", { class: "progress-label", text: label }), h("span", { class: "progress-pct", text: pct })), bar);
+    },
+  };
+
+  async function copyText(text, btn) {
+    let ok = false;
+    try {
+      await navigator.clipboard.writeText(text);
+      ok = true;
+    } catch {
+      const ta = h("textarea", { class: "offscreen", readonly: true });
+      ta.value = text;
+      document.body.append(ta);
+      ta.select();
+      try {
+        ok = document.execCommand("copy");
+      } catch {
+        ok = false;
+      }
+      ta.remove();
+    }
+    btn.textContent = ok ? "Copied" : "Copy failed";
+    setTimeout(() => {
+      btn.textContent = "Copy";
+    }, 1500);
+  }
+
+  /* ---------- charts (SVG) ---------- */
+
+  function niceTicks(lo, hi, count) {
+    const raw = (hi - lo) / Math.max(1, count - 1);
+    const e = Math.floor(Math.log10(raw));
+    const f = raw / 10 ** e;
+    const nf = f <= 1 ? 1 : f <= 2 ? 2 : f <= 2.5 ? 2.5 : f <= 5 ? 5 : 10;
+    const step = nf * 10 ** e;
+    const start = Math.floor(lo / step) * step;
+    const end = Math.ceil(hi / step) * step;
+    const decimals = Math.max(0, -Math.floor(Math.log10(step)) + (nf === 2.5 ? 1 : 0));
+    const ticks = [];
+    for (let v = start; v <= end + step / 2; v += step) ticks.push(Number(v.toFixed(decimals)));
+    return { ticks, decimals };
+  }
+
+  function chart(d, el) {
+    const kind = d.kind === "bar" ? "bar" : "line";
+    const series = (Array.isArray(d.series) ? d.series : []).map((sr, i) => ({
+      name: sr && typeof sr.name === "string" && sr.name ? sr.name : `series ${i + 1}`,
+      values: sr && Array.isArray(sr.values) ? sr.values.map(num) : [],
+    }));
+    const labels = Array.isArray(d.labels) ? d.labels.map(cellText) : [];
+    const n = Math.max(labels.length, ...series.map((sr) => sr.values.length), 0);
+    const finite = series.flatMap((sr) => sr.values).filter(Number.isFinite);
+    if (!n || !finite.length) return h("div", { class: "chart-empty muted", text: "No data to chart." });
+
+    let lo = Math.min(...finite);
+    let hi = Math.max(...finite);
+    if (kind === "bar") {
+      lo = Math.min(lo, 0);
+      hi = Math.max(hi, 0);
+    }
+    if (lo === hi) {
+      const pad = Math.abs(lo) > 0 ? Math.abs(lo) / 2 : 1;
+      lo -= pad;
+      hi += pad;
+    }
+    const { ticks, decimals } = niceTicks(lo, hi, 5);
+    lo = ticks[0];
+    hi = ticks[ticks.length - 1];
+    const fmt = new Intl.NumberFormat(undefined, {
+      maximumFractionDigits: decimals,
+      notation: Math.max(Math.abs(lo), Math.abs(hi)) >= 1e6 ? "compact" : "standard",
+    });
+
+    const W = 640;
+    const H = 300;
+    const L = Math.max(36, 10 + 7 * Math.max(...ticks.map((t) => fmt.format(t).length)));
+    const R = 16;
+    const T = 14;
+    const B = 40;
+    const pw = W - L - R;
+    const ph = H - T - B;
+    const y = (v) => T + (ph * (hi - v)) / (hi - lo);
+    const band = pw / n;
+    const x = kind === "bar" ? (i) => L + band * (i + 0.5) : (i) => L + (n === 1 ? pw / 2 : (i * pw) / (n - 1));
+    const label = (i) => (labels[i] !== undefined && labels[i] !== "" ? labels[i] : String(i + 1));
+
+    const title = typeof el.title === "string" && el.title ? el.title : `${kind} chart`;
+    const svg = s("svg", { class: `chart-svg ${kind}`, viewBox: `0 0 ${W} ${H}`, role: "img", "aria-label": `${title}: ${series.map((sr) => sr.name).join(", ")}` }, s("title", { text: title }));
+
+    const grid = s("g", { class: "grid" });
+    for (const t of ticks) {
+      const ty = y(t);
+      grid.append(
+        s("line", { x1: L, x2: W - R, y1: ty, y2: ty, class: t === 0 ? "zero" : null }),
+        s("text", { x: L - 8, y: ty, class: "tick y", "text-anchor": "end", "dominant-baseline": "middle", text: fmt.format(t) }),
+      );
+    }
+    svg.append(grid);
+
+    const every = Math.max(1, Math.ceil(n / Math.max(1, Math.floor(pw / 56))));
+    const xl = s("g", { class: "x-labels" });
+    for (let i = 0; i < n; i += every) {
+      const full = label(i);
+      const short = full.length > 10 ? `${full.slice(0, 9)}…` : full;
+      xl.append(s("text", { x: x(i), y: H - B + 18, class: "tick x", "text-anchor": "middle", text: short }, full !== short ? s("title", { text: full }) : null));
+    }
+    svg.append(xl, s("line", { class: "axis", x1: L, x2: W - R, y1: T + ph, y2: T + ph }), s("line", { class: "axis", x1: L, x2: L, y1: T, y2: T + ph }));
+
+    const plot = s("g", { class: "plot" });
+    if (kind === "bar") {
+      const group = band * 0.78;
+      const bw = group / Math.max(1, series.length);
+      const y0 = y(Math.min(Math.max(0, lo), hi));
+      series.forEach((sr, si) => {
+        for (let i = 0; i < n; i++) {
+          const v = sr.values[i];
+          if (!Number.isFinite(v)) continue;
+          const top = Math.min(y(v), y0);
+          const height = Math.max(1, Math.abs(y(v) - y0));
+          plot.append(
+            s("rect", { class: `bar s${si % 6}`, x: x(i) - group / 2 + si * bw + 1, y: top, width: Math.max(1, bw - 2), height, rx: 2 }, s("title", { text: `${label(i)} · ${sr.name}: ${fmt.format(v)}` })),
+          );
+        }
+      });
+    } else {
+      series.forEach((sr, si) => {
+        let dpath = "";
+        let open = false;
+        for (let i = 0; i < n; i++) {
+          const v = sr.values[i];
+          if (!Number.isFinite(v)) {
+            open = false;
+            continue;
+          }
+          dpath += `${open ? "L" : "M"}${x(i).toFixed(1)} ${y(v).toFixed(1)} `;
+          open = true;
+        }
+        plot.append(s("path", { class: `line s${si % 6}`, d: dpath.trim(), fill: "none" }));
+        if (n <= 60) {
+          for (let i = 0; i < n; i++) {
+            const v = sr.values[i];
+            if (!Number.isFinite(v)) continue;
+            plot.append(s("circle", { class: `dot s${si % 6}`, cx: x(i), cy: y(v), r: 3 }, s("title", { text: `${label(i)} · ${sr.name}: ${fmt.format(v)}` })));
+          }
+        }
+      });
+    }
+    svg.append(plot);
+
+    const legend =
+      series.length > 1
+        ? h(
+            "ul",
+            { class: "legend" },
+            series.map((sr, si) => h("li", null, h("span", { class: `swatch s${si % 6}`, "aria-hidden": "true" }), h("span", { text: sr.name }))),
+          )
+        : null;
+    return h("div", { class: "chart" }, svg, legend);
+  }
+
+  /* ---------- composer ---------- */
+
+  function autoGrow() {
+    const ta = ui.composer;
+    ta.style.height = "auto";
+    ta.style.height = `${Math.min(ta.scrollHeight, 240)}px`;
+  }
+
+  function init() {
+    ui.conn = document.querySelector('[data-testid="conn"]');
+    ui.agent = document.querySelector('[data-testid="agent"]');
+    ui.agentDown = document.getElementById("agent-down");
+    ui.model = document.querySelector('[data-testid="model"]');
+    ui.approvals = document.getElementById("approvals");
+    ui.messages = document.querySelector('[data-testid="messages"]');
+    ui.elements = document.querySelector('[data-testid="canvas"]');
+    ui.canvasCount = document.getElementById("canvas-count");
+    ui.form = document.getElementById("composer-form");
+    ui.composer = document.querySelector('[data-testid="composer"]');
+    ui.send = document.querySelector('[data-testid="send"]');
+    ui.attach = document.querySelector('[data-testid="attach"]');
+    ui.chips = document.getElementById("chips");
+    ui.toasts = document.getElementById("toasts");
+
+    ui.form.addEventListener("submit", (e) => {
+      e.preventDefault();
+      submit();
+    });
+    ui.composer.addEventListener("keydown", (e) => {
+      if (e.key !== "Enter" || e.shiftKey || e.isComposing || e.keyCode === 229) return;
+      e.preventDefault();
+      submit();
+    });
+    ui.composer.addEventListener("input", autoGrow);
+    ui.attach.addEventListener("change", () => {
+      addFiles(ui.attach.files);
+      ui.attach.value = "";
+    });
+    ui.composer.addEventListener("paste", (e) => {
+      const files = e.clipboardData ? Array.from(e.clipboardData.files || []) : [];
+      if (files.length) {
+        e.preventDefault();
+        addFiles(files);
+      }
+    });
+    const chat = document.querySelector(".chat");
+    chat.addEventListener("dragover", (e) => {
+      if (e.dataTransfer && Array.from(e.dataTransfer.types).includes("Files")) {
+        e.preventDefault();
+        chat.classList.add("dropping");
+      }
+    });
+    chat.addEventListener("dragleave", (e) => {
+      if (!chat.contains(e.relatedTarget)) chat.classList.remove("dropping");
+    });
+    chat.addEventListener("drop", (e) => {
+      chat.classList.remove("dropping");
+      if (e.dataTransfer && e.dataTransfer.files.length) {
+        e.preventDefault();
+        addFiles(e.dataTransfer.files);
+      }
+    });
+    ui.approvals.addEventListener("click", () => {
+      const card = ui.messages.querySelector('[data-testid="confirmation"][data-state="pending"]');
+      if (card) {
+        card.scrollIntoView({ block: "center", behavior: "smooth" });
+        const b = card.querySelector('[data-testid="approve"]');
+        if (b) b.focus({ preventScroll: true });
+      }
+    });
+
+    renderConn();
+    renderStatus();
+    renderChips();
+    renderChat();
+    renderCanvas(null);
+    connect();
+  }
+
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", init);
+  else init();
+})();
