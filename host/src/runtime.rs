@@ -83,8 +83,20 @@ pub enum StopError {
 }
 
 impl Runtime {
-    /// Starts everything `config` describes.
+    /// Starts everything `config` describes, as the daemon.
     pub fn start(config: Config) -> Result<Runtime, StartError> {
+        Runtime::start_as(config, true)
+    }
+
+    /// Starts for a one-shot command (`hearth tool call`, `hearth tools`):
+    /// the same, except that no channel is asked to show confirmations, so
+    /// a call that needs the owner's approval is refused at once instead of
+    /// waiting for an answer nobody is there to give.
+    pub fn start_one_shot(config: Config) -> Result<Runtime, StartError> {
+        Runtime::start_as(config, false)
+    }
+
+    fn start_as(config: Config, daemon: bool) -> Result<Runtime, StartError> {
         create_home(&config.home)?;
         let db = config.home.join(store::FILE_NAME);
         let store = Store::open(&db)?;
@@ -131,7 +143,11 @@ impl Runtime {
             scripts: Some(scripts),
             memory: Some(Arc::clone(&memory)),
         };
-        let events = Arc::new(ChannelEvents::start(plugins.active()));
+        let events = Arc::new(if daemon {
+            ChannelEvents::start(plugins.active())
+        } else {
+            ChannelEvents::default()
+        });
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),
             Arc::clone(&events),

@@ -133,6 +133,11 @@ unsafe extern "C" fn invoke<P: Plugin>(
                 let receipt = plugin.send(message)?;
                 serde_json::to_vec(&receipt).map_err(|e| PluginError::failed(e.to_string()))
             }
+            m if m == method::CHANNEL_EVENT.as_bytes() => {
+                let event: protocol::ChannelEvent = parse_payload(payload)?;
+                plugin.event(event)?;
+                Ok(b"{}".to_vec())
+            }
             other => Err(PluginError::Unsupported(format!(
                 "plugin {} has no method {:?}",
                 P::NAME,

@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::Host;
-use crate::protocol::{Description, OutboundMessage, SendReceipt};
+use crate::protocol::{ChannelEvent, Description, OutboundMessage, SendReceipt};
 
 /// A native plugin written in Rust. Export it with [`crate::export_plugin!`].
 ///
@@ -33,6 +33,14 @@ pub trait Plugin: Sized + Send + Sync + 'static {
             "plugin {} serves no channel",
             Self::NAME
         )))
+    }
+
+    /// Takes a channel event (streamed text, agent status, a confirmation
+    /// to show). Called only when the description's channel sets `events`;
+    /// the default ignores events.
+    fn event(&self, event: ChannelEvent) -> Result<(), PluginError> {
+        let _ = event;
+        Ok(())
     }
 
     /// Stops the plugin: join its threads and flush. Called once, last.

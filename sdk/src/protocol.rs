@@ -314,7 +314,8 @@ pub struct ChannelHistory {
 /// One message of a channel's transcript.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HistoryMessage {
-    /// Stable and unique: `in-<n>` for the owner's, `out-<n>` for replies.
+    /// Stable and unique: `in-<idempotency key>` for the owner's messages,
+    /// `out-<n>` for replies (the same `key` as in [`OutboundMessage`]).
     pub key: String,
     /// `user` or `agent`.
     pub role: String,

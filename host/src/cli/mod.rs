@@ -1,4 +1,5 @@
-//! The command line: `hearth run | check | plugins | tools | tool call`.
+//! The command line: `hearth run | check | plugins | tools | tool call |
+//! chat | status | canvas-url`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
@@ -69,6 +70,8 @@ enum Command {
     },
     /// Show the running daemon's status (model, uptime, plugins, tools, queue).
     Status,
+    /// Print the canvas's login link (it holds the login token: keep it private).
+    CanvasUrl,
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
@@ -146,6 +149,7 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             None => chat::interactive(&config.home),
         },
         Command::Status => chat::status(&config.home),
+        Command::CanvasUrl => canvas_url(&config),
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }
@@ -198,13 +202,40 @@ fn call_tool(rt: &Runtime, name: &str, args: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// `hearth canvas-url`: the login link, from the token the canvas made on
+/// its first start and the address it listens on.
+fn canvas_url(config: &Config) -> anyhow::Result<ExitCode> {
+    let token_file = config.home.join("canvas.token");
+    let token = std::fs::read_to_string(&token_file).with_context(|| {
+        format!(
+            "no canvas login token at {}: start the daemon once (`hearth run`) with the canvas \
+             plugin, and it makes one",
+            token_file.display()
+        )
+    })?;
+    let address = std::fs::read_to_string(config.home.join("canvas.addr"))
+        .ok()
+        .map(|a| a.trim().to_owned())
+        .filter(|a| !a.is_empty())
+        .or_else(|| {
+            config
+                .plugins
+                .entries
+                .get("canvas")
+                .and_then(|entry| entry.settings["listen"].as_str().map(str::to_owned))
+        })
+        .unwrap_or_else(|| "127.0.0.1:8080".into());
+    println!("http://{address}/login?token={}", token.trim());
+    Ok(ExitCode::SUCCESS)
+}
+
 /// Starts a runtime for a one-shot command and always stops it after.
 fn with_runtime(
     config: Config,
     f: impl FnOnce(&Runtime) -> anyhow::Result<ExitCode>,
 ) -> anyhow::Result<ExitCode> {
     let deadline = std::time::Duration::from_millis(config.daemon.shutdown_timeout_ms);
-    let rt = Runtime::start(config)?;
+    let rt = Runtime::start_one_shot(config)?;
     let outcome = f(&rt);
     rt.stop(deadline)?;
     outcome

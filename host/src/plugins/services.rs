@@ -110,18 +110,19 @@ fn read_history(
 ) -> rusqlite::Result<ChannelHistory> {
     let mut messages = Vec::new();
     let mut inbox = conn.prepare_cached(
-        "SELECT id, text, received_at_ms, idempotency_key, attachments FROM inbox \
+        "SELECT idempotency_key, text, received_at_ms, attachments FROM inbox \
          WHERE channel = ?1 AND (chat = ?2 OR (chat IS NULL AND sender = ?2)) \
          ORDER BY id DESC LIMIT ?3",
     )?;
     let rows = inbox.query_map(params![channel, chat, limit], |r| {
-        let attachments: Option<String> = r.get(4)?;
+        let key: String = r.get(0)?;
+        let attachments: Option<String> = r.get(3)?;
         Ok(HistoryMessage {
-            key: format!("in-{}", r.get::<_, i64>(0)?),
+            key: format!("in-{key}"),
             role: "user".into(),
             text: r.get(1)?,
             at_ms: r.get(2)?,
-            id: r.get(3)?,
+            id: Some(key),
             attachments: attachments
                 .and_then(|a| serde_json::from_str::<Vec<Attachment>>(&a).ok())
                 .unwrap_or_default(),

@@ -8,7 +8,8 @@
  *   [data-testid="conn"]          connection; text "connected", "reconnecting…"
  *                                 or "offline"; data-state "connected",
  *                                 "reconnecting" or "offline". "connected"
- *                                 means the socket is open and `hello` arrived.
+ *                                 means the socket is open and `hello` arrived;
+ *                                 data-hellos counts the hellos this page got
  *   [data-testid="agent"]         text and data-state "idle" or "busy";
  *                                 data-connected "true"/"false" (Status.connected)
  *   [data-testid="model"]         the model name, "—" when unknown
@@ -18,8 +19,10 @@
  *                                 then own messages not stored yet
  *   [data-testid="message"]       a stored message; data-key, data-role
  *                                 ("user"/"agent"), data-id (Message.id, when set)
- *   [data-testid="attachment"]    a link to an attachment, inside a message,
- *                                 pending message or... never inside a chip
+ *   [data-testid="text"]          inside a message or pending message: its text
+ *                                 (agent messages: the server's sanitized html)
+ *   [data-testid="attachment"]    an attachment (a link; a thumbnail for images)
+ *                                 inside a message or pending message
  *   [data-testid="pending"]       an own message the server has not echoed yet;
  *                                 data-id (the client id), data-state "sending",
  *                                 "sent" (acked, echo not seen yet) or "failed"
@@ -28,7 +31,10 @@
  *   [data-testid="confirmation"]  a confirmation card; data-id, data-state
  *                                 ("pending"/"approved"/"denied"/"expired");
  *                                 [data-testid="approve"] and [data-testid="deny"]
- *                                 buttons exist only while pending
+ *                                 buttons exist only while pending; inside:
+ *                                 [data-testid="tool"], "command" (when set),
+ *                                 "args" (pretty JSON), "reason", "fingerprint",
+ *                                 "countdown" (while pending), "outcome" (after)
  *   [data-testid="composer"]      the textarea
  *   [data-testid="send"]          the send button (disabled while uploading)
  *   [data-testid="attach"]        the file input (multiple)
@@ -47,6 +53,7 @@
   const BACKOFF_START_MS = 250;
   const BACKOFF_CAP_MS = 5000;
   const LOGIN_CHECK_AFTER = 3;
+  const OFFLINE_AFTER = 5;
   const PENDING_STORE = "hearth.canvas.pending";
   const VIDEO_EXT = /\.(mp4|m4v|webm|ogv|ogg|mov)$/i;
 
@@ -97,7 +104,7 @@
     retryTimer: null,
     openTimer: null,
     lastFrame: 0,
-    retryAt: 0,
+    hellos: 0,
   };
 
   const collator = new Intl.Collator("en", { numeric: true });
@@ -285,7 +292,6 @@
     const base = Math.min(BACKOFF_CAP_MS, BACKOFF_START_MS * 2 ** conn.attempts);
     const delay = Math.round(base / 2 + (Math.random() * base) / 2);
     conn.attempts = Math.min(conn.attempts + 1, 16);
-    conn.retryAt = Date.now() + delay;
     conn.retryTimer = setTimeout(connect, delay);
     renderConn();
   }
@@ -394,6 +400,8 @@
     onStatus(f.status || {});
 
     conn.ready = true;
+    conn.hellos++;
+    ui.conn.dataset.hellos = String(conn.hellos);
     conn.failures = 0;
     conn.attempts = 0;
     renderConn();
@@ -612,7 +620,7 @@
     if (conn.ready) {
       key = "connected";
       text = "connected";
-    } else if (navigator.onLine === false || conn.failures >= LOGIN_CHECK_AFTER) {
+    } else if (navigator.onLine === false || conn.failures >= OFFLINE_AFTER) {
       key = "offline";
       text = "offline";
     } else {
@@ -711,9 +719,9 @@
     const want = items.map((i) => i.node);
 
     for (const [turn, text] of state.streaming) {
-      const e = cached(cache.streaming, turn, turn, streamingNode, (a, b) => a === b);
-      if (e.text.textContent !== text) e.text.textContent = text;
-      want.push(e.node);
+      const node = cached(cache.streaming, turn, turn, streamingNode, (a, b) => a === b).node;
+      if (node.textContent !== text) node.hearthText.textContent = text;
+      want.push(node);
     }
 
     const stored = storedIds();
@@ -749,7 +757,7 @@
           "li",
           null,
           url
-            ? h("a", { class: `attachment${isImage ? " image" : ""}`, "data-testid": "attachment", href: url, target: "_blank", rel: "noopener", download: isImage ? null : name }, inner)
+            ? h("a", { class: `attachment${isImage ? " image" : ""}`, "data-testid": "attachment", href: url, target: "_blank", rel: "noopener" }, inner)
             : h("span", { class: "attachment", "data-testid": "attachment" }, inner),
         );
       }),
@@ -767,7 +775,7 @@
 
   function messageNode(m) {
     const role = m.role === "user" ? "user" : "agent";
-    const body = h("div", { class: "body" });
+    const body = h("div", { class: "body", "data-testid": "text" });
     if (role === "agent" && typeof m.html === "string") {
       body.classList.add("rich");
       body.innerHTML = m.html;
@@ -791,9 +799,8 @@
       "article",
       { class: "msg agent streaming", "data-testid": "streaming", "data-turn": turn, "aria-hidden": "true" },
       h("div", { class: "bubble" }, h("div", { class: "body plain typing" }, text)),
-      h("div", { class: "meta" }, h("span", { class: "who", text: "agent is writing…" })),
+      h("div", { class: "meta writing" }),
     );
-    const e = { node, text };
     node.hearthText = text;
     return node;
   }
@@ -811,7 +818,7 @@
     return h(
       "article",
       { class: `msg user pending ${p.state}`, "data-testid": "pending", "data-id": p.id, "data-state": p.state },
-      h("div", { class: "bubble" }, h("div", { class: "body plain", text: p.text }), attachmentsNode(p.attachments)),
+      h("div", { class: "bubble" }, h("div", { class: "body plain", "data-testid": "text", text: p.text }), attachmentsNode(p.attachments)),
       h("div", { class: "meta" }, meta),
     );
   }
@@ -858,7 +865,7 @@
           { class: "actions" },
           h("button", { type: "button", class: "btn approve", "data-testid": "approve", disabled: busy, text: "Approve", onclick: () => answer(id, true) }),
           h("button", { type: "button", class: "btn deny", "data-testid": "deny", disabled: busy, text: "Deny", onclick: () => answer(id, false) }),
-          busy ? h("span", { class: "answering", text: conn.ready ? "sending…" : "will be sent when reconnected" }) : null,
+          busy ? h("span", { class: "answering", text: "sending…" }) : null,
         ),
       );
     } else {
@@ -885,6 +892,7 @@
   /* ---------- canvas pane ---------- */
 
   const elementCache = new Map();
+  const wideLayout = window.matchMedia("(min-width: 901px)");
 
   function renderCanvas(shownId) {
     gen++;
@@ -892,7 +900,7 @@
     prune(elementCache);
     reconcile(ui.elements, want);
     ui.canvasCount.textContent = state.elements.length ? String(state.elements.length) : "";
-    if (shownId !== null && shownId !== undefined) {
+    if (shownId !== null && shownId !== undefined && wideLayout.matches) {
       const e = elementCache.get(String(shownId));
       if (e) e.node.scrollIntoView({ block: "nearest" });
     }
@@ -960,8 +968,9 @@
       if (!cols.length && rows.length && rows[0] && typeof rows[0] === "object" && !Array.isArray(rows[0])) cols = Object.keys(rows[0]);
       const cells = rows.map((r) => (Array.isArray(r) ? r : r && typeof r === "object" ? cols.map((c) => r[c]) : [r]));
       const width = Math.max(cols.length, ...cells.map((r) => r.length), 0);
+      const numeric = (i) => cells.length > 0 && cells.every((r) => typeof r[i] === "number" || r[i] === null || r[i] === undefined) && cells.some((r) => typeof r[i] === "number");
       const head = cols.length
-        ? h("thead", null, h("tr", null, Array.from({ length: width }, (_, i) => h("th", { scope: "col", text: cols[i] || "" }))))
+        ? h("thead", null, h("tr", null, Array.from({ length: width }, (_, i) => h("th", { scope: "col", class: numeric(i) ? "num" : null, text: cols[i] || "" }))))
         : null;
       const body = h(
         "tbody",
@@ -1106,6 +1115,25 @@
   }
 
   function chart(d, el) {
+    const wrap = h("div", { class: "chart" });
+    let drawn = 0;
+    const draw = (width) => {
+      const w = Math.max(280, Math.round(width));
+      if (Math.abs(w - drawn) < 8) return;
+      drawn = w;
+      wrap.replaceChildren(...drawChart(d, el, w));
+    };
+    draw(640);
+    if (typeof ResizeObserver === "function") {
+      new ResizeObserver((entries) => {
+        const w = entries[entries.length - 1].contentRect.width;
+        if (w > 0) draw(w);
+      }).observe(wrap);
+    }
+    return wrap;
+  }
+
+  function drawChart(d, el, W) {
     const kind = d.kind === "bar" ? "bar" : "line";
     const series = (Array.isArray(d.series) ? d.series : []).map((sr, i) => ({
       name: sr && typeof sr.name === "string" && sr.name ? sr.name : `series ${i + 1}`,
@@ -1114,7 +1142,7 @@
     const labels = Array.isArray(d.labels) ? d.labels.map(cellText) : [];
     const n = Math.max(labels.length, ...series.map((sr) => sr.values.length), 0);
     const finite = series.flatMap((sr) => sr.values).filter(Number.isFinite);
-    if (!n || !finite.length) return h("div", { class: "chart-empty muted", text: "No data to chart." });
+    if (!n || !finite.length) return [h("div", { class: "chart-empty muted", text: "No data to chart." })];
 
     let lo = Math.min(...finite);
     let hi = Math.max(...finite);
@@ -1135,8 +1163,7 @@
       notation: Math.max(Math.abs(lo), Math.abs(hi)) >= 1e6 ? "compact" : "standard",
     });
 
-    const W = 640;
-    const H = 300;
+    const H = Math.round(Math.min(320, Math.max(200, W * 0.48)));
     const L = Math.max(36, 10 + 7 * Math.max(...ticks.map((t) => fmt.format(t).length)));
     const R = 16;
     const T = 14;
@@ -1219,7 +1246,7 @@
             series.map((sr, si) => h("li", null, h("span", { class: `swatch s${si % 6}`, "aria-hidden": "true" }), h("span", { text: sr.name }))),
           )
         : null;
-    return h("div", { class: "chart" }, svg, legend);
+    return legend ? [svg, legend] : [svg];
   }
 
   /* ---------- composer ---------- */

@@ -1,0 +1,322 @@
+//! The canvas's shared state: connected browsers, the elements on the
+//! pane, the agent's status, and the way to the host.
+//!
+//! Every change becomes one JSON frame, serialized once and handed to all
+//! connected browsers through a broadcast channel; a browser that falls
+//! behind gets the whole state again (`hello`) instead of a gap. The
+//! transcript and the confirmations are not kept here: they live in the
+//! host's store, read through `channel.history` when a browser connects,
+//! so a restart loses nothing.
+
+use std::collections::VecDeque;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use axum::extract::ws::Utf8Bytes;
+use hearth_sdk::protocol::{
+    ChannelEvent, ChannelHistory, ConfirmationAnswer, ConfirmationRecord, ConfirmationState,
+    HistoryMessage, InboundMessage, OWNER_SENDER, OutboundMessage, Submission, service,
+};
+use hearth_sdk::{Host, SubmitError};
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use crate::elements::Element;
+use crate::markdown;
+use crate::uploads::Uploads;
+
+/// The canvas's one chat: every browser of the owner shares it.
+pub const CHAT: &str = "canvas";
+/// The channel's name.
+pub const CHANNEL: &str = "canvas";
+/// Frames a browser may fall behind before it is sent the whole state.
+const BACKLOG: usize = 1024;
+/// The most elements on the pane; the oldest go first.
+const MAX_ELEMENTS: usize = 200;
+/// Messages sent in `hello`.
+const HISTORY: u32 = 200;
+/// Confirmations remembered for their `decided` frames.
+const RECENT_CONFIRMATIONS: usize = 100;
+
+/// State shared by the plugin's entry points and its server.
+pub struct Hub {
+    host: Host,
+    frames: broadcast::Sender<Utf8Bytes>,
+    elements: Mutex<Vec<Element>>,
+    status: Mutex<(bool, Option<String>)>,
+    confirmations: Mutex<VecDeque<ConfirmationRecord>>,
+    next_element: AtomicU64,
+    /// Files the owner uploads.
+    pub uploads: Uploads,
+}
+
+impl Hub {
+    /// A hub talking to `host`; the pane starts as the store left it.
+    pub fn new(host: Host, uploads: Uploads) -> Hub {
+        let (frames, _) = broadcast::channel(BACKLOG);
+        let elements = host
+            .call(service::KV_GET, &json!({ "key": "elements" }))
+            .ok()
+            .and_then(|answer| serde_json::from_value(answer["value"].clone()).ok())
+            .unwrap_or_default();
+        Hub {
+            host,
+            frames,
+            elements: Mutex::new(elements),
+            status: Mutex::new((false, None)),
+            confirmations: Mutex::new(VecDeque::new()),
+            next_element: AtomicU64::new(1),
+            uploads,
+        }
+    }
+
+    /// A receiver of every frame from now on.
+    pub fn subscribe(&self) -> broadcast::Receiver<Utf8Bytes> {
+        self.frames.subscribe()
+    }
+
+    /// How many browsers are connected.
+    pub fn clients(&self) -> usize {
+        self.frames.receiver_count()
+    }
+
+    /// The whole state, as the `hello` frame. Blocks on the host's store.
+    pub fn hello(&self) -> Value {
+        let history: ChannelHistory = self
+            .host
+            .call(
+                service::CHANNEL_HISTORY,
+                &json!({ "chat": CHAT, "limit": HISTORY }),
+            )
+            .ok()
+            .and_then(|v| serde_json::from_value(v).ok())
+            .unwrap_or_default();
+        let messages: Vec<Value> = history.messages.iter().map(history_frame).collect();
+        let elements = lock(&self.elements).clone();
+        json!({
+            "type": "hello",
+            "history": messages,
+            "canvas": elements,
+            "confirmations": history.confirmations.iter().map(confirmation_json).collect::<Vec<_>>(),
+            "status": self.status_json(),
+        })
+    }
+
+    /// Shows `element`, replacing one with the same id in place.
+    pub fn show(&self, element: Element) {
+        {
+            let mut elements = lock(&self.elements);
+            match elements.iter_mut().find(|e| e.id == element.id) {
+                Some(existing) => *existing = element.clone(),
+                None => {
+                    elements.push(element.clone());
+                    let excess = elements.len().saturating_sub(MAX_ELEMENTS);
+                    elements.drain(..excess);
+                }
+            }
+        }
+        self.persist();
+        self.broadcast(&json!({ "type": "canvas", "op": "show", "element": element }));
+    }
+
+    /// Removes the element `id`; returns whether there was one.
+    pub fn remove(&self, id: &str) -> bool {
+        let removed = {
+            let mut elements = lock(&self.elements);
+            let before = elements.len();
+            elements.retain(|e| e.id != id);
+            elements.len() != before
+        };
+        if removed {
+            self.persist();
+            self.broadcast(&json!({ "type": "canvas", "op": "remove", "id": id }));
+        }
+        removed
+    }
+
+    /// Empties the pane.
+    pub fn clear(&self) {
+        lock(&self.elements).clear();
+        self.persist();
+        self.broadcast(&json!({ "type": "canvas", "op": "clear" }));
+    }
+
+    /// A fresh element id.
+    pub fn fresh_id(&self) -> String {
+        format!(
+            "el-{}-{}",
+            self.next_element.fetch_add(1, Ordering::Relaxed),
+            crate::auth::hex(&crate::auth::random::<3>())
+        )
+    }
+
+    /// The agent's reply arrives: every browser shows it; those not
+    /// connected get it from the history when they connect.
+    pub fn deliver(&self, message: &OutboundMessage) {
+        self.broadcast(&json!({
+            "type": "message",
+            "message": {
+                "key": message.key,
+                "role": "agent",
+                "text": message.text,
+                "html": markdown::to_html(&message.text),
+                "at_ms": message.at_ms,
+                "id": message.in_reply_to,
+                "attachments": [],
+            }
+        }));
+    }
+
+    /// A channel event from the host.
+    pub fn event(&self, event: ChannelEvent) {
+        let frame = match event {
+            ChannelEvent::Delta { turn, text, .. } => {
+                json!({ "type": "delta", "turn": turn, "text": text })
+            }
+            ChannelEvent::DeltaReset { turn, .. } => json!({ "type": "delta_reset", "turn": turn }),
+            ChannelEvent::Status { busy, model } => {
+                *lock(&self.status) = (busy, model);
+                let mut frame = self.status_json();
+                frame["type"] = "status".into();
+                frame
+            }
+            ChannelEvent::Confirmation(request) => {
+                let record = ConfirmationRecord {
+                    request,
+                    state: ConfirmationState::Pending,
+                    decided_by: None,
+                };
+                let frame =
+                    json!({ "type": "confirmation", "confirmation": confirmation_json(&record) });
+                let mut recent = lock(&self.confirmations);
+                recent.push_back(record);
+                if recent.len() > RECENT_CONFIRMATIONS {
+                    recent.pop_front();
+                }
+                frame
+            }
+            ChannelEvent::ConfirmationDecided {
+                id,
+                state,
+                decided_by,
+            } => {
+                let mut recent = lock(&self.confirmations);
+                match recent.iter_mut().find(|r| r.request.id == id) {
+                    Some(record) => {
+                        record.state = state;
+                        record.decided_by = Some(decided_by);
+                        json!({ "type": "confirmation", "confirmation": confirmation_json(record) })
+                    }
+                    None => json!({
+                        "type": "confirmation",
+                        "confirmation": { "id": id, "state": state, "decided_by": decided_by }
+                    }),
+                }
+            }
+        };
+        self.broadcast(&frame);
+    }
+
+    /// Stores the owner's message; returns once the host has it. Blocks.
+    pub fn submit(&self, id: &str, text: &str, attachment_ids: &[String]) -> Result<(), String> {
+        let mut attachments = Vec::with_capacity(attachment_ids.len());
+        for a in attachment_ids {
+            attachments.push(self.uploads.resolve(a)?);
+        }
+        let message = InboundMessage {
+            channel: CHANNEL.into(),
+            idempotency_key: id.to_owned(),
+            sender: OWNER_SENDER.into(),
+            chat: Some(CHAT.into()),
+            text: text.to_owned(),
+            attachments: attachments.clone(),
+        };
+        submit_until_taken(&self.host, &Submission::Message(message))?;
+        self.broadcast(&json!({
+            "type": "message",
+            "message": {
+                "key": format!("in-{id}"),
+                "role": "user",
+                "text": text,
+                "at_ms": now_ms(),
+                "id": id,
+                "attachments": attachments.iter().map(crate::uploads::public).collect::<Vec<_>>(),
+            }
+        }));
+        Ok(())
+    }
+
+    /// Hands the owner's answer to a confirmation to the host. Blocks.
+    pub fn answer(&self, id: &str, approve: bool) -> Result<(), String> {
+        let answer = Submission::Confirmation(ConfirmationAnswer {
+            id: id.to_owned(),
+            sender: OWNER_SENDER.into(),
+            approve,
+        });
+        submit_until_taken(&self.host, &answer)
+    }
+
+    /// Sends `frame` to every connected browser.
+    pub fn broadcast(&self, frame: &Value) {
+        // No receiver is not an error: the history has it for later.
+        let _ = self.frames.send(Utf8Bytes::from(frame.to_string()));
+    }
+
+    fn status_json(&self) -> Value {
+        let (busy, model) = lock(&self.status).clone();
+        json!({ "agent": if busy { "busy" } else { "idle" }, "model": model, "connected": true })
+    }
+
+    fn persist(&self) {
+        let elements = lock(&self.elements).clone();
+        if let Err(e) = self.host.call(
+            service::KV_SET,
+            &json!({ "key": "elements", "value": elements }),
+        ) {
+            tracing::warn!("cannot save the canvas pane: {e}");
+        }
+    }
+}
+
+/// Submits, waiting out `BUSY` for up to ten seconds.
+fn submit_until_taken(host: &Host, submission: &Submission) -> Result<(), String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        match host.submit(submission) {
+            Ok(()) => return Ok(()),
+            Err(SubmitError::Busy) if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(format!("the daemon did not take it: {e}")),
+        }
+    }
+}
+
+fn history_frame(m: &HistoryMessage) -> Value {
+    let mut frame = json!({
+        "key": m.key,
+        "role": m.role,
+        "text": m.text,
+        "at_ms": m.at_ms,
+        "id": m.id,
+        "attachments": m.attachments.iter().map(crate::uploads::public).collect::<Vec<_>>(),
+    });
+    if m.role == "agent" {
+        frame["html"] = markdown::to_html(&m.text).into();
+    }
+    frame
+}
+
+fn confirmation_json(record: &ConfirmationRecord) -> Value {
+    serde_json::to_value(record).unwrap_or(Value::Null)
+}
+
+fn now_ms() -> i64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis() as i64)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

@@ -1,0 +1,210 @@
+//! One browser's WebSocket: the state first (`hello`), then every change
+//! as it happens, and the browser's own frames (messages, answers, pings).
+//!
+//! Bad input never takes the canvas down. A frame that is not JSON, or
+//! JSON of the wrong shape, gets an `error` frame naming what was wrong and
+//! the connection stays. Binary frames, frames over the size cap and bad
+//! UTF-8 close the connection (1003, 1009, 1007); so does a flood of more
+//! than [`MAX_FRAMES_PER_SECOND`] frames.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, watch};
+
+use crate::elements::valid_id;
+use crate::hub::Hub;
+
+/// Frames a browser may send per second before it is cut off.
+pub const MAX_FRAMES_PER_SECOND: u32 = 200;
+/// The longest message text, in bytes.
+const MAX_TEXT: usize = 64 * 1024;
+/// The most attachments on one message.
+const MAX_ATTACHMENTS: usize = 10;
+
+/// Serves one connected browser until it leaves or the plugin stops.
+pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::Receiver<bool>) {
+    // Subscribe before reading the state: a change made in between then
+    // arrives twice, which the browser's keys make harmless, instead of not
+    // at all.
+    let mut frames = hub.subscribe();
+    if send_hello(&mut socket, &hub).await.is_err() {
+        return;
+    }
+    let mut window = (Instant::now(), 0u32);
+    loop {
+        tokio::select! {
+            incoming = socket.recv() => {
+                let Some(incoming) = incoming else { return };
+                let text = match incoming {
+                    Ok(Message::Text(text)) => text,
+                    Ok(Message::Binary(_)) => {
+                        return close(socket, close_code::UNSUPPORTED, "binary frames are not accepted").await;
+                    }
+                    Ok(Message::Close(_)) => return,
+                    Ok(Message::Ping(_) | Message::Pong(_)) => continue,
+                    Err(e) => {
+                        let (code, why) = describe(&e);
+                        return close(socket, code, &why).await;
+                    }
+                };
+                if window.0.elapsed() >= Duration::from_secs(1) {
+                    window = (Instant::now(), 0);
+                }
+                window.1 += 1;
+                if window.1 > MAX_FRAMES_PER_SECOND {
+                    return close(socket, close_code::POLICY, "too many frames per second").await;
+                }
+                if let Some(reply) = handle(&hub, text.as_str()).await
+                    && socket.send(Message::Text(reply.to_string().into())).await.is_err()
+                {
+                    return;
+                }
+            }
+            frame = frames.recv() => {
+                let sent = match frame {
+                    Ok(frame) => socket.send(Message::Text(frame)).await,
+                    // Fell behind: the whole state again, instead of a gap.
+                    Err(broadcast::error::RecvError::Lagged(_)) => send_hello(&mut socket, &hub).await,
+                    Err(broadcast::error::RecvError::Closed) => return,
+                };
+                if sent.is_err() {
+                    return;
+                }
+            }
+            _ = closing.changed() => {
+                return close(socket, close_code::RESTART, "the daemon is stopping").await;
+            }
+        }
+    }
+}
+
+async fn send_hello(socket: &mut WebSocket, hub: &Arc<Hub>) -> Result<(), axum::Error> {
+    let hub = Arc::clone(hub);
+    let hello = tokio::task::spawn_blocking(move || hub.hello())
+        .await
+        .unwrap_or_else(|_| json!({ "type": "error", "message": "cannot read the history" }));
+    socket
+        .send(Message::Text(Utf8Bytes::from(hello.to_string())))
+        .await
+}
+
+/// Answers one frame from the browser; `None` when there is nothing to say.
+async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
+    let frame: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => return Some(error(None, &format!("the frame is not JSON: {e}"))),
+    };
+    let id = frame["id"].as_str().map(str::to_owned);
+    match frame["type"].as_str() {
+        Some("ping") => Some(json!({ "type": "pong" })),
+        Some("send") => {
+            let (id, text, attachments) = match check_send(&frame) {
+                Ok(parts) => parts,
+                Err(why) => return Some(error(id.as_deref(), &why)),
+            };
+            let hub = Arc::clone(hub);
+            let (id2, stored) = (id.clone(), id.clone());
+            let outcome =
+                tokio::task::spawn_blocking(move || hub.submit(&stored, &text, &attachments)).await;
+            Some(match outcome {
+                Ok(Ok(())) => json!({ "type": "ack", "id": id2 }),
+                Ok(Err(why)) => error(Some(&id), &why),
+                Err(_) => error(Some(&id), "the message was lost; send it again"),
+            })
+        }
+        Some("confirm") => {
+            let (Some(id), Some(approve)) = (id.clone(), frame["approve"].as_bool()) else {
+                return Some(error(
+                    id.as_deref(),
+                    "a confirm frame needs `id` (string) and `approve` (true or false)",
+                ));
+            };
+            if id.len() > 64 {
+                return Some(error(None, "field `id` is over 64 bytes"));
+            }
+            let hub = Arc::clone(hub);
+            let outcome = tokio::task::spawn_blocking(move || hub.answer(&id, approve)).await;
+            match outcome {
+                Ok(Ok(())) => None,
+                Ok(Err(why)) => Some(error(None, &why)),
+                Err(_) => Some(error(None, "the answer was lost; answer again")),
+            }
+        }
+        Some(other) => Some(error(
+            id.as_deref(),
+            &format!(
+                "unknown frame type {:?}; known: send, confirm, ping",
+                other.chars().take(40).collect::<String>()
+            ),
+        )),
+        None => Some(error(id.as_deref(), "the frame has no `type` string")),
+    }
+}
+
+/// The parts of a valid `send` frame, or what is wrong with it.
+fn check_send(frame: &Value) -> Result<(String, String, Vec<String>), String> {
+    let id = match frame["id"].as_str() {
+        Some(id) if valid_id(id) => id.to_owned(),
+        _ => {
+            return Err(
+                "field `id` must be 1-64 characters of letters, digits, `_` and `-`".into(),
+            );
+        }
+    };
+    let text = frame["text"]
+        .as_str()
+        .ok_or("field `text` must be a string")?;
+    if text.len() > MAX_TEXT {
+        return Err(format!(
+            "field `text` is {} bytes, over the {MAX_TEXT}-byte limit",
+            text.len()
+        ));
+    }
+    let attachments: Vec<String> = match &frame["attachments"] {
+        Value::Null => Vec::new(),
+        Value::Array(items) if items.len() <= MAX_ATTACHMENTS => items
+            .iter()
+            .map(|a| a.as_str().map(str::to_owned))
+            .collect::<Option<_>>()
+            .ok_or("field `attachments` must hold upload ids (strings)")?,
+        Value::Array(_) => {
+            return Err(format!(
+                "field `attachments`: at most {MAX_ATTACHMENTS} files per message"
+            ));
+        }
+        _ => return Err("field `attachments` must be an array".into()),
+    };
+    if text.trim().is_empty() && attachments.is_empty() {
+        return Err("field `text` is empty".into());
+    }
+    Ok((id, text.to_owned(), attachments))
+}
+
+fn error(id: Option<&str>, message: &str) -> Value {
+    json!({ "type": "error", "id": id, "message": message })
+}
+
+/// The close code and reason for a broken connection.
+fn describe(error: &axum::Error) -> (u16, String) {
+    let text = error.to_string();
+    let lower = text.to_ascii_lowercase();
+    let code = if lower.contains("utf-8") || lower.contains("utf8") {
+        close_code::INVALID
+    } else if lower.contains("too long") || lower.contains("capacity") || lower.contains("size") {
+        close_code::SIZE
+    } else {
+        close_code::PROTOCOL
+    };
+    (code, text.chars().take(100).collect())
+}
+
+async fn close(mut socket: WebSocket, code: u16, reason: &str) {
+    let frame = CloseFrame {
+        code,
+        reason: Utf8Bytes::from(reason.to_owned()),
+    };
+    let _ = socket.send(Message::Close(Some(frame))).await;
+}
