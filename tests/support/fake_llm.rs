@@ -117,6 +117,14 @@ pub enum Reply {
     /// Parks the request until [`FakeLlm::release`] is called, then answers
     /// it with the next reply in the script.
     Hang,
+    /// Like [`Reply::Sse`], waiting `gap` before each event, as a model
+    /// that takes its time.
+    Paced {
+        /// The whole stream.
+        sse: String,
+        /// The pause before each event.
+        gap: Duration,
+    },
 }
 
 impl FakeLlm {
@@ -274,6 +282,16 @@ fn answer(out: &mut TcpStream, reply: Reply, shared: &Shared, releases: u64) -> 
             body,
         } => {
             write_json(out, status, &headers, &body)?;
+            Ok(true)
+        }
+        Reply::Paced { sse, gap } => {
+            write_stream(out, &[])?;
+            for event in split_events(&sse) {
+                std::thread::sleep(gap);
+                out.write_all(format!("{:x}\r\n{event}\r\n", event.len()).as_bytes())?;
+                out.flush()?;
+            }
+            out.write_all(b"0\r\n\r\n")?;
             Ok(true)
         }
         Reply::Disconnect { sse, events } => {
@@ -670,6 +688,21 @@ pub fn anthropic_text(text: &str) -> Reply {
     let mut stream = AnthropicStream::new();
     stream.text(text);
     stream.finish("end_turn")
+}
+
+/// Anthropic: a text answer streamed as exactly `pieces`, one event each,
+/// `gap` apart: for watching text arrive.
+pub fn anthropic_text_paced(pieces: &[&str], gap: Duration) -> Reply {
+    let mut stream = AnthropicStream::new();
+    let index = stream.open(json!({"type": "text", "text": ""}));
+    for piece in pieces {
+        stream.delta(index, json!({"type": "text_delta", "text": piece}));
+    }
+    stream.close(index);
+    match stream.finish("end_turn") {
+        Reply::Sse(sse) => Reply::Paced { sse, gap },
+        other => other,
+    }
 }
 
 /// Anthropic: optional leading text, then one `tool_use` block whose input is

@@ -8,6 +8,7 @@
 //! The binaries must be built first: the README's test command runs
 //! `cargo build --workspace` before `cargo test`.
 
+pub mod canvas;
 pub mod fake_llm;
 
 use std::io::{BufRead, BufReader};

@@ -43,6 +43,9 @@ impl Agent {
                 Err(_) => (NO_MODEL.to_owned(), None),
             }
         };
+        self.events
+            .flush(&claimed.channel, std::time::Duration::from_secs(1))
+            .await;
         let last = last.as_ref().map(|(session, message)| (*session, message));
         match self.conversations.finish(&claimed, last, &reply) {
             Ok(()) => self.router.outbox_wake.notify_one(),

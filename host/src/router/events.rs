@@ -20,10 +20,18 @@ use crate::plugins::ActivePlugin;
 /// Events queued per channel before new ones are dropped.
 const QUEUE: usize = 4096;
 
+/// What a channel's queue holds.
+enum Item {
+    /// An event, serialized.
+    Event(Vec<u8>),
+    /// Answer once every earlier event has been handed over.
+    Flush(tokio::sync::oneshot::Sender<()>),
+}
+
 /// The event queues of every event-capable channel.
 #[derive(Default)]
 pub struct ChannelEvents {
-    queues: Mutex<Vec<(String, Sender<Vec<u8>>)>>,
+    queues: Mutex<Vec<(String, Sender<Item>)>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -38,14 +46,21 @@ impl ChannelEvents {
             if !channel.events {
                 continue;
             }
-            let (tx, rx) = bounded::<Vec<u8>>(QUEUE);
+            let (tx, rx) = bounded::<Item>(QUEUE);
             let target = Arc::clone(plugin);
             let spawned = std::thread::Builder::new()
                 .name(format!("hearth-events-{}", channel.name))
                 .spawn(move || {
-                    for payload in rx {
-                        if let Err(e) = target.invoke(method::CHANNEL_EVENT, &payload) {
-                            tracing::debug!("a channel event was not taken: {e}");
+                    for item in rx {
+                        match item {
+                            Item::Event(payload) => {
+                                if let Err(e) = target.invoke(method::CHANNEL_EVENT, &payload) {
+                                    tracing::debug!("a channel event was not taken: {e}");
+                                }
+                            }
+                            Item::Flush(done) => {
+                                let _ = done.send(());
+                            }
                         }
                     }
                 });
@@ -83,6 +98,21 @@ impl ChannelEvents {
         self.queue(event, |_| true)
     }
 
+    /// Resolves once `channel` has been handed every event queued before
+    /// this call, or after `wait`. A turn calls it before its reply is
+    /// stored, so the reply (which travels through the outbox) never
+    /// overtakes the last of its own streamed text.
+    pub async fn flush(&self, channel: &str, wait: std::time::Duration) {
+        let (done, flushed) = tokio::sync::oneshot::channel();
+        let queued = lock(&self.queues)
+            .iter()
+            .find(|(name, _)| name == channel)
+            .is_some_and(|(_, tx)| tx.try_send(Item::Flush(done)).is_ok());
+        if queued {
+            let _ = tokio::time::timeout(wait, flushed).await;
+        }
+    }
+
     /// Stops the sender threads once their queues are drained.
     pub fn close(&self) {
         lock(&self.queues).clear();
@@ -102,7 +132,7 @@ impl ChannelEvents {
         };
         let mut taken = 0;
         for (name, tx) in queues.iter().filter(|(name, _)| wanted(name)) {
-            match tx.try_send(payload.clone()) {
+            match tx.try_send(Item::Event(payload.clone())) {
                 Ok(()) => taken += 1,
                 Err(TrySendError::Full(_)) => {
                     tracing::warn!(channel = %name, "channel event dropped: its queue is full");

@@ -201,10 +201,24 @@ fn describe(error: &axum::Error) -> (u16, String) {
     (code, text.chars().take(100).collect())
 }
 
+/// Closes with `code`, then reads until the browser's own close (the
+/// closing handshake), so frames it had already sent do not turn the
+/// close into a connection reset. Bounded: a peer that never answers is
+/// dropped after two seconds.
 async fn close(mut socket: WebSocket, code: u16, reason: &str) {
     let frame = CloseFrame {
         code,
         reason: Utf8Bytes::from(reason.to_owned()),
     };
-    let _ = socket.send(Message::Close(Some(frame))).await;
+    if socket.send(Message::Close(Some(frame))).await.is_err() {
+        return;
+    }
+    let drain = async {
+        while let Some(Ok(message)) = socket.recv().await {
+            if matches!(message, Message::Close(_)) {
+                break;
+            }
+        }
+    };
+    let _ = tokio::time::timeout(Duration::from_secs(2), drain).await;
 }

@@ -41,7 +41,9 @@
  *   [data-testid="chip"]          an attachment in the composer; data-state
  *                                 "uploading", "ready" or "failed"
  *   [data-testid="canvas"]        the canvas pane's element list, oldest first
- *   [data-testid="element"]       a canvas element; data-id, data-type
+ *   [data-testid="element"]       a canvas element; data-id, data-type (the
+ *                                 element's type as sent, also when unsupported);
+ *                                 code elements have a [data-testid="copy"] button
  */
 "use strict";
 
@@ -89,6 +91,7 @@
     confirmations: new Map(),
     elements: [],
     streaming: new Map(),
+    answered: new Set(),
     pending: loadPending(),
     answers: new Map(),
     status: { agent: "idle", model: null, connected: true },
@@ -272,7 +275,7 @@
 
   function lost(ws, code) {
     clearTimeout(conn.openTimer);
-    const wasOpen = conn.opened;
+    const wasReady = conn.ready;
     conn.ws = null;
     conn.opened = false;
     conn.ready = false;
@@ -287,7 +290,7 @@
       goLogin();
       return;
     }
-    conn.failures = wasOpen ? 0 : conn.failures + 1;
+    conn.failures = wasReady ? 0 : conn.failures + 1;
     if (conn.failures >= LOGIN_CHECK_AFTER) checkSession();
     const base = Math.min(BACKOFF_CAP_MS, BACKOFF_START_MS * 2 ** conn.attempts);
     const delay = Math.round(base / 2 + (Math.random() * base) / 2);
@@ -361,6 +364,7 @@
         onDelta(f.turn, f.text);
         break;
       case "delta_reset":
+        state.answered.delete(f.turn);
         if (state.streaming.has(f.turn)) state.streaming.set(f.turn, "");
         scheduleChat();
         break;
@@ -396,6 +400,8 @@
     }
     state.elements = (Array.isArray(f.canvas) ? f.canvas : []).filter((e) => e && e.id !== undefined);
     state.streaming.clear();
+    state.answered = new Set();
+    for (const m of state.messages.values()) if (m.role === "agent" && m.id) state.answered.add(m.id);
     state.status = { agent: "idle", model: null, connected: true };
     onStatus(f.status || {});
 
@@ -433,12 +439,15 @@
       state.pending = state.pending.filter((p) => p.id !== m.id);
       if (state.pending.length !== before) savePending();
     }
-    if (m.role === "agent" && m.id) state.streaming.delete(m.id);
+    if (m.role === "agent" && m.id) {
+      state.streaming.delete(m.id);
+      state.answered.add(m.id);
+    }
     scheduleChat();
   }
 
   function onDelta(turn, text) {
-    if (typeof turn !== "string" || typeof text !== "string") return;
+    if (typeof turn !== "string" || typeof text !== "string" || state.answered.has(turn)) return;
     state.streaming.set(turn, (state.streaming.get(turn) || "") + text);
     scheduleChat();
   }
@@ -472,7 +481,8 @@
   function onConfirmation(c) {
     if (!c || c.id === undefined) return;
     const id = String(c.id);
-    state.confirmations.set(id, c);
+    const known = state.confirmations.get(id);
+    state.confirmations.set(id, known ? { ...known, ...c } : c);
     if (c.state !== "pending") state.answers.delete(id);
     scheduleChat();
   }
@@ -492,6 +502,10 @@
       scheduleChat();
       toast(`The answer was refused: ${msg}`);
       return;
+    }
+    if (!f.id && state.answers.size) {
+      state.answers.clear();
+      scheduleChat();
     }
     toast(msg);
   }
@@ -568,7 +582,14 @@
         return;
       }
       if (!res.ok) {
-        throw new Error(res.status === 413 ? "too large" : `upload failed (${res.status})`);
+        let why = res.status === 413 ? "too large" : `upload failed (${res.status})`;
+        try {
+          const body = await res.json();
+          if (body && typeof body.error === "string" && body.error) why = body.error;
+        } catch {
+          /* not JSON: keep the status */
+        }
+        throw new Error(why);
       }
       const a = await res.json();
       if (!a || typeof a.id !== "string") throw new Error("bad answer from the server");
@@ -594,7 +615,7 @@
           "span",
           { class: `chip ${c.state}`, "data-testid": "chip", "data-state": c.state },
           h("span", { class: "chip-name", text: c.name }),
-          h("span", { class: "chip-meta", text: label }),
+          h("span", { class: "chip-meta", title: label, text: label }),
           h("button", {
             type: "button",
             class: "chip-remove",
@@ -869,7 +890,7 @@
         ),
       );
     } else {
-      const by = c.decided_by ? ` by ${c.decided_by}` : "";
+      const by = c.decided_by === "timeout" ? ": nobody answered in time" : c.decided_by ? ` by ${c.decided_by}` : "";
       parts.push(h("p", { class: `outcome ${st}`, "data-testid": "outcome", text: `${OUTCOME[st]}${by}` }));
     }
     const node = h("article", { class: `card confirm ${st}`, "data-testid": "confirmation", "data-id": id, "data-state": st, role: "group", "aria-label": `${st === "pending" ? "Approval needed" : OUTCOME[st]}: ${tool}` }, parts);
@@ -1253,8 +1274,11 @@
 
   function autoGrow() {
     const ta = ui.composer;
+    const list = ui.messages;
+    const atBottom = list.scrollHeight - list.scrollTop - list.clientHeight < 48;
     ta.style.height = "auto";
     ta.style.height = `${Math.min(ta.scrollHeight, 240)}px`;
+    if (atBottom) list.scrollTop = list.scrollHeight;
   }
 
   function init() {
