@@ -126,11 +126,12 @@ async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
                 return Some(error(None, "field `id` is over 64 bytes"));
             }
             let hub = Arc::clone(hub);
-            let outcome = tokio::task::spawn_blocking(move || hub.answer(&id, approve)).await;
+            let answered = id.clone();
+            let outcome = tokio::task::spawn_blocking(move || hub.answer(&answered, approve)).await;
             match outcome {
                 Ok(Ok(())) => None,
-                Ok(Err(why)) => Some(error(None, &why)),
-                Err(_) => Some(error(None, "the answer was lost; answer again")),
+                Ok(Err(why)) => Some(error(Some(&id), &why)),
+                Err(_) => Some(error(Some(&id), "the answer was lost; answer again")),
             }
         }
         Some(other) => Some(error(
