@@ -266,6 +266,12 @@ impl Ws {
         }
     }
 
+    /// The TCP stream under the WebSocket, for benchmarks that read many
+    /// sockets from one thread.
+    pub fn into_stream(self) -> TcpStream {
+        self.socket.into_inner()
+    }
+
     /// Reads frames until one satisfies `pred`; returns it.
     pub fn wait_for(&mut self, timeout: Duration, pred: impl Fn(&Value) -> bool) -> Value {
         let deadline = Instant::now() + timeout;

@@ -115,8 +115,9 @@ impl Hub {
                 }
             }
         }
-        self.persist();
+        // Browsers first: the store write is not what the owner waits for.
         self.broadcast(&json!({ "type": "canvas", "op": "show", "element": element }));
+        self.persist();
     }
 
     /// Removes the element `id`; returns whether there was one.
@@ -128,8 +129,8 @@ impl Hub {
             elements.len() != before
         };
         if removed {
-            self.persist();
             self.broadcast(&json!({ "type": "canvas", "op": "remove", "id": id }));
+            self.persist();
         }
         removed
     }
@@ -137,8 +138,8 @@ impl Hub {
     /// Empties the pane.
     pub fn clear(&self) {
         lock(&self.elements).clear();
-        self.persist();
         self.broadcast(&json!({ "type": "canvas", "op": "clear" }));
+        self.persist();
     }
 
     /// A fresh element id.
