@@ -12,6 +12,7 @@
 //! the answer comes from someone other than the owner) does not run.
 
 pub mod confirm;
+pub mod guard;
 
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::Value;

@@ -1,0 +1,361 @@
+//! A shell command line as the words each command would really get.
+//!
+//! brush-parser (a maintained bash parser) builds the syntax tree; this
+//! file walks it and resolves every word statically: quotes removed,
+//! escapes applied, a leading `~` made the home directory. Anything whose
+//! value is only known when the shell runs (variables, `$(...)`, backticks,
+//! arithmetic, process substitution, brace expansion, here-documents,
+//! function definitions, loops over expansions) cannot be resolved, and
+//! the whole command is reported as such: the guard then asks. That is the
+//! fail-closed rule: the guard never guesses what a shell would do.
+
+use brush_parser::ast::{
+    self, Command, CommandPrefixOrSuffixItem, CompoundCommand, CompoundList, IoFileRedirectKind,
+    IoFileRedirectTarget, IoRedirect, Pipeline, SimpleCommand,
+};
+use brush_parser::word::{self, TildeExpr, WordPiece};
+
+/// One simple command, its words resolved.
+#[derive(Debug, Default, PartialEq)]
+pub struct Invocation {
+    /// The command and its arguments.
+    pub argv: Vec<Arg>,
+    /// Files it writes through redirections.
+    pub writes: Vec<Arg>,
+    /// Whether its standard input comes from an earlier pipeline stage or
+    /// a here-string (so an interpreter without a script runs that input).
+    pub stdin_fed: bool,
+}
+
+/// One resolved word.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Arg {
+    /// Its value.
+    pub text: String,
+    /// Where its first unquoted glob character (`*`, `?`, `[`) is: the
+    /// shell would replace the word with matching file names.
+    pub glob_at: Option<usize>,
+}
+
+/// Why a command line cannot be resolved.
+#[derive(Debug, PartialEq)]
+pub struct Unresolved(pub String);
+
+/// Environment variables whose value changes what a command runs.
+const DANGEROUS_ASSIGNMENTS: [&str; 10] = [
+    "PATH",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "LD_AUDIT",
+    "BASH_ENV",
+    "ENV",
+    "IFS",
+    "PROMPT_COMMAND",
+    "SHELLOPTS",
+    "PS4",
+];
+
+/// The simple commands of `line`, with `home` for `~`.
+pub fn invocations(line: &str, home: &str) -> Result<Vec<Invocation>, Unresolved> {
+    let options = brush_parser::ParserOptions::default();
+    let mut parser = brush_parser::Parser::new(std::io::Cursor::new(line), &options);
+    let program = parser
+        .parse_program()
+        .map_err(|e| Unresolved(format!("the shell parser cannot read it ({e})")))?;
+    let mut walker = Walker {
+        home,
+        options,
+        out: Vec::new(),
+    };
+    for list in &program.complete_commands {
+        walker.list(list)?;
+    }
+    Ok(walker.out)
+}
+
+struct Walker<'a> {
+    home: &'a str,
+    options: brush_parser::ParserOptions,
+    out: Vec<Invocation>,
+}
+
+impl Walker<'_> {
+    fn list(&mut self, list: &CompoundList) -> Result<(), Unresolved> {
+        for item in &list.0 {
+            let and_or = &item.0;
+            self.pipeline(&and_or.first)?;
+            for next in &and_or.additional {
+                match next {
+                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p)?,
+                }
+            }
+        }
+        Ok(())
+    }
+
+    fn pipeline(&mut self, pipeline: &Pipeline) -> Result<(), Unresolved> {
+        for (stage, command) in pipeline.seq.iter().enumerate() {
+            self.command(command, stage > 0)?;
+        }
+        Ok(())
+    }
+
+    fn command(&mut self, command: &Command, stdin_fed: bool) -> Result<(), Unresolved> {
+        match command {
+            Command::Simple(simple) => self.simple(simple, stdin_fed),
+            Command::Compound(compound, redirects) => {
+                if let Some(redirects) = redirects {
+                    let mut holder = Invocation::default();
+                    for r in &redirects.0 {
+                        self.redirect(r, &mut holder)?;
+                    }
+                    self.out.push(holder);
+                }
+                self.compound(compound)
+            }
+            Command::Function(_) => Err(Unresolved("it defines a shell function".into())),
+            Command::ExtendedTest(..) => Err(Unresolved("it uses a [[ ... ]] test".into())),
+        }
+    }
+
+    fn compound(&mut self, compound: &CompoundCommand) -> Result<(), Unresolved> {
+        match compound {
+            CompoundCommand::BraceGroup(g) => self.list(&g.list),
+            CompoundCommand::Subshell(s) => self.list(&s.list),
+            CompoundCommand::IfClause(c) => {
+                self.list(&c.condition)?;
+                self.list(&c.then)?;
+                for e in c.elses.iter().flatten() {
+                    if let Some(condition) = &e.condition {
+                        self.list(condition)?;
+                    }
+                    self.list(&e.body)?;
+                }
+                Ok(())
+            }
+            CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
+                self.list(&w.0)?;
+                self.list(&w.1.list)
+            }
+            CompoundCommand::ForClause(f) => {
+                for w in f.values.iter().flatten() {
+                    self.word(&w.value)?;
+                }
+                self.list(&f.body.list)
+            }
+            CompoundCommand::CaseClause(c) => {
+                self.word(&c.value.value)?;
+                for item in &c.cases {
+                    if let Some(cmd) = &item.cmd {
+                        self.list(cmd)?;
+                    }
+                }
+                Ok(())
+            }
+            CompoundCommand::Arithmetic(_) | CompoundCommand::ArithmeticForClause(_) => {
+                Err(Unresolved("it uses shell arithmetic".into()))
+            }
+            CompoundCommand::Coprocess(_) => Err(Unresolved("it starts a coprocess".into())),
+        }
+    }
+
+    fn simple(&mut self, simple: &SimpleCommand, stdin_fed: bool) -> Result<(), Unresolved> {
+        let mut invocation = Invocation {
+            stdin_fed,
+            ..Invocation::default()
+        };
+        let prefix = simple.prefix.iter().flat_map(|p| p.0.iter());
+        let suffix = simple.suffix.iter().flat_map(|s| s.0.iter());
+        for item in prefix.clone() {
+            if let CommandPrefixOrSuffixItem::AssignmentWord(assignment, _) = item {
+                let name = assignment.name.to_string();
+                if DANGEROUS_ASSIGNMENTS.contains(&name.as_str()) {
+                    return Err(Unresolved(format!(
+                        "it sets {name}, which changes what runs"
+                    )));
+                }
+                match &assignment.value {
+                    ast::AssignmentValue::Scalar(w) => {
+                        self.word(&w.value)?;
+                    }
+                    ast::AssignmentValue::Array(_) => {
+                        return Err(Unresolved("it assigns an array".into()));
+                    }
+                }
+            }
+        }
+        let name = simple.word_or_name.iter().map(Item::Word);
+        // After the command name, `x=y` is an ordinary argument (`dd
+        // of=...`, `env PATH=...`), though the parser marks it as an
+        // assignment.
+        let suffix = suffix.map(|item| match item {
+            CommandPrefixOrSuffixItem::AssignmentWord(_, word) => Item::Word(word),
+            other => Item::Other(other),
+        });
+        let items = prefix
+            .filter(|i| !matches!(i, CommandPrefixOrSuffixItem::AssignmentWord(..)))
+            .map(Item::Other)
+            .chain(name)
+            .chain(suffix);
+        for item in items {
+            match item {
+                Item::Word(w) => invocation.argv.push(self.word(&w.value)?),
+                Item::Other(CommandPrefixOrSuffixItem::Word(w)) => {
+                    invocation.argv.push(self.word(&w.value)?);
+                }
+                Item::Other(CommandPrefixOrSuffixItem::IoRedirect(r)) => {
+                    self.redirect(r, &mut invocation)?;
+                }
+                Item::Other(CommandPrefixOrSuffixItem::ProcessSubstitution(..)) => {
+                    return Err(Unresolved("it uses process substitution".into()));
+                }
+                Item::Other(CommandPrefixOrSuffixItem::AssignmentWord(..)) => {}
+            }
+        }
+        self.out.push(invocation);
+        Ok(())
+    }
+
+    fn redirect(&self, redirect: &IoRedirect, to: &mut Invocation) -> Result<(), Unresolved> {
+        match redirect {
+            IoRedirect::File(_, kind, target) => match target {
+                IoFileRedirectTarget::Filename(w) => {
+                    let arg = self.word(&w.value)?;
+                    let writes = !matches!(
+                        kind,
+                        IoFileRedirectKind::Read
+                            | IoFileRedirectKind::DuplicateInput
+                            | IoFileRedirectKind::DuplicateOutput
+                    );
+                    if writes {
+                        to.writes.push(arg);
+                    }
+                    Ok(())
+                }
+                IoFileRedirectTarget::Fd(_) => Ok(()),
+                IoFileRedirectTarget::Duplicate(w) => {
+                    let arg = self.word(&w.value)?;
+                    let fd = arg.text.trim_end_matches('-');
+                    if fd.is_empty() || fd.bytes().all(|b| b.is_ascii_digit()) {
+                        Ok(())
+                    } else {
+                        // `>& file` writes to a file.
+                        to.writes.push(arg);
+                        Ok(())
+                    }
+                }
+                IoFileRedirectTarget::ProcessSubstitution(..) => {
+                    Err(Unresolved("it uses process substitution".into()))
+                }
+            },
+            IoRedirect::HereDocument(..) => Err(Unresolved("it uses a here-document".into())),
+            IoRedirect::HereString(_, w) => {
+                self.word(&w.value)?;
+                to.stdin_fed = true;
+                Ok(())
+            }
+            IoRedirect::OutputAndError(w, _) => {
+                to.writes.push(self.word(&w.value)?);
+                Ok(())
+            }
+        }
+    }
+
+    /// Resolves one word, or says why it cannot be.
+    fn word(&self, raw: &str) -> Result<Arg, Unresolved> {
+        if has_brace_expansion(raw) {
+            return Err(Unresolved(format!("{raw:?} uses brace expansion")));
+        }
+        let pieces = word::parse(raw, &self.options)
+            .map_err(|e| Unresolved(format!("the word {raw:?} cannot be read ({e})")))?;
+        let mut text = String::new();
+        let mut glob_at = None;
+        for (i, piece) in pieces.iter().enumerate() {
+            match &piece.piece {
+                WordPiece::Text(t) => {
+                    if glob_at.is_none()
+                        && let Some(at) = t.find(['*', '?', '['])
+                    {
+                        glob_at = Some(text.len() + at);
+                    }
+                    text.push_str(t);
+                }
+                WordPiece::SingleQuotedText(t) => text.push_str(t),
+                WordPiece::EscapeSequence(e) => text.push_str(unescape(e)),
+                WordPiece::DoubleQuotedSequence(inner) => {
+                    for p in inner {
+                        match &p.piece {
+                            WordPiece::Text(t) => text.push_str(t),
+                            WordPiece::EscapeSequence(e) => text.push_str(unescape(e)),
+                            other => return Err(unresolvable(raw, other)),
+                        }
+                    }
+                }
+                WordPiece::TildeExpansion(TildeExpr::Home) if i == 0 => text.push_str(self.home),
+                other => return Err(unresolvable(raw, other)),
+            }
+        }
+        Ok(Arg { text, glob_at })
+    }
+}
+
+enum Item<'a> {
+    Word(&'a ast::Word),
+    Other(&'a CommandPrefixOrSuffixItem),
+}
+
+fn unresolvable(raw: &str, piece: &WordPiece) -> Unresolved {
+    let what = match piece {
+        WordPiece::ParameterExpansion(_) => "a variable",
+        WordPiece::CommandSubstitution(_) | WordPiece::BackquotedCommandSubstitution(_) => {
+            "command substitution"
+        }
+        WordPiece::ArithmeticExpression(_) => "arithmetic",
+        WordPiece::AnsiCQuotedText(_) => "ANSI-C quoting",
+        WordPiece::GettextDoubleQuotedSequence(_) => "locale quoting",
+        WordPiece::TildeExpansion(_) => "a ~user or ~+ path",
+        _ => "an expansion",
+    };
+    Unresolved(format!(
+        "{raw:?} uses {what}, known only when the shell runs"
+    ))
+}
+
+/// `\x` stands for `x`; a backslash-newline is nothing.
+fn unescape(escape: &str) -> &str {
+    match escape.strip_prefix('\\') {
+        Some("\n") => "",
+        Some(rest) => rest,
+        None => escape,
+    }
+}
+
+/// Whether an unquoted `{a,b}` or `{1..3}` is in `raw`: bash would turn
+/// the one word into several (`{rm,-rf,/}` is `rm -rf /`).
+fn has_brace_expansion(raw: &str) -> bool {
+    let mut quote = None;
+    let mut escaped = false;
+    let mut open: Option<usize> = None;
+    for (i, c) in raw.char_indices() {
+        if escaped {
+            escaped = false;
+            continue;
+        }
+        match (quote, c) {
+            (_, '\\') if quote != Some('\'') => escaped = true,
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), _) if c == q => quote = None,
+            (None, '{') => open = Some(i),
+            (None, '}') => {
+                if let Some(start) = open.take() {
+                    let inside = &raw[start + 1..i];
+                    if inside.contains(',') || inside.contains("..") {
+                        return true;
+                    }
+                }
+            }
+            _ => {}
+        }
+    }
+    false
+}

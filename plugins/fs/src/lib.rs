@@ -1,0 +1,217 @@
+//! The fs plugin: file tools for the agent.
+//!
+//! - `read_file` (read): text, a line range, or base64, capped;
+//! - `write_file` (write): atomic replace, optionally creating folders;
+//! - `list_directory` (read): entries, optionally recursive within bounds;
+//! - `delete_path` (write): a file, link or folder; never `/` or a home;
+//! - `apply_patch` (write): a unified diff over one or more files;
+//! - `search_files` (read): names by glob, lines by substring or regex.
+//!
+//! Relative paths are relative to `$HEARTH_HOME`, `~/` is `$HOME`. What may
+//! be touched is the host policy's decision, not this plugin's: it resolves
+//! and reports paths but confines nothing.
+
+pub mod args;
+pub mod list;
+pub mod patch;
+pub mod paths;
+pub mod read;
+pub mod search;
+pub mod write;
+
+use std::path::PathBuf;
+
+use hearth_sdk::protocol::{Description, Risk, ToolSpec};
+use hearth_sdk::{Host, Plugin, PluginError, parse_args};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+use paths::Roots;
+
+/// `max_read_bytes` when the config does not set it.
+pub const DEFAULT_MAX_READ_BYTES: u64 = 256 * 1024;
+/// The largest `max_read_bytes` allowed: base64 grows content by a third
+/// and the host caps an answer at 16 MiB.
+pub const MAX_READ_BYTES_LIMIT: u64 = 8 * 1024 * 1024;
+
+/// The plugin's state: where paths lead, and the read cap.
+pub struct Fs {
+    /// Bases for relative and `~` paths.
+    pub roots: Roots,
+    /// The most bytes `read_file` returns.
+    pub max_read_bytes: u64,
+}
+
+impl Fs {
+    /// Runs one tool on raw JSON arguments.
+    pub fn call(&self, tool: &str, args: &Value) -> Result<Value, PluginError> {
+        match tool {
+            "read_file" => read::read_file(self, args),
+            "write_file" => write::write_file(self, args),
+            "list_directory" => list::list_directory(self, args),
+            "delete_path" => write::delete_path(self, args),
+            "apply_patch" => patch::apply_patch(self, args),
+            "search_files" => search::search_files(self, args),
+            other => Err(PluginError::Unsupported(format!("no tool {other:?}"))),
+        }
+    }
+}
+
+impl Plugin for Fs {
+    const NAME: &'static str = "fs";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn init(host: Host, config: Value) -> Result<Self, PluginError> {
+        let config: Config = parse_args(config)?;
+        let max_read_bytes = config.max_read_bytes.unwrap_or(DEFAULT_MAX_READ_BYTES);
+        if !(1..=MAX_READ_BYTES_LIMIT).contains(&max_read_bytes) {
+            return Err(PluginError::InvalidArguments(format!(
+                "[plugins.fs] max_read_bytes must be between 1 and {MAX_READ_BYTES_LIMIT}, not {max_read_bytes}"
+            )));
+        }
+        let info = host
+            .info()
+            .map_err(|e| PluginError::failed(format!("cannot ask the host where it lives: {e}")))?;
+        Ok(Fs {
+            roots: Roots {
+                hearth_home: PathBuf::from(info.home),
+                user_home: std::env::var_os("HOME")
+                    .filter(|h| !h.is_empty())
+                    .map(PathBuf::from),
+            },
+            max_read_bytes,
+        })
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            tools: tools(self.max_read_bytes),
+            channel: None,
+        }
+    }
+
+    fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError> {
+        self.call(tool, &args)
+    }
+}
+
+hearth_sdk::export_plugin!(Fs);
+
+/// The tools' specs; `max_read_bytes` appears in `read_file`'s description.
+pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
+    let path = json!({ "type": "string", "minLength": 1,
+        "description": "Absolute, ~/..., or relative to $HEARTH_HOME." });
+    let encoding = json!({ "enum": ["text", "base64"],
+        "description": "text (UTF-8, the default) or base64 for binary files." });
+    let spec =
+        |name: &str, description: String, risk: Risk, properties: Value, required: &[&str]| {
+            ToolSpec {
+                name: name.into(),
+                description,
+                parameters: json!({
+                    "type": "object",
+                    "properties": properties,
+                    "required": required,
+                    "additionalProperties": false
+                }),
+                risk,
+            }
+        };
+    vec![
+        spec(
+            "read_file",
+            format!(
+                "Reads a file: whole, a range of lines (offset_line, limit_lines, 1-based), or as base64. \
+                 At most {max_read_bytes} bytes are returned; beyond that `truncated` is true and `size` \
+                 gives the full size. Returns {{path, content, encoding, size, lines, truncated}}."
+            ),
+            Risk::Read,
+            json!({
+                "path": path,
+                "offset_line": { "type": "integer", "minimum": 1, "description": "First line to return (1-based)." },
+                "limit_lines": { "type": "integer", "minimum": 1, "description": "How many lines to return." },
+                "encoding": encoding,
+            }),
+            &["path"],
+        ),
+        spec(
+            "write_file",
+            "Writes a whole file atomically (replacing it if it exists). Set create_dirs to create \
+             missing folders. Returns {path, bytes_written, created}."
+                .into(),
+            Risk::Write,
+            json!({
+                "path": path,
+                "content": { "type": "string" },
+                "encoding": encoding,
+                "create_dirs": { "type": "boolean" },
+            }),
+            &["path", "content"],
+        ),
+        spec(
+            "list_directory",
+            format!(
+                "Lists a folder: entries with name, type (file, dir, symlink, other), size and modified \
+                 (ms since 1970). recursive descends {} levels and stops at {} entries, saying so with \
+                 `truncated`.",
+                list::MAX_DEPTH,
+                list::MAX_ENTRIES
+            ),
+            Risk::Read,
+            json!({ "path": path, "recursive": { "type": "boolean" } }),
+            &["path"],
+        ),
+        spec(
+            "delete_path",
+            "Deletes a file, a symlink (not its target) or a folder; a non-empty folder needs \
+             recursive: true. Refuses / and home folders. Returns {path, deleted}."
+                .into(),
+            Risk::Write,
+            json!({ "path": path, "recursive": { "type": "boolean" } }),
+            &["path"],
+        ),
+        spec(
+            "apply_patch",
+            "Applies a unified diff (---/+++ headers, a/ b/ prefixes optional, @@ hunks) to one or \
+             more files; /dev/null creates or deletes a file. Context must match exactly; nothing \
+             changes unless every hunk applies. Paths are relative to root (default $HEARTH_HOME). \
+             Returns {files: [{path, action, hunks}]}."
+                .into(),
+            Risk::Write,
+            json!({
+                "patch": { "type": "string", "minLength": 1 },
+                "root": { "type": "string", "minLength": 1, "description": "Folder the patch's paths are relative to." },
+            }),
+            &["patch"],
+        ),
+        spec(
+            "search_files",
+            format!(
+                "Searches files under path: names by glob (*.rs, or src/**/*.md against the path from \
+                 the root) and lines containing pattern (a substring; a regex with regex: true). \
+                 Returns {{matches: [{{file, line, text}}], truncated, ...}}; without pattern, the \
+                 matching files. Skips binary files, files over 1 MiB and .git folders. At most \
+                 max_results matches (default {}, at most {}).",
+                search::DEFAULT_RESULTS,
+                search::MAX_RESULTS
+            ),
+            Risk::Read,
+            json!({
+                "path": path,
+                "glob": { "type": "string", "minLength": 1 },
+                "pattern": { "type": "string", "minLength": 1 },
+                "regex": { "type": "boolean" },
+                "case_insensitive": { "type": "boolean" },
+                "max_results": { "type": "integer", "minimum": 1, "maximum": search::MAX_RESULTS },
+            }),
+            &["path"],
+        ),
+    ]
+}
+
+/// Config table `[plugins.fs]`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Config {
+    max_read_bytes: Option<u64>,
+}
