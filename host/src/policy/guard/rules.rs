@@ -123,7 +123,7 @@ mod tests {
     #[test]
     fn defaults_parse() {
         let rules = Rules::defaults();
-        assert!(rules.always.iter().any(|c| c == "systemctl"));
+        assert!(rules.always.iter().any(|c| c == "kill"));
         assert!(!rules.rules.is_empty());
     }
 
