@@ -227,6 +227,40 @@ fn a_message_streams_its_reply_and_draws_on_every_browser() {
 }
 
 #[test]
+fn a_browser_that_connects_mid_reply_gets_the_text_so_far_once() {
+    let fake = FakeLlm::start();
+    let pieces = ["one ", "two ", "three ", "four ", "five."];
+    fake.push(hearth_tests::fake_llm::anthropic_text_paced(
+        &pieces,
+        Duration::from_millis(200),
+    ));
+    let h = home(&fake, "");
+    let (_daemon, canvas) = start(&h);
+    let (mut a, _) = canvas.connect();
+    a.send(&send("mid-1", "count"));
+    a.wait_for(WAIT, |f| f["type"] == "delta" && f["text"] == "two ");
+    let (mut late, hello) = canvas.connect();
+    let so_far = hello["streaming"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["turn"] == "mid-1")
+        .map(|s| s["text"].as_str().unwrap().to_owned())
+        .unwrap_or_default();
+    assert!(so_far.starts_with("one two"), "{hello}");
+    let mut text = so_far;
+    loop {
+        let frame = late.next_json(WAIT);
+        match frame["type"].as_str() {
+            Some("delta") => text.push_str(frame["text"].as_str().unwrap()),
+            Some("message") if frame["message"]["role"] == "agent" => break,
+            _ => {}
+        }
+    }
+    assert_eq!(text, "one two three four five.");
+}
+
+#[test]
 fn a_resent_message_is_stored_once() {
     let fake = FakeLlm::start();
     fake.push(anthropic_text("once"));

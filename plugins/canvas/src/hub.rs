@@ -8,7 +8,7 @@
 //! host's store, read through `channel.history` when a browser connects,
 //! so a restart loses nothing.
 
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -45,6 +45,10 @@ pub struct Hub {
     elements: Mutex<Vec<Element>>,
     status: Mutex<(bool, Option<String>)>,
     confirmations: Mutex<VecDeque<ConfirmationRecord>>,
+    /// The text streamed so far of each reply being generated. Deltas are
+    /// broadcast while this lock is held, so a browser that subscribes
+    /// under it gets each piece exactly once: in its snapshot or as a frame.
+    streaming: Mutex<HashMap<String, String>>,
     next_element: AtomicU64,
     /// Files the owner uploads.
     pub uploads: Uploads,
@@ -65,14 +69,21 @@ impl Hub {
             elements: Mutex::new(elements),
             status: Mutex::new((false, None)),
             confirmations: Mutex::new(VecDeque::new()),
+            streaming: Mutex::new(HashMap::new()),
             next_element: AtomicU64::new(1),
             uploads,
         }
     }
 
-    /// A receiver of every frame from now on.
-    pub fn subscribe(&self) -> broadcast::Receiver<Utf8Bytes> {
-        self.frames.subscribe()
+    /// A receiver of every frame from now on, and the replies streamed so
+    /// far (`[{turn, text}]`), taken together.
+    pub fn subscribe(&self) -> (broadcast::Receiver<Utf8Bytes>, Value) {
+        let streaming = lock(&self.streaming);
+        let snapshot = streaming
+            .iter()
+            .map(|(turn, text)| json!({ "turn": turn, "text": text }))
+            .collect();
+        (self.frames.subscribe(), Value::Array(snapshot))
     }
 
     /// How many browsers are connected.
@@ -80,8 +91,9 @@ impl Hub {
         self.frames.receiver_count()
     }
 
-    /// The whole state, as the `hello` frame. Blocks on the host's store.
-    pub fn hello(&self) -> Value {
+    /// The whole state, as the `hello` frame, with `streaming` from
+    /// [`Hub::subscribe`]. Blocks on the host's store.
+    pub fn hello(&self, streaming: Value) -> Value {
         let history: ChannelHistory = self
             .host
             .call(
@@ -99,6 +111,7 @@ impl Hub {
             "canvas": elements,
             "confirmations": history.confirmations.iter().map(confirmation_json).collect::<Vec<_>>(),
             "status": self.status_json(),
+            "streaming": streaming,
         })
     }
 
@@ -154,6 +167,9 @@ impl Hub {
     /// The agent's reply arrives: every browser shows it; those not
     /// connected get it from the history when they connect.
     pub fn deliver(&self, message: &OutboundMessage) {
+        if let Some(turn) = &message.in_reply_to {
+            lock(&self.streaming).remove(turn);
+        }
         self.broadcast(&json!({
             "type": "message",
             "message": {
@@ -172,10 +188,21 @@ impl Hub {
     pub fn event(&self, event: ChannelEvent) {
         let frame = match event {
             ChannelEvent::Delta { turn, text, .. } => {
-                json!({ "type": "delta", "turn": turn, "text": text })
+                let mut streaming = lock(&self.streaming);
+                streaming.entry(turn.clone()).or_default().push_str(&text);
+                self.broadcast(&json!({ "type": "delta", "turn": turn, "text": text }));
+                return;
             }
-            ChannelEvent::DeltaReset { turn, .. } => json!({ "type": "delta_reset", "turn": turn }),
+            ChannelEvent::DeltaReset { turn, .. } => {
+                let mut streaming = lock(&self.streaming);
+                streaming.insert(turn.clone(), String::new());
+                self.broadcast(&json!({ "type": "delta_reset", "turn": turn }));
+                return;
+            }
             ChannelEvent::Status { busy, model } => {
+                if !busy {
+                    lock(&self.streaming).clear();
+                }
                 *lock(&self.status) = (busy, model);
                 let mut frame = self.status_json();
                 frame["type"] = "status".into();

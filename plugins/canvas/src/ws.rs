@@ -29,8 +29,8 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
     // Subscribe before reading the state: a change made in between then
     // arrives twice, which the browser's keys make harmless, instead of not
     // at all.
-    let mut frames = hub.subscribe();
-    if send_hello(&mut socket, &hub).await.is_err() {
+    let (mut frames, streaming) = hub.subscribe();
+    if send_hello(&mut socket, &hub, streaming).await.is_err() {
         return;
     }
     let mut window = (Instant::now(), 0u32);
@@ -67,7 +67,11 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
                 let sent = match frame {
                     Ok(frame) => socket.send(Message::Text(frame)).await,
                     // Fell behind: the whole state again, instead of a gap.
-                    Err(broadcast::error::RecvError::Lagged(_)) => send_hello(&mut socket, &hub).await,
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let (fresh, streaming) = hub.subscribe();
+                        frames = fresh;
+                        send_hello(&mut socket, &hub, streaming).await
+                    }
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
                 if sent.is_err() {
@@ -81,9 +85,13 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
     }
 }
 
-async fn send_hello(socket: &mut WebSocket, hub: &Arc<Hub>) -> Result<(), axum::Error> {
+async fn send_hello(
+    socket: &mut WebSocket,
+    hub: &Arc<Hub>,
+    streaming: Value,
+) -> Result<(), axum::Error> {
     let hub = Arc::clone(hub);
-    let hello = tokio::task::spawn_blocking(move || hub.hello())
+    let hello = tokio::task::spawn_blocking(move || hub.hello(streaming))
         .await
         .unwrap_or_else(|_| json!({ "type": "error", "message": "cannot read the history" }));
     socket

@@ -402,6 +402,11 @@
     state.streaming.clear();
     state.answered = new Set();
     for (const m of state.messages.values()) if (m.role === "agent" && m.id) state.answered.add(m.id);
+    for (const s of Array.isArray(f.streaming) ? f.streaming : []) {
+      if (s && typeof s.turn === "string" && typeof s.text === "string" && !state.answered.has(s.turn)) {
+        state.streaming.set(s.turn, s.text);
+      }
+    }
     state.status = { agent: "idle", model: null, connected: true };
     onStatus(f.status || {});
 
