@@ -121,12 +121,23 @@ fn the_token_link_gives_a_strict_cookie_and_guesses_are_throttled() {
         )
     };
     for guess in 0..5 {
-        assert_eq!(form(&format!("guess{guess}")).status, 401);
+        let refused = form(&format!("guess{guess}"));
+        assert_eq!(refused.status, 401);
+        assert!(
+            refused.text().contains("That token is not right."),
+            "{}",
+            refused.text()
+        );
     }
     // Throttled now, even for the right token.
     let throttled = form(&canvas.token);
     assert_eq!(throttled.status, 429);
     assert!(throttled.header("retry-after").is_some());
+    assert!(
+        throttled.text().contains("Too many wrong tokens"),
+        "{}",
+        throttled.text()
+    );
     // The token itself never reaches the log, beyond the one-time link.
     let leaks = daemon
         .logs()

@@ -175,14 +175,13 @@ fn login(server: &Server, peer: SocketAddr, token: &str) -> Response {
         }
         Login::Refused => {
             tracing::warn!(peer = %peer.ip(), "canvas login with a wrong token");
-            page(StatusCode::UNAUTHORIZED, &assets::LOGIN)
+            login_page(StatusCode::UNAUTHORIZED, "That token is not right.")
         }
         Login::Throttled(wait) => {
-            let mut response = (
+            let mut response = login_page(
                 StatusCode::TOO_MANY_REQUESTS,
-                "too many wrong tokens; wait a minute\n",
-            )
-                .into_response();
+                "Too many wrong tokens: wait a minute, then try again.",
+            );
             response.headers_mut().insert(
                 header::RETRY_AFTER,
                 HeaderValue::from(wait.as_secs().max(1)),
@@ -314,6 +313,24 @@ fn has_session(server: &Server, headers: &HeaderMap) -> bool {
         .filter_map(|v| v.to_str().ok())
         .filter_map(auth::session_cookie)
         .any(|cookie| server.auth.session_valid(cookie))
+}
+
+/// The login page with `message` (fixed text, never user input) shown
+/// above the form.
+fn login_page(status: StatusCode, message: &str) -> Response {
+    let html = String::from_utf8_lossy(assets::LOGIN.body).replace(
+        "<!--status-->",
+        &format!("<p class=\"error\" role=\"alert\">{message}</p>"),
+    );
+    (
+        status,
+        [
+            (header::CONTENT_TYPE, assets::LOGIN.mime),
+            (header::CACHE_CONTROL, "no-store"),
+        ],
+        html,
+    )
+        .into_response()
 }
 
 fn page(status: StatusCode, asset: &Asset) -> Response {
