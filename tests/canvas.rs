@@ -581,6 +581,16 @@ fn a_flood_of_frames_is_cut_off() {
 }
 
 #[test]
+fn canvas_url_before_the_first_start_says_what_to_do() {
+    let h = Hearth::new("");
+    let error = h.cmd(&["canvas-url"]).fails();
+    assert!(
+        error.contains("canvas.token") && error.contains("hearth run"),
+        "{error}"
+    );
+}
+
+#[test]
 fn a_non_loopback_address_is_refused_without_allow_remote() {
     let h = Hearth::with_plugins(
         &[plugin("canvas")],

@@ -22,6 +22,19 @@ fn home(fake: &FakeLlm, probe_settings: &str, extra: &str) -> Hearth {
     )
 }
 
+/// A model that calls `probe_exec` with marker `m1`, then answers `then`.
+fn model_calling_probe_exec(then: &str) -> FakeLlm {
+    let fake = FakeLlm::start();
+    fake.push(anthropic_tool_use(
+        None,
+        "t1",
+        "probe_exec",
+        &json!({ "marker": "m1" }),
+    ));
+    fake.push(anthropic_text(then));
+    fake
+}
+
 fn start(h: &Hearth) -> hearth_tests::Daemon {
     h.daemon_with(|cmd| {
         cmd.env("HEARTH_TEST_API_KEY", "sk-test");
@@ -43,14 +56,7 @@ fn exec_tools_run_only_with_the_owners_approval() {
         (None, false, "expired", "did not answer within"),
     ];
     for (answer, ran, outcome, told) in cases {
-        let fake = FakeLlm::start();
-        fake.push(anthropic_tool_use(
-            None,
-            "t1",
-            "probe_exec",
-            &json!({ "marker": "m1" }),
-        ));
-        fake.push(anthropic_text("finished"));
+        let fake = model_calling_probe_exec("finished");
         let dir = tempfile::tempdir().unwrap();
         let (events, exec_log) = (dir.path().join("events"), dir.path().join("exec"));
         let confirm = answer.map_or(String::new(), |a| format!("confirm = \"{a}\""));
@@ -99,14 +105,7 @@ fn exec_tools_run_only_with_the_owners_approval() {
 
 #[test]
 fn without_a_channel_that_can_ask_an_exec_tool_is_refused_at_once() {
-    let fake = FakeLlm::start();
-    fake.push(anthropic_tool_use(
-        None,
-        "t1",
-        "probe_exec",
-        &json!({ "marker": "m1" }),
-    ));
-    fake.push(anthropic_text("could not"));
+    let fake = model_calling_probe_exec("could not");
     let dir = tempfile::tempdir().unwrap();
     let exec_log = dir.path().join("exec");
     let h = home(&fake, &format!("exec_log = {exec_log:?}"), "");

@@ -15,7 +15,7 @@ use hearth::policy::guard::{Guard, Verdict};
 const COMMANDS: [&str; 10] = [
     "ls -la",
     "git status",
-    "grep -rn 'TODO' src/",
+    "grep -rn 'needle' src/",
     "df -h",
     "cargo build --release",
     "find . -name '*.rs' | xargs grep -l foo",

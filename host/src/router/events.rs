@@ -92,9 +92,8 @@ impl ChannelEvents {
         self.queue(event, |name| name == channel);
     }
 
-    /// Queues `event` for every channel that takes events; returns how many
-    /// took it.
-    pub fn broadcast(&self, event: &ChannelEvent) -> usize {
+    /// Queues `event` for every channel that takes events.
+    pub fn broadcast(&self, event: &ChannelEvent) {
         self.queue(event, |_| true)
     }
 
@@ -121,26 +120,20 @@ impl ChannelEvents {
         }
     }
 
-    fn queue(&self, event: &ChannelEvent, wanted: impl Fn(&str) -> bool) -> usize {
+    fn queue(&self, event: &ChannelEvent, wanted: impl Fn(&str) -> bool) {
         let queues = lock(&self.queues);
         // Most setups have no event channel: then an event costs a lock.
         if !queues.iter().any(|(name, _)| wanted(name)) {
-            return 0;
+            return;
         }
         let Ok(payload) = serde_json::to_vec(event) else {
-            return 0;
+            return;
         };
-        let mut taken = 0;
         for (name, tx) in queues.iter().filter(|(name, _)| wanted(name)) {
-            match tx.try_send(Item::Event(payload.clone())) {
-                Ok(()) => taken += 1,
-                Err(TrySendError::Full(_)) => {
-                    tracing::warn!(channel = %name, "channel event dropped: its queue is full");
-                }
-                Err(TrySendError::Disconnected(_)) => {}
+            if let Err(TrySendError::Full(_)) = tx.try_send(Item::Event(payload.clone())) {
+                tracing::warn!(channel = %name, "channel event dropped: its queue is full");
             }
         }
-        taken
     }
 }
 

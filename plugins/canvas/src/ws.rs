@@ -114,11 +114,11 @@ async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
                 Err(why) => return Some(error(id.as_deref(), &why)),
             };
             let hub = Arc::clone(hub);
-            let (id2, stored) = (id.clone(), id.clone());
+            let stored = id.clone();
             let outcome =
                 tokio::task::spawn_blocking(move || hub.submit(&stored, &text, &attachments)).await;
             Some(match outcome {
-                Ok(Ok(())) => json!({ "type": "ack", "id": id2 }),
+                Ok(Ok(())) => json!({ "type": "ack", "id": id }),
                 Ok(Err(why)) => error(Some(&id), &why),
                 Err(_) => error(Some(&id), "the message was lost; send it again"),
             })

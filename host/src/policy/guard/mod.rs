@@ -18,7 +18,7 @@ mod words;
 use std::path::{Component, Path, PathBuf};
 
 use rules::{Rules, flag_given};
-use words::{Arg, Invocation, Unresolved, invocations};
+use words::{Arg, DANGEROUS_ASSIGNMENTS, Invocation, Unresolved, invocations};
 
 /// The longest command line the guard reads; longer ones ask.
 pub const MAX_COMMAND_BYTES: usize = 4096;
@@ -258,7 +258,7 @@ impl Guard {
             }
             if base == "env" && a.contains('=') && !a.starts_with('-') {
                 let name = a.split('=').next().unwrap_or_default();
-                if ["PATH", "LD_PRELOAD", "LD_LIBRARY_PATH", "BASH_ENV", "ENV"].contains(&name) {
+                if DANGEROUS_ASSIGNMENTS.contains(&name) {
                     return Some(Inner::Ask(format!(
                         "`env` sets {name}, which changes what runs"
                     )));

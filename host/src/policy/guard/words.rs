@@ -42,7 +42,7 @@ pub struct Arg {
 pub struct Unresolved(pub String);
 
 /// Environment variables whose value changes what a command runs.
-const DANGEROUS_ASSIGNMENTS: [&str; 10] = [
+pub const DANGEROUS_ASSIGNMENTS: [&str; 10] = [
     "PATH",
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
