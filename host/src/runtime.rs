@@ -16,7 +16,7 @@ use hearth_sdk::protocol::HostInfo;
 use crate::agent::memory::Memory;
 use crate::config::Config;
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
-use crate::policy::{ConfirmGate, Policy};
+use crate::policy::{self, ConfirmGate, Policy};
 use crate::router::events::ChannelEvents;
 use crate::router::{Gate, Router};
 use crate::scripting::{Scripts, ScriptsError};
@@ -105,6 +105,11 @@ impl Runtime {
             abi_major: abi::ABI_MAJOR,
             abi_minor: abi::ABI_MINOR,
             home: config.home.display().to_string(),
+            mode: config.mode.name().into(),
+            confine_to: policy::confinement(&config)
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect(),
         };
         let router = Arc::new(Router::new(Gate::new(config.owner.clone())));
         let bridge = Bridge::start(

@@ -34,6 +34,10 @@ pub mod service {
     /// Write a value to the plugin's own key-value namespace: request
     /// `{"key": "...", "value": <JSON; null deletes>}`, answer `{}`.
     pub const KV_SET: &str = "kv.set";
+    /// Tell the agent something happened (a background process failed):
+    /// request [`super::Notice`], answer `{}` once the notice is stored in
+    /// the agent's inbox. The same key twice is stored once.
+    pub const AGENT_NOTIFY: &str = "agent.notify";
 }
 
 /// How much a tool can change: the policy decides per tier.
@@ -60,6 +64,37 @@ pub struct ToolSpec {
     pub parameters: Value,
     /// Its risk tier.
     pub risk: Risk,
+    /// Which arguments the policy reads closely (a shell command line, the
+    /// paths written). Optional: a tool without targets is judged by its
+    /// risk tier alone.
+    #[serde(default, skip_serializing_if = "Targets::is_empty")]
+    pub targets: Targets,
+}
+
+/// The arguments of a tool call that the policy inspects, by name.
+///
+/// A shell tool names its command argument so the host's guard can read
+/// the command line; a file tool names the paths it writes so development
+/// mode can confine them and production mode can ask before system paths
+/// change. Each name is a top-level key of the arguments object.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Targets {
+    /// The argument holding a shell command line.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub command: Option<String>,
+    /// The argument holding the directory a command runs in.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// Arguments holding paths the tool creates, changes or deletes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writes: Vec<String>,
+}
+
+impl Targets {
+    /// Whether no argument is named.
+    pub fn is_empty(&self) -> bool {
+        self.command.is_none() && self.cwd.is_none() && self.writes.is_empty()
+    }
 }
 
 /// The channel a plugin serves, if any.
@@ -125,6 +160,10 @@ pub struct ConfirmationAnswer {
     pub sender: String,
     /// Approve (`true`) or deny.
     pub approve: bool,
+    /// With an approval: also allow this exact call from now on, without
+    /// asking (a grant, listed and revoked with `hearth approvals`).
+    #[serde(default)]
+    pub always: bool,
 }
 
 /// An inbound message.
@@ -347,6 +386,15 @@ fn default_history_limit() -> u32 {
     200
 }
 
+/// The request of [`service::AGENT_NOTIFY`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Notice {
+    /// Unique per plugin: a notice is stored once per key.
+    pub key: String,
+    /// What the agent is told, as plain text.
+    pub text: String,
+}
+
 /// The answer to [`service::HOST_INFO`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct HostInfo {
@@ -358,6 +406,19 @@ pub struct HostInfo {
     pub abi_minor: u16,
     /// `$HEARTH_HOME`, where a plugin may keep its files.
     pub home: String,
+    /// `development` or `production`.
+    #[serde(default = "default_mode")]
+    pub mode: String,
+    /// In development mode, the only directories a spawned program may
+    /// write to (`$HEARTH_HOME` and `/tmp`); empty means unconfined. A
+    /// plugin that spawns programs enforces it with Landlock where the
+    /// kernel has it.
+    #[serde(default)]
+    pub confine_to: Vec<String>,
+}
+
+fn default_mode() -> String {
+    "production".into()
 }
 
 fn empty_object_schema() -> Value {

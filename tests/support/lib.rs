@@ -64,6 +64,9 @@ fn built(file: &str) -> PathBuf {
     path
 }
 
+/// The first line of every test config that does not choose a mode.
+const PRODUCTION: &str = "mode = \"production\"\n";
+
 /// A throwaway hearth home with a config file.
 pub struct Hearth {
     home: tempfile::TempDir,
@@ -80,11 +83,29 @@ pub struct Run {
 }
 
 impl Hearth {
-    /// A home whose config is `config` (TOML).
+    /// A home whose config is `config` (TOML). Tests run in production
+    /// mode, where only guarded actions ask, unless `config` sets a `mode`
+    /// or the test calls [`Hearth::in_mode`].
     pub fn new(config: &str) -> Hearth {
         let home = tempfile::tempdir().expect("temp dir");
+        let sets_mode = config.lines().any(|l| l.trim_start().starts_with("mode"));
+        let config = if sets_mode {
+            config.to_owned()
+        } else {
+            format!("{PRODUCTION}{config}")
+        };
         std::fs::write(home.path().join("hearth.toml"), config).expect("write config");
         Hearth { home }
+    }
+
+    /// Switches the config to `mode` (`development` or `production`).
+    pub fn in_mode(self, mode: &str) -> Hearth {
+        let text = std::fs::read_to_string(self.config()).expect("read config");
+        let rest = text
+            .strip_prefix(PRODUCTION)
+            .expect("a config written by Hearth::new");
+        self.write_config(&format!("mode = {mode:?}\n{rest}"));
+        self
     }
 
     /// A home whose config loads exactly these plugin files, in order.

@@ -305,6 +305,16 @@ struct RawConfig {
     policy: PolicyConfig,
 }
 
+impl Mode {
+    /// The name used in config files and `HEARTH_MODE`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Mode::Development => "development",
+            Mode::Production => "production",
+        }
+    }
+}
+
 fn parse_mode(s: &str) -> Option<Mode> {
     match s {
         "development" => Some(Mode::Development),

@@ -318,6 +318,22 @@ impl PluginContext {
             },
             service::KV_GET => services::kv_get(&conn, &self.plugin, &request),
             service::KV_SET => services::kv_set(&conn, &self.plugin, &request),
+            service::AGENT_NOTIFY => {
+                let notice = services::notice(&conn, &self.plugin, request);
+                // The inbox writer has its own connection: release ours first.
+                drop(conn);
+                return match notice {
+                    Ok(message) => match self.bridge.store(message) {
+                        status::OK => (status::OK, "{}".to_owned()),
+                        code => (
+                            code,
+                            "agent.notify: the notice could not be stored yet; try again"
+                                .to_owned(),
+                        ),
+                    },
+                    Err(message) => (status::INVALID, message),
+                };
+            }
             other => {
                 return (
                     status::UNSUPPORTED,

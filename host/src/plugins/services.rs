@@ -1,6 +1,7 @@
 //! The host services a plugin reaches with `call`, besides `host.info`:
-//! its channel's transcript (`channel.history`) and its own key-value
-//! namespace (`kv.get`, `kv.set`).
+//! its channel's transcript (`channel.history`), its own key-value
+//! namespace (`kv.get`, `kv.set`), and notices for the agent
+//! (`agent.notify`).
 //!
 //! These answer inline on the bridge's own connection, unlike `submit`:
 //! each is one short indexed statement, nothing that runs agent work, and
@@ -8,20 +9,27 @@
 
 use hearth_sdk::protocol::{
     Attachment, ChannelHistory, ConfirmationRecord, ConfirmationRequest, ConfirmationState,
-    HistoryMessage, HistoryRequest, service,
+    HistoryMessage, HistoryRequest, InboundMessage, Notice, service,
 };
 use rusqlite::{Connection, params};
 use serde_json::{Value, json};
 
+use crate::router::LOCAL_CHANNEL;
 use crate::store::now_ms;
 
 /// Every service `call` answers.
-pub const OFFERED: [&str; 4] = [
+pub const OFFERED: [&str; 5] = [
     service::HOST_INFO,
     service::CHANNEL_HISTORY,
     service::KV_GET,
     service::KV_SET,
+    service::AGENT_NOTIFY,
 ];
+
+/// The sender of notices in the inbox: the host itself, never a person.
+pub const NOTICE_SENDER: &str = "hearth";
+/// The longest notice text.
+const MAX_NOTICE: usize = 16 * 1024;
 
 /// The most history messages one request returns.
 const MAX_HISTORY: u32 = 1000;
@@ -87,6 +95,46 @@ pub fn kv_set(conn: &Connection, plugin: &str, request: &Value) -> Result<Value,
     };
     result.map_err(|e| format!("kv.set: the store failed: {e}"))?;
     Ok(json!({}))
+}
+
+/// `agent.notify`: the inbox message that tells the agent what `plugin`
+/// reports. It joins the conversation the owner spoke in last (the local
+/// channel if none), so the agent's answer reaches the owner there.
+pub fn notice(conn: &Connection, plugin: &str, request: Value) -> Result<InboundMessage, String> {
+    let notice: Notice =
+        serde_json::from_value(request).map_err(|e| format!("agent.notify: {e}"))?;
+    if notice.key.is_empty() || notice.key.len() > MAX_KEY {
+        return Err(format!(
+            "agent.notify: field `key` must be 1 to {MAX_KEY} bytes"
+        ));
+    }
+    if notice.text.trim().is_empty() || notice.text.len() > MAX_NOTICE {
+        return Err(format!(
+            "agent.notify: field `text` must be 1 to {MAX_NOTICE} bytes"
+        ));
+    }
+    let last: Option<(String, String)> = conn
+        .query_row(
+            "SELECT channel, COALESCE(chat, sender) FROM inbox WHERE sender != ?1 \
+             ORDER BY id DESC LIMIT 1",
+            [NOTICE_SENDER],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .map(Some)
+        .or_else(|e| match e {
+            rusqlite::Error::QueryReturnedNoRows => Ok(None),
+            e => Err(e),
+        })
+        .map_err(|e| format!("agent.notify: the store failed: {e}"))?;
+    let (channel, chat) = last.unwrap_or_else(|| (LOCAL_CHANNEL.to_owned(), "owner".to_owned()));
+    Ok(InboundMessage {
+        channel,
+        idempotency_key: format!("notice:{plugin}:{}", notice.key),
+        sender: NOTICE_SENDER.into(),
+        chat: Some(chat),
+        text: format!("[notice from plugin {plugin}] {}", notice.text),
+        attachments: Vec::new(),
+    })
 }
 
 /// Plugins' namespaces cannot meet the scripts' (which never contain `:`).

@@ -19,6 +19,17 @@ use serde_json::Value;
 
 pub use confirm::{Board, ConfirmGate};
 
+/// The directories programs spawned by tools may write to: in development
+/// mode `$HEARTH_HOME` and `/tmp`; in production, anywhere (empty).
+pub fn confinement(config: &crate::config::Config) -> Vec<std::path::PathBuf> {
+    match config.mode {
+        crate::config::Mode::Development => {
+            vec![config.home.clone(), std::path::PathBuf::from("/tmp")]
+        }
+        crate::config::Mode::Production => Vec::new(),
+    }
+}
+
 /// The decision on one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {

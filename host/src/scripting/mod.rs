@@ -420,6 +420,7 @@ fn tool_from_spec(spec: Value, skill: Option<&str>) -> Result<ToolDraft, String>
             description: spec["description"].as_str().unwrap_or_default().to_owned(),
             parameters: spec["parameters"].clone(),
             risk,
+            targets: Default::default(),
         },
         deadline_ms: spec["deadline_ms"].as_u64(),
     })

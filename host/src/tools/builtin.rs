@@ -73,12 +73,14 @@ impl Builtin {
                     "additionalProperties": false
                 }),
                 risk: Risk::Read,
+                targets: Default::default(),
             },
             Builtin::ScriptStatus => ToolSpec {
                 name: "script_status".into(),
                 description: "Lists the Lua tools and skills, and every script that failed to load with its file, line and error.".into(),
                 parameters: json!({ "type": "object", "additionalProperties": false }),
                 risk: Risk::Read,
+                targets: Default::default(),
             },
             Builtin::WriteScript => ToolSpec {
                 name: "write_script".into(),
@@ -93,6 +95,7 @@ impl Builtin {
                     "additionalProperties": false
                 }),
                 risk: Risk::Write,
+                targets: Default::default(),
             },
             Builtin::Remember => ToolSpec {
                 name: "remember".into(),
@@ -104,6 +107,7 @@ impl Builtin {
                     "additionalProperties": false
                 }),
                 risk: Risk::Write,
+                targets: Default::default(),
             },
             Builtin::Forget => ToolSpec {
                 name: "forget".into(),
@@ -115,6 +119,7 @@ impl Builtin {
                     "additionalProperties": false
                 }),
                 risk: Risk::Write,
+                targets: Default::default(),
             },
             Builtin::Recall => ToolSpec {
                 name: "recall".into(),
@@ -125,6 +130,7 @@ impl Builtin {
                     "additionalProperties": false
                 }),
                 risk: Risk::Read,
+                targets: Default::default(),
             },
         }
     }

@@ -72,6 +72,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 "required": ["type", "data"]
             }),
             risk: Risk::Read,
+            targets: Default::default(),
         },
         ToolSpec {
             name: "canvas_remove".into(),
@@ -82,12 +83,14 @@ pub fn tools() -> Vec<ToolSpec> {
                 "required": ["id"]
             }),
             risk: Risk::Read,
+            targets: Default::default(),
         },
         ToolSpec {
             name: "canvas_clear".into(),
             description: "Remove every element from the canvas pane.".into(),
             parameters: json!({ "type": "object" }),
             risk: Risk::Read,
+            targets: Default::default(),
         },
     ]
 }

@@ -274,12 +274,14 @@ impl Hub {
         Ok(())
     }
 
-    /// Hands the owner's answer to a confirmation to the host. Blocks.
-    pub fn answer(&self, id: &str, approve: bool) -> Result<(), String> {
+    /// Hands the owner's answer to a confirmation to the host; `always`
+    /// asks for a standing grant of the exact call. Blocks.
+    pub fn answer(&self, id: &str, approve: bool, always: bool) -> Result<(), String> {
         let answer = Submission::Confirmation(ConfirmationAnswer {
             id: id.to_owned(),
             sender: OWNER_SENDER.into(),
             approve,
+            always,
         });
         submit_until_taken(&self.host, &answer)
     }

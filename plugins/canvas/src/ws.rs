@@ -133,9 +133,12 @@ async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
             if id.len() > 64 {
                 return Some(error(None, "field `id` is over 64 bytes"));
             }
+            // `always` is optional; anything but `true` means "just this once".
+            let always = approve && frame["always"].as_bool() == Some(true);
             let hub = Arc::clone(hub);
             let answered = id.clone();
-            let outcome = tokio::task::spawn_blocking(move || hub.answer(&answered, approve)).await;
+            let outcome =
+                tokio::task::spawn_blocking(move || hub.answer(&answered, approve, always)).await;
             match outcome {
                 Ok(Ok(())) => None,
                 Ok(Err(why)) => Some(error(Some(&id), &why)),

@@ -115,6 +115,7 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
                     "additionalProperties": false
                 }),
                 risk,
+                targets: Default::default(),
             }
         };
     vec![

@@ -157,6 +157,7 @@ impl Plugin for Web {
                     "additionalProperties": false
                 }),
                 risk: Risk::Read,
+                targets: Default::default(),
             }],
             channel: None,
         }

@@ -60,6 +60,7 @@ impl Plugin for Echo {
                         "additionalProperties": false
                     }),
                     risk: Risk::Read,
+                    targets: Default::default(),
                 },
                 ToolSpec {
                     name: "echo_panic".into(),
@@ -67,6 +68,7 @@ impl Plugin for Echo {
                         .into(),
                     parameters: json!({ "type": "object" }),
                     risk: Risk::Read,
+                    targets: Default::default(),
                 },
             ],
             channel: None,
