@@ -1,0 +1,300 @@
+//! The shell plugin: commands and background processes for the agent.
+//!
+//! - `shell_exec` (exec): run a command line with `bash -c` to completion,
+//!   with a timeout that kills its whole process group, and its output
+//!   capped (the rest goes to a log file the result names);
+//! - `process_start` (exec): start a command detached, in its own session,
+//!   its output in files under `$HEARTH_HOME/processes/proc-<n>/`;
+//! - `process_stop` (write): SIGTERM to its group, SIGKILL after 5 s;
+//! - `process_status` (read): one or all, alive or not judged by pid and
+//!   start time, so it holds across daemon restarts;
+//! - `process_logs` (read): the end of a process's stdout or stderr.
+//!
+//! A background process started by this daemon run that fails on its own
+//! is reported to the agent through `agent.notify`. Whether a command may
+//! run is the host policy's decision (the tools name their `command` and
+//! `cwd` arguments as targets for its guard); in development mode this
+//! plugin enforces the host's `confine_to` with Landlock ([`confine`]).
+//!
+//! Config, `[plugins.shell]`, every key optional:
+//! - `max_output_lines` (default 200) and `max_output_bytes` (default
+//!   65536): per stream, the most `shell_exec` returns whole;
+//! - `pass_env`: names of daemon environment variables passed to commands
+//!   besides the default few (`PATH`, `HOME`, `LANG`, ...).
+
+pub mod args;
+pub mod confine;
+pub mod exec;
+pub mod meta;
+pub mod output;
+pub mod processes;
+pub mod reaper;
+pub mod spawn;
+pub mod tail;
+
+use std::path::PathBuf;
+
+use hearth_sdk::protocol::{Description, Risk, Targets, ToolSpec, service};
+use hearth_sdk::{Host, Plugin, PluginError, parse_args};
+use serde::Deserialize;
+use serde_json::{Value, json};
+
+pub use confine::{landlock_abi, landlock_status};
+use output::Limits;
+use processes::{Notify, Processes};
+use spawn::Launcher;
+
+/// The largest `max_output_lines`.
+pub const MAX_OUTPUT_LINES_LIMIT: u64 = 100_000;
+/// The largest `max_output_bytes`: two streams' worth stays well inside
+/// the host's 16 MiB answer cap.
+pub const MAX_OUTPUT_BYTES_LIMIT: u64 = 4 * 1024 * 1024;
+/// The smallest `max_output_bytes`.
+pub const MIN_OUTPUT_BYTES: u64 = 1024;
+
+/// The plugin's state.
+pub struct Shell {
+    /// How commands are started.
+    pub launcher: Launcher,
+    /// The output caps of `shell_exec`.
+    pub limits: Limits,
+    /// The background processes.
+    pub processes: Processes,
+}
+
+/// What a [`Shell`] is built from.
+pub struct Setup {
+    /// `$HEARTH_HOME`.
+    pub home: PathBuf,
+    /// The directories commands may write to; empty for no confinement.
+    pub confine_to: Vec<String>,
+    /// The `[plugins.shell]` table.
+    pub config: Config,
+    /// How exit notices reach the agent.
+    pub notify: Notify,
+}
+
+/// Config table `[plugins.shell]`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Config {
+    /// Per stream, the most lines `shell_exec` returns whole.
+    pub max_output_lines: Option<u64>,
+    /// Per stream, the most bytes `shell_exec` returns whole.
+    pub max_output_bytes: Option<u64>,
+    /// Daemon environment variables passed to commands besides the default
+    /// ones.
+    #[serde(default)]
+    pub pass_env: Vec<String>,
+}
+
+impl Shell {
+    /// Checks the config and starts the process reaper.
+    pub fn new(setup: Setup) -> Result<Shell, PluginError> {
+        let config = setup.config;
+        let limits = Limits {
+            max_lines: config.max_output_lines.unwrap_or(output::DEFAULT_MAX_LINES),
+            max_bytes: config.max_output_bytes.unwrap_or(output::DEFAULT_MAX_BYTES),
+        };
+        if !(1..=MAX_OUTPUT_LINES_LIMIT).contains(&limits.max_lines) {
+            return Err(PluginError::InvalidArguments(format!(
+                "[plugins.shell] max_output_lines must be between 1 and {MAX_OUTPUT_LINES_LIMIT}, not {}",
+                limits.max_lines
+            )));
+        }
+        if !(MIN_OUTPUT_BYTES..=MAX_OUTPUT_BYTES_LIMIT).contains(&limits.max_bytes) {
+            return Err(PluginError::InvalidArguments(format!(
+                "[plugins.shell] max_output_bytes must be between {MIN_OUTPUT_BYTES} and {MAX_OUTPUT_BYTES_LIMIT}, not {}",
+                limits.max_bytes
+            )));
+        }
+        if let Some(bad) = config
+            .pass_env
+            .iter()
+            .find(|n| n.is_empty() || n.contains(['=', '\0']))
+        {
+            return Err(PluginError::InvalidArguments(format!(
+                "[plugins.shell] pass_env holds {bad:?}, which is not a variable name"
+            )));
+        }
+        let launcher = Launcher::new(&setup.home, &setup.confine_to, &config.pass_env);
+        let processes = Processes::new(launcher.home.join("processes"), setup.notify)?;
+        Ok(Shell {
+            launcher,
+            limits,
+            processes,
+        })
+    }
+
+    /// Runs one tool on raw JSON arguments.
+    pub fn call(&self, tool: &str, args: &Value) -> Result<Value, PluginError> {
+        match tool {
+            "shell_exec" => exec::shell_exec(self, args),
+            "process_start" => self.processes.start(&self.launcher, args),
+            "process_stop" => self.processes.stop(args),
+            "process_status" => self.processes.status(args),
+            "process_logs" => self.processes.logs(args),
+            other => Err(PluginError::Unsupported(format!("no tool {other:?}"))),
+        }
+    }
+}
+
+impl Plugin for Shell {
+    const NAME: &'static str = "shell";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn init(host: Host, config: Value) -> Result<Self, PluginError> {
+        let config: Config = parse_args(config)?;
+        let info = host
+            .info()
+            .map_err(|e| PluginError::failed(format!("cannot ask the host where it lives: {e}")))?;
+        let notify: Notify = Box::new(move |notice| {
+            let request = serde_json::to_value(notice).map_err(|e| e.to_string())?;
+            host.call(service::AGENT_NOTIFY, &request)
+                .map(|_| ())
+                .map_err(|e| e.to_string())
+        });
+        Shell::new(Setup {
+            home: PathBuf::from(info.home),
+            confine_to: info.confine_to,
+            config,
+            notify,
+        })
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            tools: tools(&self.limits),
+            channel: None,
+        }
+    }
+
+    fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError> {
+        self.call(tool, &args)
+    }
+
+    fn shutdown(&self) {
+        self.processes.shutdown();
+    }
+}
+
+hearth_sdk::export_plugin!(Shell);
+
+/// The tools' specs; the caps appear in `shell_exec`'s description.
+pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
+    let command = json!({ "type": "string", "minLength": 1,
+        "description": "A bash command line." });
+    let cwd = json!({ "type": "string", "minLength": 1,
+        "description": "Working directory: absolute, ~/..., or relative to $HEARTH_HOME (the default)." });
+    let env = json!({ "type": "object", "additionalProperties": { "type": "string" },
+        "description": "Variables added to the environment." });
+    let id = json!({ "type": "string", "minLength": 1,
+        "description": "The id process_start returned, like proc-3." });
+    let runs = || Targets {
+        command: Some("command".into()),
+        cwd: Some("cwd".into()),
+        writes: Vec::new(),
+    };
+    let spec = |name: &str,
+                description: String,
+                risk: Risk,
+                targets: Targets,
+                properties: Value,
+                required: &[&str]| ToolSpec {
+        name: name.into(),
+        description,
+        parameters: json!({
+            "type": "object",
+            "properties": properties,
+            "required": required,
+            "additionalProperties": false
+        }),
+        risk,
+        targets,
+    };
+    vec![
+        spec(
+            "shell_exec",
+            format!(
+                "Runs a bash command line to completion (stdin is empty) and returns {{exit_code, \
+                 signal, stdout, stderr, duration_ms, timed_out, truncated}}. At the timeout \
+                 (timeout_s, default {}, at most {}) everything it started is killed. A stream over \
+                 {} lines or {} bytes is shortened to its first {} and last {} lines; then `log` \
+                 names a file holding the whole output (read it with read_file). For servers and \
+                 other long-running work use process_start.",
+                exec::DEFAULT_TIMEOUT_S,
+                exec::MAX_TIMEOUT_S,
+                limits.max_lines,
+                limits.max_bytes,
+                limits.head_lines(),
+                limits.tail_lines()
+            ),
+            Risk::Exec,
+            runs(),
+            json!({
+                "command": command,
+                "cwd": cwd,
+                "timeout_s": { "type": "integer", "minimum": 1, "maximum": exec::MAX_TIMEOUT_S },
+                "env": env,
+            }),
+            &["command"],
+        ),
+        spec(
+            "process_start",
+            "Starts a command line in the background, detached (it keeps running if hearth \
+             restarts), its output going to files. Returns its record: {id, pid, status, stdout, \
+             stderr, ...}. Watch it with process_status and process_logs; end it with \
+             process_stop. If it fails on its own, you are told."
+                .into(),
+            Risk::Exec,
+            runs(),
+            json!({
+                "command": command,
+                "cwd": cwd,
+                "env": env,
+                "name": { "type": "string", "minLength": 1, "maxLength": 100,
+                          "description": "A label to recognise it by." },
+            }),
+            &["command"],
+        ),
+        spec(
+            "process_stop",
+            format!(
+                "Stops a background process and everything it started: SIGTERM, then SIGKILL \
+                 after {} s. Returns its final record; ended_by says terminated or killed.",
+                processes::STOP_GRACE.as_secs()
+            ),
+            Risk::Write,
+            Targets::default(),
+            json!({ "id": id }),
+            &["id"],
+        ),
+        spec(
+            "process_status",
+            "Background processes: with id, that one; without, all. Each record has status \
+             (running, exited, stopped, gone), alive, exit_code, pid, command, started_at_ms."
+                .into(),
+            Risk::Read,
+            Targets::default(),
+            json!({ "id": id }),
+            &[],
+        ),
+        spec(
+            "process_logs",
+            format!(
+                "The last lines of a background process's stdout or stderr: {{text, lines, \
+                 earlier (more before), size, path}}. lines defaults to {} (at most {}).",
+                processes::DEFAULT_LOG_LINES,
+                processes::MAX_LOG_LINES
+            ),
+            Risk::Read,
+            Targets::default(),
+            json!({
+                "id": id,
+                "stream": { "enum": ["stdout", "stderr"] },
+                "lines": { "type": "integer", "minimum": 1, "maximum": processes::MAX_LOG_LINES },
+            }),
+            &["id"],
+        ),
+    ]
+}

@@ -1,0 +1,101 @@
+//! What the crate's tests share: a `Shell` on a throwaway home, built as
+//! the plugin's `init` builds it but with the exit notices collected in a
+//! list instead of sent to a host.
+
+// Each test file compiles this module on its own and uses a part of it.
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hearth_plugin_shell::{Config, Setup, Shell};
+use hearth_sdk::protocol::Notice;
+use serde_json::Value;
+
+/// A shell plugin instance and what it has told the agent.
+pub struct Fixture {
+    pub home: tempfile::TempDir,
+    pub shell: Shell,
+    pub notices: Arc<Mutex<Vec<Notice>>>,
+}
+
+impl Fixture {
+    /// An unconfined instance (production mode).
+    pub fn new() -> Fixture {
+        Fixture::with(Config::default(), |_| Vec::new())
+    }
+
+    /// An instance with `config`, confined to the roots `confine(home)`.
+    pub fn with(config: Config, confine: impl FnOnce(&Path) -> Vec<String>) -> Fixture {
+        let home = tempfile::tempdir().expect("temp home");
+        let roots = confine(home.path());
+        let (shell, notices) = instance(home.path(), config, roots);
+        Fixture {
+            home,
+            shell,
+            notices,
+        }
+    }
+
+    /// `$HEARTH_HOME`, canonical.
+    pub fn home(&self) -> PathBuf {
+        self.home.path().canonicalize().expect("canonical home")
+    }
+
+    /// Calls a tool that must succeed.
+    pub fn ok(&self, tool: &str, args: Value) -> Value {
+        self.shell
+            .call(tool, &args)
+            .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
+    }
+
+    /// Calls a tool that must fail; its message.
+    pub fn fails(&self, tool: &str, args: Value) -> String {
+        match self.shell.call(tool, &args) {
+            Ok(v) => panic!("{tool} {args} should fail, got {v}"),
+            Err(e) => e.to_string(),
+        }
+    }
+}
+
+/// A fresh instance on `home`, as after a daemon restart.
+pub fn instance(
+    home: &Path,
+    config: Config,
+    confine_to: Vec<String>,
+) -> (Shell, Arc<Mutex<Vec<Notice>>>) {
+    let notices = Arc::new(Mutex::new(Vec::new()));
+    let sink = Arc::clone(&notices);
+    let shell = Shell::new(Setup {
+        home: home.to_owned(),
+        confine_to,
+        config,
+        notify: Box::new(move |notice: &Notice| {
+            sink.lock().unwrap().push(notice.clone());
+            Ok(())
+        }),
+    })
+    .expect("shell plugin");
+    (shell, notices)
+}
+
+/// Waits up to `limit` for `done`, panicking with `what` on timeout.
+pub fn eventually(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Whether `pid` is a live process (not a zombie).
+pub fn alive(pid: i32) -> bool {
+    hearth_plugin_shell::meta::proc_stat(pid).is_ok_and(|s| s.state != 'Z')
+}
+
+/// Kills a whole process group, ignoring errors: test clean-up.
+pub fn kill_group(pgid: i32) {
+    // SAFETY: kill(2) on a group this test started.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
