@@ -313,7 +313,8 @@ fn confirmations_are_answered_from_the_browser_and_shown_again_on_reconnect() {
     }
     let dir = tempfile::tempdir().unwrap();
     let exec_log = dir.path().join("exec");
-    let h = home(&fake, &format!("[plugins.probe]\nexec_log = {exec_log:?}"));
+    let h =
+        home(&fake, &format!("[plugins.probe]\nexec_log = {exec_log:?}")).in_mode("development");
     let (_daemon, canvas) = start(&h);
     for (n, approve) in [(1, true), (2, false)] {
         let (mut ws, _) = canvas.connect();
@@ -322,7 +323,8 @@ fn confirmations_are_answered_from_the_browser_and_shown_again_on_reconnect() {
         let card = &card["confirmation"];
         assert_eq!(card["tool"], "probe_exec");
         assert_eq!(card["state"], "pending");
-        assert_eq!(card["fingerprint"].as_str().unwrap().len(), 16);
+        assert_eq!(card["fingerprint"].as_str().unwrap().len(), 64);
+        assert_eq!(card["mode"], "development");
         // A browser that connects now sees the pending card.
         drop(ws);
         let (mut ws, hello) = canvas.connect();

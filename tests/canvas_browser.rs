@@ -62,7 +62,9 @@ fn the_canvas_works_end_to_end_in_chromium() {
              api_key_env = \"HEARTH_TEST_API_KEY\"\n",
             fake.url()
         ),
-    );
+    )
+    // Development mode, so the probe's exec tool asks and the page shows cards.
+    .in_mode("development");
     std::fs::create_dir_all(h.home().join("shared")).unwrap();
     std::fs::write(h.home().join("shared/pixel.png"), PIXEL_PNG).unwrap();
     std::fs::write(h.home().join("shared/clip.mp4"), b"not really a video").unwrap();

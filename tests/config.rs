@@ -60,7 +60,7 @@ fn bad_configs_are_refused_with_the_key_and_line() {
         ("home = \"a\"\nhome = \"b\"\n", &["line 2", "duplicate key"]),
     ];
     for (text, expected) in cases {
-        let h = Hearth::new(text);
+        let h = Hearth::exact(text);
         let out = h.cmd(&["check"]).fails();
         assert!(
             out.contains("hearth.toml"),

@@ -20,6 +20,7 @@ fn home(fake: &FakeLlm, probe_settings: &str, extra: &str) -> Hearth {
             fake.url()
         ),
     )
+    .in_mode("development")
 }
 
 /// A model that calls `probe_exec` with marker `m1`, then answers `then`.
@@ -128,7 +129,8 @@ fn a_one_shot_tool_call_cannot_ask_and_is_refused() {
         &format!(
             "[plugins.probe]\nevents = {events:?}\nexec_log = {exec_log:?}\nconfirm = \"approve\""
         ),
-    );
+    )
+    .in_mode("development");
     let out = h.cmd(&["tool", "call", "probe_exec", r#"{"marker":"x"}"#]);
     let error = out.fails();
     assert!(error.contains("needs the owner's approval"), "{error}");

@@ -16,7 +16,7 @@ use hearth_sdk::protocol::HostInfo;
 use crate::agent::memory::Memory;
 use crate::config::Config;
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
-use crate::policy::{self, ConfirmGate, Policy};
+use crate::policy::{self, Audit, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy};
 use crate::router::events::ChannelEvents;
 use crate::router::{Gate, Router};
 use crate::scripting::{Scripts, ScriptsError};
@@ -69,6 +69,9 @@ pub enum StartError {
     /// The script subsystem could not start.
     #[error(transparent)]
     Scripts(#[from] ScriptsError),
+    /// `$HEARTH_HOME/config/guards.toml` could not be seeded or is invalid.
+    #[error(transparent)]
+    Guards(#[from] GuardsFileError),
 }
 
 /// Why a stop was not clean.
@@ -98,6 +101,7 @@ impl Runtime {
 
     fn start_as(config: Config, daemon: bool) -> Result<Runtime, StartError> {
         create_home(&config.home)?;
+        let guards = GuardsFile::open(&config.home, &user_home().unwrap_or_else(|| "/".into()))?;
         let db = config.home.join(store::FILE_NAME);
         let store = Store::open(&db)?;
         let info = HostInfo {
@@ -158,8 +162,17 @@ impl Runtime {
             Arc::clone(&events),
             store::open_connection(&db)?,
             Duration::from_millis(config.policy.confirm_timeout_ms),
+            config.mode.name(),
         );
-        let policy = Arc::new(Policy::new(gate));
+        let policy = Arc::new(Policy::new(policy::Parts {
+            mode: config.mode,
+            hearth_home: config.home.clone(),
+            user_home: user_home(),
+            guards,
+            gate,
+            grants: Grants::new(store::open_connection(&db)?),
+            audit: Audit::new(store::open_connection(&db)?, known_secrets(&config)),
+        }));
         let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins, policy);
         Ok(Runtime {
             config,
@@ -192,6 +205,27 @@ impl Runtime {
         self.store.close()?;
         plugins.map_err(StopError::from)
     }
+}
+
+/// `$HOME`, if set.
+fn user_home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The secret values this daemon knows, so the audit can scrub them: the
+/// model's API key and the canvas login token.
+fn known_secrets(config: &Config) -> Vec<String> {
+    let api_key = config
+        .llm
+        .as_ref()
+        .and_then(|l| l.api_key_env.as_ref())
+        .and_then(|name| std::env::var(name).ok());
+    let canvas = std::fs::read_to_string(config.home.join("canvas.token"))
+        .ok()
+        .map(|t| t.trim().to_owned());
+    api_key.into_iter().chain(canvas).collect()
 }
 
 /// Creates `$HEARTH_HOME` readable by the owner alone: it holds the

@@ -307,9 +307,15 @@ pub struct ConfirmationRequest {
     /// The exact command line, for tools that run one.
     #[serde(default)]
     pub command: Option<String>,
+    /// The directory the command runs in, for tools that run one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwd: Option<String>,
+    /// The mode the daemon runs in (`development` or `production`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mode: Option<String>,
     /// Why it asks.
     pub reason: String,
-    /// A short hash of the exact call: an approval is bound to it.
+    /// The SHA-256 of the exact call, in hex: an approval is bound to it.
     pub fingerprint: String,
     /// When it was asked, in ms since the epoch.
     pub at_ms: i64,

@@ -88,12 +88,23 @@ impl Hearth {
     /// or the test calls [`Hearth::in_mode`].
     pub fn new(config: &str) -> Hearth {
         let home = tempfile::tempdir().expect("temp dir");
-        let sets_mode = config.lines().any(|l| l.trim_start().starts_with("mode"));
+        let sets_mode = config.lines().any(|l| {
+            let l = l.trim_start();
+            l.starts_with("mode ") || l.starts_with("mode=")
+        });
         let config = if sets_mode {
             config.to_owned()
         } else {
             format!("{PRODUCTION}{config}")
         };
+        std::fs::write(home.path().join("hearth.toml"), config).expect("write config");
+        Hearth { home }
+    }
+
+    /// A home whose config is exactly `config`, byte for byte (for tests
+    /// of the config parser's line numbers).
+    pub fn exact(config: &str) -> Hearth {
+        let home = tempfile::tempdir().expect("temp dir");
         std::fs::write(home.path().join("hearth.toml"), config).expect("write config");
         Hearth { home }
     }

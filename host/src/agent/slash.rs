@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::Agent;
 use super::history::Claimed;
+use crate::policy::Caller;
 
 /// The help text.
 const HELP: &str = "Commands:
@@ -54,12 +55,12 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
         }
         "/status" => agent.status_text(),
         "/stop" => "Stopped (any turn that was running has been cancelled).".into(),
-        "/tool" => call_tool(agent, rest).await,
+        "/tool" => call_tool(agent, &claimed.channel, rest).await,
         other => format!("Unknown command {other}. Try /help."),
     }
 }
 
-async fn call_tool(agent: &Agent, rest: &str) -> String {
+async fn call_tool(agent: &Agent, channel: &str, rest: &str) -> String {
     let rest = rest.trim();
     let (name, json) = rest.split_once(char::is_whitespace).unwrap_or((rest, "{}"));
     if name.is_empty() {
@@ -72,7 +73,8 @@ async fn call_tool(agent: &Agent, rest: &str) -> String {
     };
     let tools = agent.tools.clone();
     let name = name.to_owned();
-    match tokio::task::spawn_blocking(move || tools.call(&name, args)).await {
+    let caller = Caller::owner(channel);
+    match tokio::task::spawn_blocking(move || tools.call_as(&caller, &name, args, 0)).await {
         Ok(Ok(result)) => serde_json::to_string_pretty(&result).unwrap_or_default(),
         Ok(Err(e)) => format!("Error: {e}"),
         Err(e) => format!("Error: the tool call was lost: {e}"),

@@ -16,9 +16,10 @@ use hearth_sdk::protocol::ChannelEvent;
 
 use super::Agent;
 use super::attachments::with_attachments;
-use super::history::{Claimed, History};
+use super::history::{Claimed, History, MAIN_AGENT};
 use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent, ToolDef};
+use crate::policy::Caller;
 
 /// The most characters of one tool result shown to the model.
 const MAX_TOOL_RESULT_CHARS: usize = 32_000;
@@ -172,7 +173,9 @@ impl Agent {
     async fn run_tool(&self, id: String, name: String, input: Value) -> Block {
         let tools = Arc::clone(&self.tools);
         let tool = name.clone();
-        let outcome = tokio::task::spawn_blocking(move || tools.call(&tool, input)).await;
+        let caller = Caller::agent(MAIN_AGENT);
+        let outcome =
+            tokio::task::spawn_blocking(move || tools.call_as(&caller, &tool, input, 0)).await;
         let (content, is_error) = match outcome {
             Ok(Ok(value)) => (value.to_string(), false),
             Ok(Err(e)) => (e.to_string(), true),

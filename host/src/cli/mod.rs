@@ -1,5 +1,5 @@
 //! The command line: `hearth run | check | plugins | tools | tool call |
-//! chat | status | canvas-url`.
+//! chat | status | canvas-url | approvals | audit`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
@@ -7,6 +7,7 @@
 
 mod chat;
 mod inventory;
+mod records;
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -72,12 +73,44 @@ enum Command {
     Status,
     /// Print the canvas's login link (it holds the login token: keep it private).
     CanvasUrl,
+    /// List the standing "always allow" grants, or revoke one.
+    Approvals {
+        #[command(subcommand)]
+        action: Option<ApprovalAction>,
+        /// Include revoked grants.
+        #[arg(long)]
+        all: bool,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Show the audit trail of tool calls, oldest first.
+    Audit {
+        /// Only calls of this tool.
+        #[arg(long)]
+        tool: Option<String>,
+        /// How many of the newest calls to show.
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
         /// The Lua heap cap, in MiB.
         #[arg(long, default_value_t = 64)]
         memory_mb: u64,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ApprovalAction {
+    /// Revoke a grant: the call asks again from now on.
+    Revoke {
+        /// The grant's number, from `hearth approvals`.
+        id: i64,
     },
 }
 
@@ -150,6 +183,13 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
         },
         Command::Status => chat::status(&config.home),
         Command::CanvasUrl => canvas_url(&config),
+        Command::Approvals { action, all, json } => match action {
+            Some(ApprovalAction::Revoke { id }) => records::revoke(&config, id),
+            None => records::approvals(&config, all, json),
+        },
+        Command::Audit { tool, limit, json } => {
+            records::audit(&config, tool.as_deref(), limit, json)
+        }
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }
@@ -162,8 +202,15 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
         .map_or("built-in defaults".into(), |p| p.display().to_string());
     println!("config: {shown} (ok)");
     println!("home: {}", config.home.display());
-    let mode = serde_json::to_value(config.mode)?;
-    println!("mode: {}", mode.as_str().unwrap_or("?"));
+    println!("mode: {}", config.mode.name());
+    println!("landlock: {}", crate::policy::landlock::report());
+    println!(
+        "guards: {}",
+        config
+            .home
+            .join(crate::policy::guards_file::RELATIVE_PATH)
+            .display()
+    );
     with_runtime(config, |rt| {
         inventory::plugins(rt, false)?;
         println!();

@@ -210,8 +210,8 @@ fn read_history(
 
 fn read_confirmations(conn: &Connection) -> rusqlite::Result<Vec<ConfirmationRecord>> {
     let mut stmt = conn.prepare_cached(
-        "SELECT id, tool, args, command, reason, fingerprint, at_ms, expires_at_ms, state, decided_by \
-         FROM confirmations ORDER BY at_ms DESC, id LIMIT ?1",
+        "SELECT id, tool, args, command, reason, fingerprint, at_ms, expires_at_ms, state, decided_by, \
+         cwd, mode FROM confirmations ORDER BY at_ms DESC, id LIMIT ?1",
     )?;
     let rows = stmt.query_map([CONFIRMATIONS], |r| {
         let args: String = r.get(2)?;
@@ -222,6 +222,8 @@ fn read_confirmations(conn: &Connection) -> rusqlite::Result<Vec<ConfirmationRec
                 tool: r.get(1)?,
                 args: serde_json::from_str(&args).unwrap_or(Value::Null),
                 command: r.get(3)?,
+                cwd: r.get(10)?,
+                mode: r.get(11)?,
                 reason: r.get(4)?,
                 fingerprint: r.get(5)?,
                 at_ms: r.get(6)?,

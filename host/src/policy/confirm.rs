@@ -16,14 +16,13 @@ use hearth_sdk::protocol::{ChannelEvent, ConfirmationRequest, ConfirmationState}
 use rusqlite::{Connection, params};
 use serde_json::Value;
 
-use super::Refused;
 use crate::router::events::ChannelEvents;
 use crate::store::now_ms;
 
 /// Where answers meet the calls waiting for them.
 #[derive(Default)]
 pub struct Board {
-    waiting: Mutex<HashMap<String, Sender<(bool, String)>>>,
+    waiting: Mutex<HashMap<String, Sender<Reply>>>,
 }
 
 /// Asks the owner, and waits.
@@ -32,15 +31,68 @@ pub struct ConfirmGate {
     events: Arc<ChannelEvents>,
     conn: Mutex<Connection>,
     timeout: Duration,
+    mode: String,
+}
+
+/// What the owner is asked about.
+pub struct Question<'a> {
+    /// The tool.
+    pub tool: &'a str,
+    /// Its exact arguments.
+    pub args: &'a Value,
+    /// The hash of the exact call.
+    pub fingerprint: &'a str,
+    /// The command line, for tools that run one.
+    pub command: Option<&'a str>,
+    /// Where the command runs.
+    pub cwd: Option<String>,
+    /// Why the policy asks.
+    pub reason: &'a str,
+}
+
+/// How a question ended.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Answer {
+    /// The owner approved; `always` asks for a standing grant.
+    Approved {
+        /// Who answered.
+        by: String,
+        /// Approve this exact call from now on, too.
+        always: bool,
+    },
+    /// The owner denied.
+    Denied {
+        /// Who answered.
+        by: String,
+    },
+    /// Nobody answered within the timeout.
+    Expired,
+    /// No channel that can show the question is running.
+    Unavailable,
+    /// The question could not be recorded.
+    Failed(String),
+}
+
+/// An answer on its way from a channel to the waiting call.
+struct Reply {
+    approve: bool,
+    always: bool,
+    by: String,
 }
 
 impl Board {
     /// Hands the owner's answer to the call waiting for it. Returns whether
     /// one was waiting (an answer to a decided or unknown id is ignored).
-    pub fn answer(&self, id: &str, approve: bool, by: &str) -> bool {
-        let waiting = lock(&self.waiting).remove(id);
+    pub fn answer(&self, id: &str, approve: bool, always: bool, by: &str) -> bool {
+        let waiting = super::lock(&self.waiting).remove(id);
         match waiting {
-            Some(tx) => tx.try_send((approve, by.to_owned())).is_ok(),
+            Some(tx) => tx
+                .try_send(Reply {
+                    approve,
+                    always,
+                    by: by.to_owned(),
+                })
+                .is_ok(),
             None => false,
         }
     }
@@ -48,12 +100,14 @@ impl Board {
 
 impl ConfirmGate {
     /// A gate that stores requests on `conn`, shows them through `events`,
-    /// takes answers from `board` and denies after `timeout`.
+    /// takes answers from `board` and denies after `timeout`. `mode` is
+    /// shown on every card.
     pub fn new(
         board: Arc<Board>,
         events: Arc<ChannelEvents>,
         conn: Connection,
         timeout: Duration,
+        mode: &str,
     ) -> ConfirmGate {
         // A request left pending by an earlier run can no longer be
         // approved: the call that waited for it is gone.
@@ -69,70 +123,71 @@ impl ConfirmGate {
             events,
             conn: Mutex::new(conn),
             timeout,
+            mode: mode.to_owned(),
         }
     }
 
-    /// Asks the owner to approve `tool` with `args`; returns once approved,
-    /// or the refusal the caller shows.
-    pub fn ask(
-        &self,
-        tool: &str,
-        args: &Value,
-        command: Option<&str>,
-        reason: &str,
-    ) -> Result<(), Refused> {
+    /// How long a question waits for the owner.
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Asks the owner `question` on every channel that can show it, and
+    /// waits for the answer or the timeout.
+    pub fn ask(&self, question: &Question) -> Answer {
         if !self.events.can_confirm() {
-            return Err(Refused(format!(
-                "{tool} needs the owner's approval ({reason}), and no channel that can ask \
-                 the owner is running (the canvas shows confirmations); it was not run"
-            )));
+            return Answer::Unavailable;
         }
         let at_ms = now_ms();
         let request = ConfirmationRequest {
             id: random_id(),
-            tool: tool.to_owned(),
-            args: args.clone(),
-            command: command.map(str::to_owned),
-            reason: reason.to_owned(),
-            fingerprint: fingerprint(tool, args),
+            tool: question.tool.to_owned(),
+            args: question.args.clone(),
+            command: question.command.map(str::to_owned),
+            cwd: question.cwd.clone(),
+            mode: Some(self.mode.clone()),
+            reason: question.reason.to_owned(),
+            fingerprint: question.fingerprint.to_owned(),
             at_ms,
             expires_at_ms: at_ms + self.timeout.as_millis() as i64,
         };
-        self.store(&request).map_err(|e| {
-            Refused(format!(
-                "{tool} was not run: cannot record the confirmation: {e}"
-            ))
-        })?;
+        if let Err(e) = self.store(&request) {
+            return Answer::Failed(format!("cannot record the confirmation: {e}"));
+        }
         let (tx, rx) = bounded(1);
-        lock(&self.board.waiting).insert(request.id.clone(), tx);
+        super::lock(&self.board.waiting).insert(request.id.clone(), tx);
         self.events
             .broadcast(&ChannelEvent::Confirmation(request.clone()));
+        let tool = question.tool;
         tracing::info!(id = %request.id, tool, fingerprint = %request.fingerprint, "waiting for the owner's approval");
-        let answer = rx.recv_timeout(self.timeout);
-        lock(&self.board.waiting).remove(&request.id);
-        let (state, by) = match answer {
-            Ok((true, by)) => (ConfirmationState::Approved, by),
-            Ok((false, by)) => (ConfirmationState::Denied, by),
-            Err(_) => (ConfirmationState::Expired, "timeout".to_owned()),
+        let reply = rx.recv_timeout(self.timeout);
+        super::lock(&self.board.waiting).remove(&request.id);
+        let (state, by, answer) = match reply {
+            Ok(Reply {
+                approve: true,
+                always,
+                by,
+            }) => (
+                ConfirmationState::Approved,
+                by.clone(),
+                Answer::Approved { by, always },
+            ),
+            Ok(Reply { by, .. }) => (ConfirmationState::Denied, by.clone(), Answer::Denied { by }),
+            Err(_) => (
+                ConfirmationState::Expired,
+                "timeout".to_owned(),
+                Answer::Expired,
+            ),
         };
         self.decided(&request.id, state, &by);
         tracing::info!(id = %request.id, tool, ?state, by = %by, "confirmation decided");
-        match state {
-            ConfirmationState::Approved => Ok(()),
-            ConfirmationState::Denied => Err(Refused(format!(
-                "the owner denied running {tool}; it was not run"
-            ))),
-            _ => Err(Refused(format!(
-                "the owner did not answer within {} s, so {tool} was not run",
-                self.timeout.as_secs()
-            ))),
-        }
+        answer
     }
 
     fn store(&self, r: &ConfirmationRequest) -> rusqlite::Result<()> {
-        lock(&self.conn).execute(
-            "INSERT INTO confirmations (id, tool, args, command, reason, fingerprint, at_ms, expires_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+        super::lock(&self.conn).execute(
+            "INSERT INTO confirmations (id, tool, args, command, reason, fingerprint, at_ms, \
+             expires_at_ms, cwd, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
                 r.id,
                 r.tool,
@@ -141,7 +196,9 @@ impl ConfirmGate {
                 r.reason,
                 r.fingerprint,
                 r.at_ms,
-                r.expires_at_ms
+                r.expires_at_ms,
+                r.cwd,
+                r.mode
             ],
         )?;
         Ok(())
@@ -154,7 +211,7 @@ impl ConfirmGate {
             ConfirmationState::Expired => "expired",
             ConfirmationState::Pending => "pending",
         };
-        if let Err(e) = lock(&self.conn).execute(
+        if let Err(e) = super::lock(&self.conn).execute(
             "UPDATE confirmations SET state = ?1, decided_by = ?2, decided_at_ms = ?3 WHERE id = ?4",
             params![text, by, now_ms(), id],
         ) {
@@ -168,14 +225,16 @@ impl ConfirmGate {
     }
 }
 
-/// The first 16 hex digits of SHA-256 over the tool and its arguments.
-/// `serde_json` keeps object keys sorted, so equal arguments hash equal.
+/// SHA-256 over the tool and its arguments, in hex. `serde_json` keeps
+/// object keys sorted, so equal arguments hash equal. All 256 bits are
+/// kept: a grant is bound to this hash, and a shortened one would let a
+/// prepared pair of calls (one harmless, one not) collide.
 pub fn fingerprint(tool: &str, args: &Value) -> String {
     let mut ctx = ring::digest::Context::new(&ring::digest::SHA256);
     ctx.update(tool.as_bytes());
     ctx.update(&[0]);
     ctx.update(args.to_string().as_bytes());
-    hex(&ctx.finish().as_ref()[..8])
+    hex(ctx.finish().as_ref())
 }
 
 /// 128 random bits as hex.
@@ -192,8 +251,4 @@ fn random_id() -> String {
 
 fn hex(bytes: &[u8]) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    m.lock().unwrap_or_else(|p| p.into_inner())
 }

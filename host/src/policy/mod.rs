@@ -1,77 +1,395 @@
 //! The policy: what a tool call may do without the owner's say-so.
 //!
 //! Every call through the registry, from every source (the agent, Lua's
-//! `hearth.tool`, the CLI), is checked here after its arguments are
-//! validated. For now the rule is one line: a tool whose risk tier is
-//! `exec` asks the owner through the confirmation gate (`confirm`). The
-//! guards for shell commands and the development confinement come with the
-//! capability plugins.
+//! `hearth.tool`, `/tool`, the CLI), is ruled on here after its arguments
+//! are validated, and recorded in the audit afterwards.
+//!
+//! - `guard`: reads shell command lines (`guards_file` keeps its rules);
+//! - `paths`: where path arguments really lead;
+//! - `confirm`: the confirmation gate an "ask" waits at;
+//! - `grants`: "always allow this exact call";
+//! - `audit`: the record of every call.
+//!
+//! The rules, by mode:
+//! - development: a command's `cwd` and every written path must lie in
+//!   `$HEARTH_HOME` or `/tmp` (else denied), and every `write` or `exec`
+//!   tool asks. Spawned programs are confined by Landlock in the plugin
+//!   that spawns them (`HostInfo::confine_to`).
+//! - production: full access; a shell command the guard flags, or a write
+//!   into a protected path, asks.
 //!
 //! Architecture invariant: the policy fails closed. A call that should ask
 //! and cannot (no channel can show the request, nobody answers in time,
-//! the answer comes from someone other than the owner) does not run.
+//! the answer comes from someone other than the owner) does not run, and a
+//! doubt about what a call does (a command the guard cannot read, an
+//! invalid guards file) is an "ask", never an "allow".
 
+pub mod audit;
 pub mod confirm;
+pub mod grants;
 pub mod guard;
+pub mod guards_file;
+pub mod landlock;
+mod paths;
+
+use std::path::{Path, PathBuf};
 
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::Value;
 
+pub use audit::{Audit, Caller};
 pub use confirm::{Board, ConfirmGate};
+pub use grants::Grants;
+pub use guards_file::{GuardsFile, GuardsFileError};
+
+use crate::config::{Config, Mode};
+use confirm::{Answer, Question};
+use guard::Verdict;
 
 /// The directories programs spawned by tools may write to: in development
 /// mode `$HEARTH_HOME` and `/tmp`; in production, anywhere (empty).
-pub fn confinement(config: &crate::config::Config) -> Vec<std::path::PathBuf> {
+pub fn confinement(config: &Config) -> Vec<PathBuf> {
     match config.mode {
-        crate::config::Mode::Development => {
-            vec![config.home.clone(), std::path::PathBuf::from("/tmp")]
-        }
-        crate::config::Mode::Production => Vec::new(),
+        Mode::Development => vec![config.home.clone(), PathBuf::from("/tmp")],
+        Mode::Production => Vec::new(),
     }
 }
 
-/// The decision on one call.
+/// What the rules say about one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decision {
     /// Run it.
     Allow,
     /// Ask the owner first; the reason is shown on the card.
     Ask(String),
+    /// Never run it in this mode; the reason says why.
+    Deny(String),
 }
 
-/// The rules plus the gate they ask through.
+/// The policy's ruling on one call, as the audit records it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Ruling {
+    /// `allow`, `ask` or `deny`.
+    pub decision: &'static str,
+    /// Why it asked or denied.
+    pub reason: Option<String>,
+    /// `approved`, `granted`, `denied`, `expired` or `unavailable`, when
+    /// it asked.
+    pub approval: Option<&'static str>,
+    /// Who answered.
+    pub approver: Option<String>,
+    /// Why the call may not run; `None` when it may.
+    pub refusal: Option<String>,
+}
+
+/// The rules, the gate they ask through, the grants and the audit.
 pub struct Policy {
+    mode: Mode,
+    hearth_home: PathBuf,
+    user_home: Option<PathBuf>,
+    roots: Vec<PathBuf>,
+    guards: GuardsFile,
     gate: ConfirmGate,
+    grants: Grants,
+    audit: Audit,
 }
 
-/// Why a call was not run.
-#[derive(Debug, thiserror::Error)]
-#[error("{0}")]
-pub struct Refused(pub String);
+/// What a [`Policy`] is made of.
+pub struct Parts {
+    /// The mode.
+    pub mode: Mode,
+    /// `$HEARTH_HOME`.
+    pub hearth_home: PathBuf,
+    /// `$HOME`, for `~/` paths.
+    pub user_home: Option<PathBuf>,
+    /// The shell guard's rules.
+    pub guards: GuardsFile,
+    /// Where asks wait.
+    pub gate: ConfirmGate,
+    /// Standing grants.
+    pub grants: Grants,
+    /// The audit trail.
+    pub audit: Audit,
+}
 
 impl Policy {
-    /// A policy that asks through `gate`.
-    pub fn new(gate: ConfirmGate) -> Policy {
-        Policy { gate }
+    /// A policy from its parts.
+    pub fn new(parts: Parts) -> Policy {
+        let hearth_home = paths::canonical_roots(std::slice::from_ref(&parts.hearth_home))
+            .pop()
+            .unwrap_or(parts.hearth_home);
+        let roots = match parts.mode {
+            Mode::Development => {
+                paths::canonical_roots(&[hearth_home.clone(), PathBuf::from("/tmp")])
+            }
+            Mode::Production => Vec::new(),
+        };
+        Policy {
+            mode: parts.mode,
+            hearth_home,
+            user_home: parts.user_home,
+            roots,
+            guards: parts.guards,
+            gate: parts.gate,
+            grants: parts.grants,
+            audit: parts.audit,
+        }
     }
 
     /// What the rules say about calling `spec` with `args`.
-    pub fn decide(&self, spec: &ToolSpec, _args: &Value) -> Decision {
-        match spec.risk {
-            Risk::Exec => Decision::Ask(format!(
-                "{} runs programs or has effects outside hearth (risk tier exec)",
-                spec.name
-            )),
-            Risk::Read | Risk::Write => Decision::Allow,
+    pub fn decide(&self, spec: &ToolSpec, args: &Value) -> Decision {
+        let call = match Call::read(spec, args, &self.hearth_home, self.user_home.as_deref()) {
+            Ok(call) => call,
+            Err(why) => return Decision::Ask(why),
+        };
+        match self.mode {
+            Mode::Development => self.development(spec, &call),
+            Mode::Production => self.production(&call),
         }
     }
 
-    /// Decides, and asks the owner when the rules say so. Blocks while the
-    /// owner decides: call it from a thread that may block.
-    pub fn check(&self, spec: &ToolSpec, args: &Value) -> Result<(), Refused> {
-        match self.decide(spec, args) {
-            Decision::Allow => Ok(()),
-            Decision::Ask(reason) => self.gate.ask(&spec.name, args, None, &reason),
+    /// Rules on one call, asking the owner when the rules say so. Blocks
+    /// while the owner decides: call it from a thread that may block.
+    pub fn rule(&self, spec: &ToolSpec, args: &Value, fingerprint: &str) -> Ruling {
+        let reason = match self.decide(spec, args) {
+            Decision::Allow => {
+                return Ruling {
+                    decision: "allow",
+                    ..Ruling::default()
+                };
+            }
+            Decision::Deny(why) => {
+                return Ruling {
+                    decision: "deny",
+                    refusal: Some(format!("{} was not run: {why}", spec.name)),
+                    reason: Some(why),
+                    ..Ruling::default()
+                };
+            }
+            Decision::Ask(why) => why,
+        };
+        let mut ruling = Ruling {
+            decision: "ask",
+            reason: Some(reason.clone()),
+            ..Ruling::default()
+        };
+        match self.grants.take(fingerprint) {
+            Ok(true) => {
+                ruling.approval = Some("granted");
+                return ruling;
+            }
+            Ok(false) => {}
+            Err(e) => tracing::error!("cannot read the grants, so the owner is asked: {e}"),
+        }
+        let command = spec
+            .targets
+            .command
+            .as_ref()
+            .and_then(|k| args.get(k))
+            .and_then(Value::as_str);
+        let cwd = spec
+            .targets
+            .cwd
+            .as_ref()
+            .map(|k| args.get(k).and_then(Value::as_str).unwrap_or("."))
+            .or(command.map(|_| "."))
+            .map(|c| self.resolve(c).display().to_string());
+        let question = Question {
+            tool: &spec.name,
+            args,
+            fingerprint,
+            command,
+            cwd,
+            reason: &reason,
+        };
+        let tool = &spec.name;
+        match self.gate.ask(&question) {
+            Answer::Approved { by, always } => {
+                if always && let Err(e) = self.grants.add(tool, fingerprint, args, command, &by) {
+                    tracing::error!(tool, "cannot store the grant: {e}");
+                }
+                ruling.approval = Some(if always {
+                    "approved always"
+                } else {
+                    "approved"
+                });
+                ruling.approver = Some(by);
+            }
+            Answer::Denied { by } => {
+                ruling.approval = Some("denied");
+                ruling.approver = Some(by);
+                ruling.refusal = Some(format!("the owner denied running {tool}; it was not run"));
+            }
+            Answer::Expired => {
+                ruling.approval = Some("expired");
+                ruling.refusal = Some(format!(
+                    "the owner did not answer within {} s, so {tool} was not run",
+                    self.gate.timeout().as_secs()
+                ));
+            }
+            Answer::Unavailable => {
+                ruling.approval = Some("unavailable");
+                ruling.refusal = Some(format!(
+                    "{tool} needs the owner's approval ({reason}), and no channel that can ask \
+                     the owner is running (the canvas shows confirmations); it was not run"
+                ));
+            }
+            Answer::Failed(why) => {
+                ruling.approval = Some("unavailable");
+                ruling.refusal = Some(format!("{tool} was not run: {why}"));
+            }
+        }
+        ruling
+    }
+
+    /// Records a finished (or refused) call in the audit.
+    pub fn record(&self, entry: &audit::Entry) {
+        self.audit.record(entry);
+    }
+
+    fn development(&self, spec: &ToolSpec, call: &Call) -> Decision {
+        let roots = || {
+            self.roots
+                .iter()
+                .map(|r| r.display().to_string())
+                .collect::<Vec<_>>()
+                .join(" and ")
+        };
+        if let Some(cwd) = &call.cwd
+            && !paths::inside(cwd, &self.roots)
+        {
+            return Decision::Deny(format!(
+                "development mode runs commands only in {}; {} is outside",
+                roots(),
+                cwd.display()
+            ));
+        }
+        for (text, path) in &call.writes {
+            if !paths::inside(path, &self.roots) {
+                return Decision::Deny(format!(
+                    "development mode writes only in {}; {text:?} is {}",
+                    roots(),
+                    path.display()
+                ));
+            }
+        }
+        match spec.risk {
+            Risk::Read => Decision::Allow,
+            Risk::Write | Risk::Exec => {
+                let tier = if spec.risk == Risk::Write {
+                    "write"
+                } else {
+                    "exec"
+                };
+                let flagged = call.command.as_deref().and_then(|command| {
+                    match self
+                        .guards
+                        .check(command, call.cwd_or_home(&self.hearth_home))
+                    {
+                        Verdict::Ask(why) => Some(why),
+                        Verdict::Allow => None,
+                    }
+                });
+                Decision::Ask(match flagged {
+                    Some(why) => why,
+                    None => format!("development mode asks before every {tier} tool"),
+                })
+            }
         }
     }
+
+    fn production(&self, call: &Call) -> Decision {
+        let cwd = call.cwd_or_home(&self.hearth_home);
+        if let Some(command) = &call.command
+            && let Verdict::Ask(why) = self.guards.check(command, cwd)
+        {
+            return Decision::Ask(why);
+        }
+        for (text, _) in &call.writes {
+            if let Verdict::Ask(why) = self.guards.check_write(text, &self.hearth_home) {
+                return Decision::Ask(why);
+            }
+        }
+        Decision::Allow
+    }
+
+    fn resolve(&self, text: &str) -> PathBuf {
+        paths::resolve(text, &self.hearth_home, self.user_home.as_deref())
+    }
+}
+
+/// The parts of a call the rules look at, read through the tool's targets.
+struct Call {
+    command: Option<String>,
+    cwd: Option<PathBuf>,
+    /// Each written path as given and as resolved.
+    writes: Vec<(String, PathBuf)>,
+}
+
+impl Call {
+    /// Reads the targeted arguments; a targeted argument of the wrong
+    /// shape is a doubt, so the caller asks.
+    fn read(
+        spec: &ToolSpec,
+        args: &Value,
+        hearth_home: &Path,
+        user_home: Option<&Path>,
+    ) -> Result<Call, String> {
+        let t = &spec.targets;
+        let text = |key: &String| -> Result<Option<String>, String> {
+            match args.get(key) {
+                None | Some(Value::Null) => Ok(None),
+                Some(Value::String(s)) => Ok(Some(s.clone())),
+                Some(_) => Err(format!(
+                    "argument `{key}` is not a string, so it cannot be checked"
+                )),
+            }
+        };
+        let command = match &t.command {
+            Some(key) => {
+                Some(text(key)?.ok_or_else(|| format!("the command argument `{key}` is missing"))?)
+            }
+            None => None,
+        };
+        let cwd_text = match &t.cwd {
+            Some(key) => text(key)?,
+            None => None,
+        };
+        // A command without a cwd runs in $HEARTH_HOME.
+        let cwd = match (&cwd_text, &command) {
+            (Some(c), _) => Some(paths::resolve(c, hearth_home, user_home)),
+            (None, Some(_)) => Some(hearth_home.to_owned()),
+            (None, None) => None,
+        };
+        let mut writes = Vec::new();
+        for key in &t.writes {
+            let values: Vec<String> = match args.get(key) {
+                None | Some(Value::Null) => Vec::new(),
+                Some(Value::String(s)) => vec![s.clone()],
+                Some(Value::Array(items)) => items
+                    .iter()
+                    .map(|v| v.as_str().map(str::to_owned))
+                    .collect::<Option<_>>()
+                    .ok_or_else(|| format!("argument `{key}` holds a non-string path"))?,
+                Some(_) => return Err(format!("argument `{key}` is not a path")),
+            };
+            for value in values {
+                let resolved = paths::resolve(&value, hearth_home, user_home);
+                writes.push((value, resolved));
+            }
+        }
+        Ok(Call {
+            command,
+            cwd,
+            writes,
+        })
+    }
+
+    fn cwd_or_home<'a>(&'a self, hearth_home: &'a Path) -> &'a Path {
+        self.cwd.as_deref().unwrap_or(hearth_home)
+    }
+}
+
+fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }

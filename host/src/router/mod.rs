@@ -80,7 +80,7 @@ impl Router {
             return false;
         }
         self.confirmations
-            .answer(&answer.id, answer.approve, &answer.sender)
+            .answer(&answer.id, answer.approve, answer.always, &answer.sender)
     }
 
     /// Called once a message is stored.

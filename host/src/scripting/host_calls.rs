@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use super::{LuaTool, Scripts};
 use crate::config::HttpConfig;
+use crate::policy::Caller;
 use crate::tools::ToolRegistry;
 
 /// How deep `hearth.tool` calls may nest.
@@ -30,6 +31,7 @@ pub(super) fn handle(
     scripts: &Scripts,
     tool: &LuaTool,
     depth: u32,
+    caller: &Caller,
     registry: &ToolRegistry,
     method: &str,
     params: Value,
@@ -48,7 +50,7 @@ pub(super) fn handle(
                 Some(a) => a.clone(),
             };
             registry
-                .call_nested(name, args, depth + 1)
+                .call_as(caller, name, args, depth + 1)
                 .map_err(|e| e.to_string())
         }
         "http.request" => scripts.http.request(&params["request"]),

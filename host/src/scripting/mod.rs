@@ -34,6 +34,7 @@ pub use catalog::{Catalog, LuaTool, Problem, Skill};
 pub use wire::{FailureKind, ScriptFailure};
 
 use crate::config::ScriptsConfig;
+use crate::policy::Caller;
 use crate::tools::ToolRegistry;
 use catalog::{Entry, Loaded};
 use pool::Pool;
@@ -163,6 +164,7 @@ impl Scripts {
         tool: &LuaTool,
         args: Value,
         depth: u32,
+        caller: &Caller,
         registry: &ToolRegistry,
     ) -> Result<Value, ScriptFailure> {
         let deadline_ms = tool
@@ -177,7 +179,8 @@ impl Scripts {
             deadline_ms,
         };
         let mut host = |method: &str, params: Value| {
-            host_calls::handle(self, tool, depth, registry, method, params)
+            let caller = caller.through(&tool.spec.name);
+            host_calls::handle(self, tool, depth, &caller, registry, method, params)
         };
         self.pool.request(
             &tool.chunk,

@@ -18,6 +18,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0002_kv.sql"),
     include_str!("migrations/0003_agent.sql"),
     include_str!("migrations/0004_confirmations.sql"),
+    include_str!("migrations/0005_policy.sql"),
 ];
 
 /// The database file name inside `$HEARTH_HOME`.

@@ -6,13 +6,16 @@
 
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
+use std::time::Instant;
 
 use hearth_sdk::protocol::{Risk, ToolCall, ToolSpec, method};
 use serde_json::Value;
 
 use super::{Builtin, BuiltinContext, schema};
 use crate::plugins::{ActivePlugin, InvokeError, PluginSet};
-use crate::policy::Policy;
+use crate::policy::audit::Entry;
+use crate::policy::confirm::fingerprint;
+use crate::policy::{Caller, Policy, Ruling};
 use crate::scripting::{ScriptFailure, Scripts};
 
 /// All tools, by name.
@@ -180,42 +183,51 @@ impl ToolRegistry {
         all
     }
 
-    /// Validates `args` and runs the tool. Blocks until it answers: call it
-    /// from a thread that may block.
+    /// Validates `args` and runs the tool for someone at this machine
+    /// ([`Caller::local`]). Blocks until it answers: call it from a thread
+    /// that may block.
     pub fn call(&self, name: &str, args: Value) -> Result<Value, ToolError> {
-        self.call_nested(name, args, 0)
+        self.call_as(&Caller::local(), name, args, 0)
     }
 
-    /// [`ToolRegistry::call`] from inside another tool (`hearth.tool`);
-    /// `depth` bounds the nesting.
-    pub fn call_nested(&self, name: &str, args: Value, depth: u32) -> Result<Value, ToolError> {
+    /// Validates `args`, asks the policy, runs the tool and records the
+    /// call in the audit. `depth` counts the `hearth.tool` calls it is
+    /// nested in.
+    pub fn call_as(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: Value,
+        depth: u32,
+    ) -> Result<Value, ToolError> {
+        let started = Instant::now();
         if let Some(tool) = self.tools.get(name) {
-            check_args(name, &args, &tool.spec)?;
-            self.check_policy(&tool.spec, &args)?;
-            return match &tool.provider {
-                Provider::Plugin(plugin) => call_plugin(plugin, name, args),
-                Provider::Builtin(builtin) => {
-                    builtin
-                        .call(&self.builtins, &args)
-                        .map_err(|message| ToolError::Builtin {
-                            tool: name.to_owned(),
-                            message,
-                        })
+            return self.guarded(caller, &tool.spec, args, started, |args| {
+                match &tool.provider {
+                    Provider::Plugin(plugin) => call_plugin(plugin, name, args),
+                    Provider::Builtin(builtin) => {
+                        builtin
+                            .call(&self.builtins, &args)
+                            .map_err(|message| ToolError::Builtin {
+                                tool: name.to_owned(),
+                                message,
+                            })
+                    }
                 }
-            };
+            });
         }
         let scripts = self.scripts.as_ref();
         let lua = scripts.and_then(|s| s.catalog().tool(name).cloned());
         match (scripts, lua) {
             (Some(scripts), Some(tool)) => {
-                check_args(name, &args, &tool.spec)?;
-                self.check_policy(&tool.spec, &args)?;
-                scripts
-                    .call(&tool, args, depth, self)
-                    .map_err(|failure| ToolError::Script {
-                        tool: name.to_owned(),
-                        failure,
-                    })
+                self.guarded(caller, &tool.spec, args, started, |args| {
+                    scripts
+                        .call(&tool, args, depth, caller, self)
+                        .map_err(|failure| ToolError::Script {
+                            tool: name.to_owned(),
+                            failure,
+                        })
+                })
             }
             _ => Err(ToolError::Unknown {
                 name: name.to_owned(),
@@ -224,18 +236,73 @@ impl ToolRegistry {
         }
     }
 
+    /// Validates, rules, runs `run` if the ruling allows, and audits.
+    fn guarded(
+        &self,
+        caller: &Caller,
+        spec: &ToolSpec,
+        args: Value,
+        started: Instant,
+        run: impl FnOnce(Value) -> Result<Value, ToolError>,
+    ) -> Result<Value, ToolError> {
+        let fingerprint = fingerprint(&spec.name, &args);
+        let (ruling, result) = match check_args(&spec.name, &args, &spec.parameters) {
+            Err(invalid) => (
+                Ruling {
+                    decision: "invalid",
+                    ..Ruling::default()
+                },
+                Err(invalid),
+            ),
+            Ok(()) => {
+                let ruling = self.rule(spec, &args, &fingerprint);
+                let result = match &ruling.refusal {
+                    Some(why) => Err(ToolError::Refused(why.clone())),
+                    None => run(args.clone()),
+                };
+                (ruling, result)
+            }
+        };
+        if let Some(policy) = &self.policy {
+            let detail = result.as_ref().err().map(ToString::to_string);
+            policy.record(&Entry {
+                caller,
+                tool: &spec.name,
+                args: &args,
+                fingerprint: &fingerprint,
+                decision: ruling.decision,
+                reason: ruling.reason.as_deref(),
+                approval: ruling.approval,
+                approver: ruling.approver.as_deref(),
+                outcome: match &result {
+                    Ok(_) => "ok",
+                    Err(ToolError::Refused(_)) => "refused",
+                    Err(_) => "error",
+                },
+                detail: detail.as_deref(),
+                duration: started.elapsed(),
+            });
+        }
+        result
+    }
+
     /// Asks the policy; without one (a registry built for listing only),
-    /// anything that would ask is refused.
-    fn check_policy(&self, spec: &ToolSpec, args: &Value) -> Result<(), ToolError> {
+    /// anything beyond reading and writing is refused.
+    fn rule(&self, spec: &ToolSpec, args: &Value, fingerprint: &str) -> Ruling {
         match &self.policy {
-            Some(policy) => policy
-                .check(spec, args)
-                .map_err(|refused| ToolError::Refused(refused.0)),
-            None if spec.risk == Risk::Read || spec.risk == Risk::Write => Ok(()),
-            None => Err(ToolError::Refused(format!(
-                "{} needs the owner's approval and this process cannot ask; it was not run",
-                spec.name
-            ))),
+            Some(policy) => policy.rule(spec, args, fingerprint),
+            None if spec.risk == Risk::Read || spec.risk == Risk::Write => Ruling {
+                decision: "allow",
+                ..Ruling::default()
+            },
+            None => Ruling {
+                decision: "ask",
+                refusal: Some(format!(
+                    "{} needs the owner's approval and this process cannot ask; it was not run",
+                    spec.name
+                )),
+                ..Ruling::default()
+            },
         }
     }
 
@@ -290,8 +357,8 @@ impl Provider {
     }
 }
 
-fn check_args(name: &str, args: &Value, spec: &ToolSpec) -> Result<(), ToolError> {
-    schema::validate(args, &spec.parameters).map_err(|message| ToolError::InvalidArguments {
+fn check_args(name: &str, args: &Value, schema: &Value) -> Result<(), ToolError> {
+    schema::validate(args, schema).map_err(|message| ToolError::InvalidArguments {
         tool: name.to_owned(),
         message,
     })

@@ -31,8 +31,11 @@
  *   [data-testid="confirmation"]  a confirmation card; data-id, data-state
  *                                 ("pending"/"approved"/"denied"/"expired");
  *                                 [data-testid="approve"] and [data-testid="deny"]
- *                                 buttons exist only while pending; inside:
+ *                                 buttons exist only while pending, with
+ *                                 [data-testid="always"] (approve, and allow this
+ *                                 exact call from now on); inside:
  *                                 [data-testid="tool"], "command" (when set),
+ *                                 "cwd" and "mode" (when set),
  *                                 "args" (pretty JSON), "reason", "fingerprint",
  *                                 "countdown" (while pending), "outcome" (after)
  *   [data-testid="composer"]      the textarea
@@ -547,9 +550,9 @@
     scheduleChat();
   }
 
-  function answer(id, approve) {
+  function answer(id, approve, always) {
     state.answers.set(id, approve);
-    sendFrame({ type: "confirm", id, approve });
+    sendFrame({ type: "confirm", id, approve, always: Boolean(always) });
     scheduleChat();
   }
 
@@ -880,7 +883,11 @@
     }
     parts.push(h("div", { class: "field-label", text: "Arguments" }), h("pre", { class: "args", "data-testid": "args" }, h("code", { text: argsText })));
     if (c.reason) parts.push(h("p", { class: "reason", "data-testid": "reason", text: String(c.reason) }));
-    const facts = h("dl", { class: "facts" }, h("dt", { text: "Fingerprint" }), h("dd", null, h("code", { "data-testid": "fingerprint", text: String(c.fingerprint || "—") })));
+    const facts = h("dl", { class: "facts" });
+    if (typeof c.cwd === "string") facts.append(h("dt", { text: "Directory" }), h("dd", null, h("code", { "data-testid": "cwd", text: c.cwd })));
+    if (typeof c.mode === "string") facts.append(h("dt", { text: "Mode" }), h("dd", { "data-testid": "mode", text: c.mode }));
+    const print = String(c.fingerprint || "—");
+    facts.append(h("dt", { text: "Fingerprint" }), h("dd", null, h("code", { "data-testid": "fingerprint", title: print, text: print.length > 16 ? `${print.slice(0, 16)}…` : print })));
     if (st === "pending") facts.append(h("dt", { text: "Time" }), h("dd", null, countdown));
     parts.push(facts);
     if (st === "pending") {
@@ -891,6 +898,7 @@
           { class: "actions" },
           h("button", { type: "button", class: "btn approve", "data-testid": "approve", disabled: busy, text: "Approve", onclick: () => answer(id, true) }),
           h("button", { type: "button", class: "btn deny", "data-testid": "deny", disabled: busy, text: "Deny", onclick: () => answer(id, false) }),
+          h("button", { type: "button", class: "btn always", "data-testid": "always", disabled: busy, text: "Always allow", title: "Approve, and run this exact call without asking from now on (revoke with `hearth approvals revoke`)", onclick: () => answer(id, true, true) }),
           busy ? h("span", { class: "answering", text: "sending…" }) : null,
         ),
       );

@@ -8,8 +8,10 @@
 //! - `search_files` (read): names by glob, lines by substring or regex.
 //!
 //! Relative paths are relative to `$HEARTH_HOME`, `~/` is `$HOME`. What may
-//! be touched is the host policy's decision, not this plugin's: it resolves
-//! and reports paths but confines nothing.
+//! be touched is the host policy's decision; this plugin resolves and
+//! reports paths, and in development mode also refuses writes outside the
+//! roots the host names (`HostInfo::confine_to`), since only it sees the
+//! file names inside a patch.
 
 pub mod args;
 pub mod list;
@@ -78,6 +80,13 @@ impl Plugin for Fs {
                 user_home: std::env::var_os("HOME")
                     .filter(|h| !h.is_empty())
                     .map(PathBuf::from),
+                // A root that cannot be resolved stays as given: it then
+                // matches nothing canonical, which fails closed.
+                confine_to: info
+                    .confine_to
+                    .iter()
+                    .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r)))
+                    .collect(),
             },
             max_read_bytes,
         })
@@ -118,7 +127,7 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
                 targets: Default::default(),
             }
         };
-    vec![
+    let mut tools = vec![
         spec(
             "read_file",
             format!(
@@ -207,7 +216,19 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
             }),
             &["path"],
         ),
-    ]
+    ];
+    // The paths each tool changes, so the host's policy can confine them
+    // (development mode) or ask before protected ones change (production).
+    // A patch's own file names stay relative to `root`; the patcher refuses
+    // names that climb out of it.
+    for tool in &mut tools {
+        tool.targets.writes = match tool.name.as_str() {
+            "write_file" | "delete_path" => vec!["path".into()],
+            "apply_patch" => vec!["root".into()],
+            _ => Vec::new(),
+        };
+    }
+    tools
 }
 
 /// Config table `[plugins.fs]`.

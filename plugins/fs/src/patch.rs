@@ -65,6 +65,7 @@ pub fn apply_patch(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
         Some(root) => Roots {
             hearth_home: fs.roots.resolve("root", root)?,
             user_home: fs.roots.user_home.clone(),
+            confine_to: fs.roots.confine_to.clone(),
         },
         None => fs.roots.clone(),
     };
@@ -324,7 +325,11 @@ struct Plan {
 }
 
 fn plan_file(roots: &Roots, file: &FilePatch, earlier: &[Plan]) -> Result<Plan, PluginError> {
-    let resolve = |p: &str| roots.resolve("patch", p);
+    let resolve = |p: &str| {
+        let path = roots.resolve("patch", p)?;
+        roots.check_writable("patch", &path)?;
+        Ok::<_, PluginError>(path)
+    };
     let old_path = file.old.as_deref().map(resolve).transpose()?;
     let new_path = file.new.as_deref().map(resolve).transpose()?;
     // An earlier file of the same patch may already have changed this one.

@@ -21,6 +21,9 @@ pub struct Roots {
     pub hearth_home: PathBuf,
     /// `$HOME`, when set: what `~` means.
     pub user_home: Option<PathBuf>,
+    /// In development mode, the only folders writes may touch (canonical);
+    /// empty means anywhere.
+    pub confine_to: Vec<PathBuf>,
 }
 
 impl Roots {
@@ -48,6 +51,26 @@ impl Roots {
         } else {
             self.hearth_home.join(path)
         })
+    }
+
+    /// Refuses a write to the resolved `path` outside [`Roots::confine_to`].
+    pub fn check_writable(&self, field: &str, path: &Path) -> Result<(), PluginError> {
+        if self.confine_to.is_empty() || self.confine_to.iter().any(|r| path.starts_with(r)) {
+            return Ok(());
+        }
+        let roots: Vec<String> = self
+            .confine_to
+            .iter()
+            .map(|r| r.display().to_string())
+            .collect();
+        Err(invalid(
+            field,
+            &format!(
+                "leads to {}, outside {} (development mode writes only there)",
+                path.display(),
+                roots.join(" and ")
+            ),
+        ))
     }
 
     /// `raw` resolved through every symlink; the path may not exist yet.

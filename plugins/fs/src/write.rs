@@ -16,6 +16,7 @@ use crate::paths::io_error;
 pub fn write_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     let args = Args::new(args, &["path", "content", "encoding", "create_dirs"])?;
     let path = fs.roots.resolve("path", args.string("path")?)?;
+    fs.roots.check_writable("path", &path)?;
     let content = args.string("content")?;
     let bytes = match args.encoding()? {
         Encoding::Text => content.as_bytes().to_vec(),
@@ -66,6 +67,7 @@ pub fn delete_path(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     let recursive = args.bool("recursive", false)?;
     // The link itself is deleted, never what it points to.
     let path = fs.roots.resolve_parent("path", raw)?;
+    fs.roots.check_writable("path", &path)?;
     refuse_precious(fs, raw, &path)?;
     let meta =
         std::fs::symlink_metadata(&path).map_err(|e| io_error("cannot delete", &path, &e))?;

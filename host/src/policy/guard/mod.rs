@@ -97,6 +97,19 @@ impl Guard {
         Verdict::Allow
     }
 
+    /// Checks a write of `path` (a file tool's target) as it would happen
+    /// from `cwd`: writes into protected paths ask.
+    pub fn check_write(&self, path: &str, cwd: &Path) -> Verdict {
+        let target = Arg {
+            text: path.to_owned(),
+            glob_at: None,
+        };
+        match self.write_target(&target, cwd) {
+            Some(why) => Verdict::Ask(why),
+            None => Verdict::Allow,
+        }
+    }
+
     /// Why `inv` asks, if it does.
     fn invocation(&self, inv: &Invocation, cwd: &Path, depth: usize) -> Option<String> {
         for target in &inv.writes {

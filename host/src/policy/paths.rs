@@ -1,0 +1,104 @@
+//! Where a tool's path arguments lead, for development mode's confinement.
+//!
+//! Paths are resolved the way the bundled plugins resolve them: relative to
+//! `$HEARTH_HOME`, `~/` under `$HOME`. Then `.` and `..` are taken out and
+//! symbolic links in the part that exists are followed, so neither
+//! `tmp/../../etc` nor a link inside `$HEARTH_HOME` that points at `/etc`
+//! counts as inside.
+
+use std::path::{Component, Path, PathBuf};
+
+/// `text` as an absolute path with links followed as far as it exists.
+pub fn resolve(text: &str, base: &Path, home: Option<&Path>) -> PathBuf {
+    let path = match (text.strip_prefix("~/"), home) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ if text == "~" => home.map(Path::to_owned).unwrap_or_else(|| "~".into()),
+        _ => PathBuf::from(text),
+    };
+    let absolute = if path.is_absolute() {
+        path
+    } else {
+        base.join(path)
+    };
+    follow_links(&lexical(&absolute))
+}
+
+/// Whether `path` is one of `roots` or beneath one.
+pub fn inside(path: &Path, roots: &[PathBuf]) -> bool {
+    roots.iter().any(|r| path.starts_with(r))
+}
+
+/// Canonical forms of `roots` (a root that does not exist yet stays as
+/// written, made absolute).
+pub fn canonical_roots(roots: &[PathBuf]) -> Vec<PathBuf> {
+    roots.iter().map(|r| follow_links(&lexical(r))).collect()
+}
+
+/// `.` and `..` taken out without touching the file system.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(p) => out.push(p),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The longest existing ancestor canonicalized, with the rest appended.
+fn follow_links(path: &Path) -> PathBuf {
+    let mut existing = path.to_owned();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_owned();
+            }
+            _ => return path.to_owned(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dot_dot_and_links_do_not_escape() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::os::unix::fs::symlink("/etc", base.join("etc-link")).unwrap();
+        let roots = vec![base.clone()];
+        let cases = [
+            ("notes/a.md", true),
+            ("new/dir/file", true),
+            ("../outside", false),
+            ("notes/../../x", false),
+            ("etc-link/passwd", false),
+            ("/etc/passwd", false),
+            (".", true),
+        ];
+        for (text, expected) in cases {
+            let path = resolve(text, &base, None);
+            assert_eq!(
+                inside(&path, &roots),
+                expected,
+                "{text} -> {}",
+                path.display()
+            );
+        }
+    }
+}

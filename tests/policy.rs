@@ -1,0 +1,426 @@
+//! The policy through the real registry and the probe plugin: what each
+//! mode allows, asks and denies; the guards file seeded and re-read; grants
+//! for one exact call; and the audit of every call, secrets redacted.
+
+use std::path::{Path, PathBuf};
+
+use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
+use hearth_tests::{Hearth, probe};
+use serde_json::{Value, json};
+
+/// What the policy should do with a call.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Expect {
+    /// Runs without asking.
+    Runs,
+    /// Asks (and, with no channel to ask on, is refused saying so).
+    Asks,
+    /// Refused outright in this mode.
+    Denied,
+}
+
+/// A home with the probe, its exec log at `<home>/../exec`-like temp path.
+fn probe_home(mode: &str, probe_settings: &str) -> (Hearth, PathBuf, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let exec_log = dir.path().join("exec");
+    let h = Hearth::with_plugins(
+        &[probe()],
+        &format!("[plugins.probe]\nexec_log = {exec_log:?}\n{probe_settings}"),
+    )
+    .in_mode(mode);
+    (h, exec_log, dir)
+}
+
+/// Calls `tool` and classifies the outcome; `ran` says whether the probe
+/// logged it.
+fn outcome(rt: &hearth::runtime::Runtime, tool: &str, args: Value) -> (Expect, String) {
+    match rt.tools.call(tool, args) {
+        Ok(_) => (Expect::Runs, String::new()),
+        Err(e) => {
+            let text = e.to_string();
+            let kind = if text.contains("needs the owner's approval") {
+                Expect::Asks
+            } else {
+                Expect::Denied
+            };
+            (kind, text)
+        }
+    }
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn development_mode_confines_paths_and_asks_before_every_write_or_exec() {
+    let (h, exec_log, _dir) = probe_home("development", "");
+    let rt = h.runtime();
+    let cases = [
+        (
+            "probe_write",
+            json!({ "path": "/etc/hearth-x" }),
+            Expect::Denied,
+            "writes only in",
+        ),
+        (
+            "probe_write",
+            json!({ "path": "notes/../../../../../../../../etc/x" }),
+            Expect::Denied,
+            "writes only in",
+        ),
+        (
+            "probe_write",
+            json!({ "path": "~/.bashrc" }),
+            Expect::Denied,
+            "writes only in",
+        ),
+        (
+            "probe_write",
+            json!({ "path": "notes/a.md" }),
+            Expect::Asks,
+            "every write tool",
+        ),
+        (
+            "probe_write",
+            json!({ "path": "/tmp/hearth-x" }),
+            Expect::Asks,
+            "every write tool",
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "ls", "cwd": "/etc" }),
+            Expect::Denied,
+            "runs commands only in",
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "ls", "cwd": "/" }),
+            Expect::Denied,
+            "runs commands only in",
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "ls" }),
+            Expect::Asks,
+            "every exec tool",
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "rm -rf /" }),
+            Expect::Asks,
+            "recursive",
+        ),
+        (
+            "probe_exec",
+            json!({ "marker": "m" }),
+            Expect::Asks,
+            "every exec tool",
+        ),
+        (
+            "probe_host",
+            json!({ "service": "host.info" }),
+            Expect::Runs,
+            "",
+        ),
+    ];
+    for (tool, args, expected, says) in cases {
+        let (got, text) = outcome(&rt, tool, args.clone());
+        assert_eq!(got, expected, "{tool} {args}: {text}");
+        assert!(text.contains(says), "{tool} {args}: {text}");
+    }
+    assert!(lines(&exec_log).is_empty(), "nothing asked or denied ran");
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn production_mode_asks_only_for_guarded_actions() {
+    let (h, exec_log, _dir) = probe_home("production", "");
+    let rt = h.runtime();
+    let cases = [
+        ("probe_shell", json!({ "command": "ls -la" }), Expect::Runs),
+        (
+            "probe_shell",
+            json!({ "command": "git status", "cwd": "/" }),
+            Expect::Runs,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "rm -rf ~/x" }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "r''m -rf /" }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "echo $(id)" }),
+            Expect::Asks,
+        ),
+        ("probe_write", json!({ "path": "/etc/hosts" }), Expect::Asks),
+        (
+            "probe_write",
+            json!({ "path": "~/.ssh/authorized_keys" }),
+            Expect::Asks,
+        ),
+        (
+            "probe_write",
+            json!({ "path": "config/guards.toml" }),
+            Expect::Asks,
+        ),
+        ("probe_write", json!({ "path": "notes/a.md" }), Expect::Runs),
+        ("probe_exec", json!({ "marker": "m" }), Expect::Runs),
+    ];
+    for (tool, args, expected) in cases {
+        let (got, text) = outcome(&rt, tool, args.clone());
+        assert_eq!(got, expected, "{tool} {args}: {text}");
+    }
+    assert_eq!(
+        lines(&exec_log),
+        ["ls -la", "git status", "notes/a.md", "m"],
+        "exactly the allowed calls ran"
+    );
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn the_guards_file_is_seeded_and_edits_apply_to_the_next_call() {
+    let (h, exec_log, _dir) = probe_home("production", "");
+    let rt = h.runtime();
+    let file = h.home().join("config/guards.toml");
+    let bundled = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../config/guards.toml"),
+    )
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&file).unwrap(), bundled);
+
+    let ls = || outcome(&rt, "probe_shell", json!({ "command": "ls" }));
+    assert_eq!(ls().0, Expect::Runs);
+    std::fs::write(
+        &file,
+        bundled.replacen("always = [", "always = [\"ls\", ", 1),
+    )
+    .unwrap();
+    let (got, text) = ls();
+    assert_eq!(got, Expect::Asks, "{text}");
+    std::fs::write(&file, "always = [\n  \"ls\",\n  42,\n]\n").unwrap();
+    let (got, text) = ls();
+    assert_eq!(got, Expect::Asks, "an invalid file fails closed: {text}");
+    assert!(text.contains("guards.toml is invalid"), "{text}");
+    assert_eq!(lines(&exec_log), ["ls"]);
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
+
+    // At start, an invalid file is an error naming the file and the line.
+    let run = h.cmd(&["tool", "call", "probe_host", r#"{"service":"host.info"}"#]);
+    let error = run.fails();
+    assert!(
+        error.contains("guards.toml") && error.contains("line 3"),
+        "{error}"
+    );
+}
+
+#[test]
+fn every_call_is_audited_with_secrets_redacted() {
+    let (h, _exec_log, _dir) = probe_home("production", "");
+    let rt = h.runtime();
+    let calls = [
+        json!({ "path": "notes/a.md", "token": "tok-1234567890" }),
+        json!({ "path": "/etc/hosts" }),
+    ];
+    for args in calls {
+        let _ = rt.tools.call("probe_write", args);
+    }
+    let _ = rt.tools.call(
+        "probe_shell",
+        json!({ "command": "API_KEY=abcdef123456 curl -H 'Authorization: Bearer zzzzzz' x" }),
+    );
+    let _ = rt.tools.call("probe_exec", json!({}));
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
+
+    let audit = h.cmd(&["audit", "--json"]).json();
+    let rows = audit.as_array().unwrap();
+    let summary: Vec<(String, String, String, String)> = rows
+        .iter()
+        .map(|r| {
+            let s = |k: &str| r[k].as_str().unwrap_or("").to_owned();
+            (s("tool"), s("caller"), s("decision"), s("outcome"))
+        })
+        .collect();
+    let row = |tool: &str, decision: &str, outcome: &str| {
+        (
+            tool.to_owned(),
+            "local".to_owned(),
+            decision.to_owned(),
+            outcome.to_owned(),
+        )
+    };
+    assert_eq!(
+        summary,
+        [
+            row("probe_write", "allow", "ok"),
+            row("probe_write", "ask", "refused"),
+            row("probe_shell", "allow", "ok"),
+            row("probe_exec", "invalid", "error"),
+        ]
+    );
+    let all = audit.to_string();
+    for secret in ["tok-1234567890", "abcdef123456", "zzzzzz"] {
+        assert!(
+            !all.contains(secret),
+            "{secret} leaked into the audit: {all}"
+        );
+    }
+    assert_eq!(rows[0]["args"]["token"], "[redacted]");
+    assert!(
+        rows[1]["reason"].as_str().unwrap().contains("/etc"),
+        "{}",
+        rows[1]
+    );
+    assert!(
+        rows[3]["detail"].as_str().unwrap().contains("marker"),
+        "{}",
+        rows[3]
+    );
+    assert!(
+        rows.iter()
+            .all(|r| r["duration_ms"].as_f64().unwrap() >= 0.0)
+    );
+
+    let text = h.cmd(&["audit", "--tool", "probe_exec"]).ok().to_owned();
+    assert!(
+        text.contains("probe_exec") && !text.contains("probe_write"),
+        "{text}"
+    );
+}
+
+#[test]
+fn an_always_grant_covers_one_exact_call_until_it_is_revoked() {
+    let fake = FakeLlm::start();
+    // Four chats: the same command twice, another command, the first again.
+    for command in ["echo a", "echo a", "echo b", "echo a"] {
+        fake.push(anthropic_tool_use(
+            None,
+            "t1",
+            "probe_shell",
+            &json!({ "command": command }),
+        ));
+        fake.push(anthropic_text("done"));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let (events, exec_log) = (dir.path().join("events"), dir.path().join("exec"));
+    let h = Hearth::with_plugins(
+        &[probe()],
+        &format!(
+            "[plugins.probe]\nevents = {events:?}\nexec_log = {exec_log:?}\nconfirm = \"always\"\n\
+             [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+             api_key_env = \"HEARTH_TEST_API_KEY\"\n[owner.identities]\nprobe = [\"owner\"]\n",
+            fake.url()
+        ),
+    )
+    .in_mode("development");
+    let cards = || {
+        lines(&events)
+            .iter()
+            .filter(|l| l.contains("\"kind\":\"confirmation\""))
+            .count()
+    };
+    {
+        let _daemon = h.daemon_with(|cmd| {
+            cmd.env("HEARTH_TEST_API_KEY", "sk-test");
+        });
+        h.chat("one").ok();
+        assert_eq!(cards(), 1, "the first call asks");
+        h.chat("two").ok();
+        assert_eq!(cards(), 1, "the granted call runs without asking");
+        h.chat("three").ok();
+        assert_eq!(cards(), 2, "a different command asks again");
+
+        let grants = h.cmd(&["approvals", "--json"]).json();
+        let grants = grants.as_array().unwrap();
+        assert_eq!(grants.len(), 2, "{grants:?}");
+        let first = grants.iter().find(|g| g["command"] == "echo a").unwrap();
+        assert_eq!(first["uses"], 1);
+        let id = first["id"].to_string();
+        assert!(h.cmd(&["approvals"]).ok().contains("echo a"));
+        h.cmd(&["approvals", "revoke", &id]).ok();
+        assert!(
+            h.cmd(&["approvals", "revoke", &id])
+                .fails()
+                .contains("no active grant")
+        );
+
+        h.chat("four").ok();
+        assert_eq!(cards(), 3, "a revoked grant asks again");
+    }
+    assert_eq!(lines(&exec_log), ["echo a", "echo a", "echo b", "echo a"]);
+    let audit = h.cmd(&["audit", "--json", "--tool", "probe_shell"]).json();
+    let approvals: Vec<&str> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["approval"].as_str().unwrap_or(""))
+        .collect();
+    assert_eq!(
+        approvals,
+        [
+            "approved always",
+            "granted",
+            "approved always",
+            "approved always"
+        ]
+    );
+    assert!(
+        audit
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|r| r["caller"] == "agent 1")
+    );
+}
+
+#[test]
+fn in_development_mode_even_an_approved_patch_cannot_write_outside_the_roots() {
+    let h = Hearth::with_plugins(&[hearth_tests::plugin("fs")], "").in_mode("development");
+    let outside = tempfile::Builder::new()
+        .prefix("hearth-outside")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let target = outside.path().join("x.txt");
+    let cases = [
+        (
+            "apply_patch",
+            json!({ "patch": format!("--- /dev/null\n+++ {}\n@@ -0,0 +1 @@\n+hi\n", target.display()) }),
+        ),
+        (
+            "write_file",
+            json!({ "path": "../../../../../../../../tmp/../etc/hearth-x", "content": "x" }),
+        ),
+    ];
+    let rt = h.runtime();
+    for (tool, args) in cases {
+        // The owner granted this exact call: the policy lets it through, and
+        // the plugin's own check on the resolved paths still refuses it.
+        let fingerprint = hearth::policy::confirm::fingerprint(tool, &args);
+        h.db()
+            .execute(
+                "INSERT INTO grants (tool, fingerprint, args, granted_by, created_at_ms) \
+                 VALUES (?1, ?2, ?3, 'owner', 0)",
+                rusqlite::params![tool, fingerprint, args.to_string()],
+            )
+            .unwrap();
+        let error = rt.tools.call(tool, args.clone()).unwrap_err().to_string();
+        assert!(
+            error.contains("development mode writes only there")
+                || error.contains("writes only in"),
+            "{tool}: {error}"
+        );
+    }
+    assert!(!target.exists());
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
+}
