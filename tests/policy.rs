@@ -424,3 +424,19 @@ fn in_development_mode_even_an_approved_patch_cannot_write_outside_the_roots() {
     assert!(!target.exists());
     rt.stop(std::time::Duration::from_secs(5)).unwrap();
 }
+
+#[test]
+fn check_reports_the_mode_landlock_and_the_guards_file() {
+    let (h, _exec_log, _dir) = probe_home("development", "");
+    let out = h.cmd(&["check"]).ok().to_owned();
+    assert!(out.contains("mode: development"), "{out}");
+    let landlock = out
+        .lines()
+        .find_map(|l| l.strip_prefix("landlock: "))
+        .unwrap_or_else(|| panic!("no landlock line in:\n{out}"));
+    assert!(
+        landlock.starts_with("available (ABI ") || landlock.starts_with("unavailable: "),
+        "{landlock}"
+    );
+    assert!(out.contains("config/guards.toml"), "{out}");
+}
