@@ -170,10 +170,12 @@ async function decide(page, word, approve) {
   assert(tool.includes("probe_exec"), `the card names the tool probe_exec (got ${JSON.stringify(tool)})`);
   const args = await card.locator('[data-testid="args"]').textContent();
   assert(args.includes(word), `the card's args contain "${word}" (got ${JSON.stringify(args)})`);
+  assertEq(await card.locator('[data-testid="mode"]').textContent(), "development", "the card shows the mode");
+  assertEq(await card.locator('[data-testid="always"]').count(), 1, "a pending card offers Always allow");
   await card.locator(`[data-testid="${approve ? "approve" : "deny"}"]`).click({ timeout: TIMEOUT_MS });
   const final = approve ? "approved" : "denied";
   await waitVisible(page.locator(`[data-testid="confirmation"][data-id="${id}"][data-state="${final}"]`), `the card to turn ${final}`);
-  assertEq(await card.locator('[data-testid="approve"], [data-testid="deny"]').count(), 0, "the decided card has no buttons");
+  assertEq(await card.locator('[data-testid="approve"], [data-testid="deny"], [data-testid="always"]').count(), 0, "the decided card has no buttons");
   return id;
 }
 
