@@ -1,0 +1,81 @@
+//! Benchmark: `shell_exec "true"` end to end, in production mode.
+//!
+//! Each call goes through the runtime's registry (schema validation), the
+//! policy (the shell guard reads the command line; the audit records the
+//! call), the plugin ABI, and the plugin itself (bash started in its own
+//! process group, both pipes and the exit watched with `poll`). For scale,
+//! the same `bash -c true` is also started bare with `std::process`, so
+//! the difference is what hearth adds. Prints the median and p90 of each.
+//!
+//! Run with `cargo build --release --workspace && cargo bench -p hearth-tests --bench shell_exec`.
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use hearth_tests::{Hearth, plugin};
+use serde_json::json;
+
+const WARM_UP: usize = 20;
+const RUNS: usize = 200;
+
+fn main() {
+    let h = Hearth::with_plugins(&[plugin("shell")], "");
+    let rt = h.runtime();
+    let call = || {
+        let result = rt
+            .tools
+            .call("shell_exec", json!({"command": "true"}))
+            .expect("shell_exec true");
+        assert_eq!(result["exit_code"], 0, "{result}");
+    };
+    let bare = || {
+        let status = Command::new("bash")
+            .args(["-c", "true"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .output()
+            .expect("bash -c true")
+            .status;
+        assert!(status.success());
+    };
+    let mut through_hearth = measure(call);
+    let mut bare_bash = measure(bare);
+    let (h50, h90) = percentiles(&mut through_hearth);
+    let (b50, b90) = percentiles(&mut bare_bash);
+    println!("shell_exec: {RUNS} runs of `true` after {WARM_UP} warm-up runs, production mode");
+    println!(
+        "  registry + policy + plugin   median {:>7.3} ms   p90 {:>7.3} ms",
+        ms(h50),
+        ms(h90)
+    );
+    println!(
+        "  bare bash -c true            median {:>7.3} ms   p90 {:>7.3} ms",
+        ms(b50),
+        ms(b90)
+    );
+    rt.stop(Duration::from_secs(5)).expect("stop the runtime");
+}
+
+fn measure(run: impl Fn()) -> Vec<Duration> {
+    for _ in 0..WARM_UP {
+        run();
+    }
+    (0..RUNS)
+        .map(|_| {
+            let start = Instant::now();
+            run();
+            start.elapsed()
+        })
+        .collect()
+}
+
+fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
+    samples.sort();
+    let n = samples.len();
+    (samples[n / 2], samples[(n * 90 / 100).min(n - 1)])
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
