@@ -89,7 +89,15 @@ pub fn run(
             ))
         })?;
     let mut capture = Capture::new(limits, log_dir);
-    let ending = watch(&mut child, &mut capture, started + request.timeout)?;
+    let ending = match watch(&mut child, &mut capture, started + request.timeout) {
+        Ok(ending) => ending,
+        Err(e) => {
+            // Nothing is left running, or behind as a zombie.
+            kill_group(child.id() as i32);
+            let _ = child.wait();
+            return Err(e);
+        }
+    };
     let status = match ending.status {
         Some(status) => status,
         // Killed or never seen to exit: it is dead or dying, so this
@@ -212,7 +220,6 @@ fn watch(
             if error.kind() == io::ErrorKind::Interrupted {
                 continue;
             }
-            kill_group(pgid);
             return Err(PluginError::failed(format!(
                 "cannot watch the command's output: {error}"
             )));

@@ -13,7 +13,8 @@ use std::collections::HashMap;
 use std::fs::OpenOptions;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::process::ExitStatus;
+use std::process::{Child, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -55,6 +56,7 @@ impl Processes {
             records: Mutex::new(()),
             ours: Mutex::new(HashMap::new()),
             notify,
+            closing: AtomicBool::new(false),
         });
         let on_exit = Arc::clone(&state);
         let reaper = Reaper::start(Box::new(move |id: &str, status: ExitStatus| {
@@ -105,7 +107,7 @@ impl Processes {
         let start_ticks = match meta::proc_stat(pid) {
             Ok(stat) => stat.start_ticks,
             Err(e) => {
-                let _ = spawn::signal_group(pid, libc::SIGKILL);
+                abandon(child);
                 return Err(PluginError::failed(format!(
                     "started pid {pid} but cannot read its start time: {e}"
                 )));
@@ -131,12 +133,14 @@ impl Processes {
         };
         {
             let _records = self.state.lock_records();
-            meta::write(&dir, &record).map_err(|e| {
-                PluginError::failed(format!(
+            if let Err(e) = meta::write(&dir, &record) {
+                // Without its record nobody could find or stop it.
+                abandon(child);
+                return Err(PluginError::failed(format!(
                     "cannot write {}: {e}",
                     dir.join(meta::FILE).display()
-                ))
-            })?;
+                )));
+            }
             self.state.ours().insert(id.clone(), Ours::default());
         }
         self.reaper.watch(id, child);
@@ -255,6 +259,7 @@ impl Processes {
 
     /// Stops the reaper; the processes keep running.
     pub fn shutdown(&self) {
+        self.state.closing.store(true, Ordering::SeqCst);
         self.reaper.shutdown();
     }
 }
@@ -290,6 +295,9 @@ struct State {
     records: Mutex<()>,
     ours: Mutex<HashMap<String, Ours>>,
     notify: Notify,
+    /// Set at shutdown: a notice the host cannot take is not retried, so
+    /// the reaper (and the daemon's stop) is not held up.
+    closing: AtomicBool,
 }
 
 impl State {
@@ -424,8 +432,9 @@ impl State {
         for attempt in 1..=NOTICE_ATTEMPTS {
             match (self.notify)(&notice) {
                 Ok(()) => return,
-                Err(e) if attempt == NOTICE_ATTEMPTS => {
+                Err(e) if attempt == NOTICE_ATTEMPTS || self.closing.load(Ordering::SeqCst) => {
                     tracing::warn!("cannot tell the agent that {id} failed: {e}");
+                    return;
                 }
                 Err(_) => std::thread::sleep(NOTICE_PAUSE),
             }
@@ -502,6 +511,12 @@ fn number_of(name: &str) -> Option<u64> {
         return None;
     }
     digits.parse().ok()
+}
+
+/// Kills a process just started that cannot be kept, and reaps it.
+fn abandon(mut child: Child) {
+    let _ = spawn::signal_group(child.id() as i32, libc::SIGKILL);
+    let _ = child.wait();
 }
 
 /// Whether the process and every other member of its group are gone.

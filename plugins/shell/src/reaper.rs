@@ -85,11 +85,6 @@ impl Reaper {
             }
         }
     }
-
-    /// Whether shutdown has begun.
-    pub fn stopping(&self) -> bool {
-        self.shared.stop.load(Ordering::SeqCst)
-    }
 }
 
 /// How often children without a pidfd are looked at.
