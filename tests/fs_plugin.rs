@@ -369,6 +369,11 @@ fn delete_path_deletes_and_refuses_roots_and_homes() {
         ),
     ];
     for (args, expected) in refusals {
+        // The owner granted each call, as if they had said "always allow":
+        // where $HOME is a protected path (root's /root), the policy would
+        // otherwise ask first, and this test is about the plugin's own
+        // refusal, which holds even for an approved call.
+        h.grant("delete_path", &args);
         let err = fails(&rt, "delete_path", args.clone());
         assert!(
             err.contains(expected),

@@ -406,14 +406,7 @@ fn in_development_mode_even_an_approved_patch_cannot_write_outside_the_roots() {
     for (tool, args) in cases {
         // The owner granted this exact call: the policy lets it through, and
         // the plugin's own check on the resolved paths still refuses it.
-        let fingerprint = hearth::policy::confirm::fingerprint(tool, &args);
-        h.db()
-            .execute(
-                "INSERT INTO grants (tool, fingerprint, args, granted_by, created_at_ms) \
-                 VALUES (?1, ?2, ?3, 'owner', 0)",
-                rusqlite::params![tool, fingerprint, args.to_string()],
-            )
-            .unwrap();
+        h.grant(tool, &args);
         let error = rt.tools.call(tool, args.clone()).unwrap_err().to_string();
         assert!(
             error.contains("development mode writes only there")

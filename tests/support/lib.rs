@@ -109,6 +109,19 @@ impl Hearth {
         Hearth { home }
     }
 
+    /// Stores an "always allow" grant for exactly `tool` with `args`, as
+    /// the owner's answer would.
+    pub fn grant(&self, tool: &str, args: &serde_json::Value) {
+        let fingerprint = hearth::policy::confirm::fingerprint(tool, args);
+        self.db()
+            .execute(
+                "INSERT INTO grants (tool, fingerprint, args, granted_by, created_at_ms) \
+                 VALUES (?1, ?2, ?3, 'owner', 0)",
+                rusqlite::params![tool, fingerprint, args.to_string()],
+            )
+            .expect("store a grant");
+    }
+
     /// Switches the config to `mode` (`development` or `production`).
     pub fn in_mode(self, mode: &str) -> Hearth {
         let text = std::fs::read_to_string(self.config()).expect("read config");
