@@ -27,6 +27,7 @@
 pub mod abi;
 pub mod export;
 mod host;
+pub mod landlock;
 mod logging;
 mod plugin;
 pub mod protocol;

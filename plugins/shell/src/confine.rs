@@ -19,8 +19,8 @@
 //! sockets. `/dev/null`, `/dev/zero`, `/dev/full` and `/dev/tty` stay
 //! writable, since so much writes to them.
 //!
-//! [`landlock_status`] reports what the running kernel offers; `hearth
-//! check` shows the same words.
+//! [`landlock_status`] reports what the running kernel offers, from the
+//! SDK's probe, which `hearth check` uses too.
 
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -110,29 +110,10 @@ pub fn landlock_status() -> String {
     }
 }
 
-/// The kernel's Landlock ABI version, or why there is none.
+/// The kernel's Landlock ABI version, or why there is none (the SDK's
+/// probe, which `hearth check` reports too).
 pub fn landlock_abi() -> Result<i32, String> {
-    // SAFETY: landlock_create_ruleset with a null attribute, size 0 and the
-    // VERSION flag only returns the ABI version; it creates nothing.
-    let version = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            CREATE_RULESET_VERSION,
-        )
-    };
-    if version > 0 {
-        return Ok(version as i32);
-    }
-    let error = io::Error::last_os_error();
-    Err(match error.raw_os_error() {
-        Some(libc::ENOSYS) => "the kernel was built without Landlock (Linux 5.13 or later with CONFIG_SECURITY_LANDLOCK has it)".into(),
-        Some(libc::EOPNOTSUPP) => {
-            "Landlock is built into the kernel but not enabled (add landlock to the lsm= boot parameter)".into()
-        }
-        _ => format!("the Landlock probe failed: {error}"),
-    })
+    hearth_sdk::landlock::abi_version()
 }
 
 /// Restricts the calling process with the ruleset `fd`: no new privileges,
@@ -163,9 +144,6 @@ enum Enforcement {
     /// The kernel cannot enforce it; why.
     Unavailable(String),
 }
-
-/// `LANDLOCK_CREATE_RULESET_VERSION` from the kernel's uapi header.
-const CREATE_RULESET_VERSION: u32 = 1;
 
 /// Device files every program may write to.
 const WRITABLE_DEVICES: [&str; 4] = ["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];

@@ -1,0 +1,35 @@
+//! Whether the running kernel has Landlock, for plugins that confine the
+//! programs they spawn and for the host's `hearth check`.
+//!
+//! One probe for both, so the report the owner reads and the confinement a
+//! plugin applies can never disagree about what the kernel offers.
+
+/// `landlock_create_ruleset`'s flag that asks for the ABI version.
+const CREATE_RULESET_VERSION: libc::c_uint = 1;
+
+/// The kernel's Landlock ABI version, or why there is none.
+pub fn abi_version() -> Result<i32, String> {
+    // SAFETY: with a null attribute pointer, size 0 and the VERSION flag,
+    // the syscall reads and writes no memory; it only returns a number.
+    let version = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            CREATE_RULESET_VERSION,
+        )
+    };
+    if version > 0 {
+        return Ok(version as i32);
+    }
+    let error = std::io::Error::last_os_error();
+    Err(match error.raw_os_error() {
+        Some(libc::ENOSYS) => "the kernel was built without Landlock (Linux 5.13 or later with \
+                               CONFIG_SECURITY_LANDLOCK has it)"
+            .into(),
+        Some(libc::EOPNOTSUPP) => "Landlock is built into the kernel but not enabled (add \
+                                   landlock to the lsm= boot parameter)"
+            .into(),
+        _ => format!("the Landlock probe failed: {error}"),
+    })
+}
