@@ -41,6 +41,7 @@ pub enum DaemonError {
 
 /// Runs the daemon until SIGTERM or SIGINT.
 pub fn run(config: Config, log: LogHandle, started: Instant) -> Result<(), DaemonError> {
+    hide_memory_from_children();
     // One thread for every async task: a personal daemon's work is small,
     // and hand-offs between tasks then cost no cross-thread wake-ups. Work
     // that blocks (tool calls, plugin sends) goes to the blocking pool.
@@ -56,6 +57,20 @@ pub fn run(config: Config, log: LogHandle, started: Instant) -> Result<(), Daemo
     let config_path = config.source.clone();
     let runtime = Runtime::start(config)?;
     rt.block_on(serve(runtime, config_path, signals, log, started))
+}
+
+/// Makes the daemon non-dumpable. Programs the agent runs have the owner's
+/// uid, and could otherwise read `/proc/<daemon>/environ` and `mem`, where
+/// the model's API key lives: a secret must never reach the model. It also
+/// turns off core dumps, which would hold the same secrets.
+fn hide_memory_from_children() {
+    // SAFETY: PR_SET_DUMPABLE takes plain integers and touches no memory.
+    if unsafe { libc::prctl(libc::PR_SET_DUMPABLE, 0, 0, 0, 0) } != 0 {
+        tracing::warn!(
+            "cannot make the daemon non-dumpable: {}; programs the agent runs may read its environment",
+            std::io::Error::last_os_error()
+        );
+    }
 }
 
 struct Signals {
