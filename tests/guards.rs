@@ -123,3 +123,26 @@ fn the_reason_says_what_was_found() {
         }
     }
 }
+
+#[test]
+fn when_the_owner_is_root_their_home_is_theirs_but_its_dotfiles_stay_guarded() {
+    let guard = Guard::new(
+        Rules::defaults(),
+        Path::new("/root"),
+        Path::new("/root/.hearth"),
+    );
+    let cwd = Path::new("/root/.hearth");
+    let cases = [
+        ("mkdir -p ~/projects/new", true),
+        ("cp notes.md /root/backup.md", true),
+        ("echo key >> ~/.ssh/authorized_keys", false),
+        ("echo x > /root/.bashrc", false),
+        ("touch /root/../etc/x", false),
+        ("rm -rf ~", false),
+        ("rm -rf /root/projects", false),
+    ];
+    for (command, allowed) in cases {
+        let verdict = guard.check(command, cwd);
+        assert_eq!(verdict == Verdict::Allow, allowed, "{command}: {verdict:?}");
+    }
+}

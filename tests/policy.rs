@@ -433,3 +433,96 @@ fn check_reports_the_mode_landlock_and_the_guards_file() {
     );
     assert!(out.contains("config/guards.toml"), "{out}");
 }
+
+/// The guard corpora in `tests/fixtures/guards/`.
+fn corpus(file: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/guards")
+        .join(file);
+    std::fs::read_to_string(path)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
+#[test]
+fn through_the_registry_in_production_every_guarded_form_asks_and_everyday_commands_run() {
+    // A home outside /tmp, as a real one is: under /tmp, `$HEARTH_HOME/..`
+    // would still be inside a root.
+    let dir = tempfile::tempdir().unwrap();
+    let exec_log = dir.path().join("exec");
+    let h = Hearth::with_plugins_in(
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &[probe()],
+        &format!("[plugins.probe]\nexec_log = {exec_log:?}\n"),
+    );
+    let rt = h.runtime();
+    // The corpora are written for an owner whose home is /home/owner: put
+    // this run's homes in.
+    let hearth_home = h.home().canonicalize().unwrap().display().to_string();
+    let user_home = std::env::var("HOME").unwrap();
+    let here = |lines: Vec<String>| -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| {
+                l.replace("/home/owner/.hearth", &hearth_home)
+                    .replace("/home/owner", &user_home)
+            })
+            .collect()
+    };
+    let (harmless, guarded) = (here(corpus("harmless.txt")), here(corpus("ask.txt")));
+    for command in &harmless {
+        let (got, text) = outcome(&rt, "probe_shell", json!({ "command": command }));
+        assert_eq!(got, Expect::Runs, "{command}: {text}");
+    }
+    for command in &guarded {
+        let (got, text) = outcome(&rt, "probe_shell", json!({ "command": command }));
+        assert_eq!(got, Expect::Asks, "{command}: {text}");
+    }
+    assert_eq!(
+        lines(&exec_log),
+        harmless,
+        "exactly the everyday commands ran"
+    );
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn a_lua_tools_own_calls_pass_the_same_policy_and_audit() {
+    let (h, exec_log, _dir) = probe_home("production", "");
+    h.write(
+        "tools/relay.lua",
+        "return { name = \"relay\", description = \"test tool\", run = function(args, ctx)\n\
+         return hearth.tool(args.name, args.args)\nend }\n",
+    );
+    let rt = h.runtime();
+    let asked = json!({ "name": "probe_shell", "args": { "command": "rm -rf ~/x" } });
+    let error = rt.tools.call("relay", asked).unwrap_err().to_string();
+    assert!(error.contains("needs the owner's approval"), "{error}");
+    let ran = json!({ "name": "probe_shell", "args": { "command": "ls" } });
+    rt.tools.call("relay", ran).unwrap();
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
+    assert_eq!(lines(&exec_log), ["ls"]);
+
+    let audit = h.cmd(&["audit", "--json", "--tool", "probe_shell"]).json();
+    let rows: Vec<(&str, &str)> = audit
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            (
+                r["caller"].as_str().unwrap(),
+                r["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        rows,
+        [
+            ("local > lua relay", "refused"),
+            ("local > lua relay", "ok")
+        ]
+    );
+}

@@ -101,6 +101,15 @@ impl Hearth {
         Hearth { home }
     }
 
+    /// As [`Hearth::with_plugins`], with the home made inside `parent`
+    /// (for tests whose paths must not fall under `/tmp`).
+    pub fn with_plugins_in(parent: &Path, paths: &[PathBuf], extra: &str) -> Hearth {
+        let h = Hearth::with_plugins(paths, extra);
+        let home = tempfile::tempdir_in(parent).expect("temp dir");
+        std::fs::copy(h.config(), home.path().join("hearth.toml")).expect("copy config");
+        Hearth { home }
+    }
+
     /// A home whose config is exactly `config`, byte for byte (for tests
     /// of the config parser's line numbers).
     pub fn exact(config: &str) -> Hearth {

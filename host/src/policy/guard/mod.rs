@@ -414,6 +414,13 @@ impl Guard {
             None => None,
         };
         for protected in &self.protected {
+            // A protected folder that holds the owner's own home (`/root`
+            // when hearth runs as root) guards other users' files, not the
+            // owner's: inside the home, only the home's own entries
+            // (`~/.ssh`, `~/.bashrc`, ...) count.
+            if self.home.starts_with(protected) && path.starts_with(&self.home) {
+                continue;
+            }
             let hit = path.starts_with(protected)
                 || fixed.as_ref().is_some_and(|f| protected.starts_with(f));
             if hit {
