@@ -387,10 +387,7 @@ fn an_always_grant_covers_one_exact_call_until_it_is_revoked() {
 #[test]
 fn in_development_mode_even_an_approved_patch_cannot_write_outside_the_roots() {
     let h = Hearth::with_plugins(&[hearth_tests::plugin("fs")], "").in_mode("development");
-    let outside = tempfile::Builder::new()
-        .prefix("hearth-outside")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
-        .unwrap();
+    let outside = hearth_tests::outside_roots();
     let target = outside.path().join("x.txt");
     let cases = [
         (
@@ -453,8 +450,9 @@ fn through_the_registry_in_production_every_guarded_form_asks_and_everyday_comma
     // would still be inside a root.
     let dir = tempfile::tempdir().unwrap();
     let exec_log = dir.path().join("exec");
+    let parent = hearth_tests::outside_roots();
     let h = Hearth::with_plugins_in(
-        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        parent.path(),
         &[probe()],
         &format!("[plugins.probe]\nexec_log = {exec_log:?}\n"),
     );

@@ -447,7 +447,7 @@ fn development_mode_confines_what_commands_write_with_landlock() {
         return;
     }
     // Outside both roots ($HEARTH_HOME and /tmp), and writable to this user.
-    let outside = tempfile::tempdir_in(env!("CARGO_TARGET_TMPDIR")).unwrap();
+    let outside = hearth_tests::outside_roots();
     let target = outside.path().join("x");
     let fake = FakeLlm::start();
     fake.push(anthropic_tool_use(

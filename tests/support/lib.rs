@@ -10,6 +10,7 @@
 
 pub mod canvas;
 pub mod fake_llm;
+pub mod fake_telegram;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -62,6 +63,28 @@ fn built(file: &str) -> PathBuf {
         path.display()
     );
     path
+}
+
+/// A scratch directory outside development mode's roots (`/tmp` and any
+/// test's `$HEARTH_HOME`): in `/var/tmp`, else in `$HOME`. Not under the
+/// target directory, which may itself sit in `/tmp` (a CI clone).
+pub fn outside_roots() -> tempfile::TempDir {
+    let candidates = [
+        Some(PathBuf::from("/var/tmp")),
+        std::env::var_os("HOME").map(PathBuf::from),
+    ];
+    for base in candidates.into_iter().flatten() {
+        if base.starts_with("/tmp") {
+            continue;
+        }
+        if let Ok(dir) = tempfile::Builder::new()
+            .prefix("hearth-outside")
+            .tempdir_in(&base)
+        {
+            return dir;
+        }
+    }
+    panic!("no writable directory outside /tmp (tried /var/tmp and $HOME)");
 }
 
 /// The first line of every test config that does not choose a mode.
