@@ -466,17 +466,18 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             .split_once('?')
             .unwrap_or((http.target.as_str(), ""));
         if let Some(rest) = path.strip_prefix("/file/bot") {
-            let Some(bytes) = download(shared, rest) else {
-                write_json(&mut out, &error(404, "Not Found"))?;
-                continue;
-            };
-            let head = format!(
-                "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\n\r\n",
-                bytes.len()
-            );
-            out.write_all(head.as_bytes())?;
-            out.write_all(&bytes)?;
-            out.flush()?;
+            match download(shared, rest) {
+                Some(bytes) => {
+                    let head = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/octet-stream\r\ncontent-length: {}\r\n\r\n",
+                        bytes.len()
+                    );
+                    out.write_all(head.as_bytes())?;
+                    out.write_all(&bytes)?;
+                    out.flush()?;
+                }
+                None => write_json(&mut out, &error(404, "Not Found"))?,
+            }
         } else {
             let Some(answer) = api(shared, &http, path, query) else {
                 return Ok(());
