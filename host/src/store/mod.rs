@@ -106,6 +106,17 @@ impl Store {
 
     /// Closes the connection, checkpointing the WAL into the main file.
     pub fn close(self) -> Result<(), StoreError> {
+        // Move everything into the database file and empty the WAL, even
+        // though other connections (the policy's, a leaked plugin bridge's)
+        // may still be open: SQLite deletes the WAL only when the last
+        // connection closes, and a clean stop should leave one
+        // self-contained file.
+        let _busy_log_pages: (i64, i64, i64) = self
+            .conn
+            .query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |r| {
+                Ok((r.get(0)?, r.get(1)?, r.get(2)?))
+            })
+            .map_err(StoreError::Sqlite)?;
         self.conn.close().map_err(|(_, e)| StoreError::Sqlite(e))
     }
 }
