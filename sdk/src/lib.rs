@@ -25,6 +25,7 @@
 //! test.
 
 pub mod abi;
+pub mod args;
 pub mod export;
 mod host;
 pub mod landlock;

@@ -12,7 +12,7 @@ use hearth_sdk::PluginError;
 use serde_json::{Value, json};
 
 use crate::Fs;
-use crate::args::{Args, Encoding, invalid};
+use crate::args::{Args, Encoding, encoding, invalid};
 use crate::paths::io_error;
 
 /// Runs `read_file`.
@@ -21,7 +21,7 @@ pub fn read_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     let path = fs.roots.resolve("path", args.string("path")?)?;
     let offset = args.opt_u64("offset_line", 1)?;
     let limit = args.opt_u64("limit_lines", 1)?;
-    let encoding = args.encoding()?;
+    let encoding = encoding(&args)?;
     if encoding == Encoding::Base64 && (offset.is_some() || limit.is_some()) {
         let field = if offset.is_some() {
             "offset_line"

@@ -9,7 +9,7 @@ use hearth_sdk::PluginError;
 use serde_json::{Value, json};
 
 use crate::Fs;
-use crate::args::{Args, Encoding, invalid};
+use crate::args::{Args, Encoding, encoding, invalid};
 use crate::paths::io_error;
 
 /// Runs `write_file`.
@@ -18,7 +18,7 @@ pub fn write_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     let path = fs.roots.resolve("path", args.string("path")?)?;
     fs.roots.check_writable("path", &path)?;
     let content = args.string("content")?;
-    let bytes = match args.encoding()? {
+    let bytes = match encoding(&args)? {
         Encoding::Text => content.as_bytes().to_vec(),
         Encoding::Base64 => base64::engine::general_purpose::STANDARD
             .decode(content.trim())

@@ -19,9 +19,9 @@ use hearth_sdk::PluginError;
 use serde_json::{Map, Value};
 
 use crate::Shell;
-use crate::args::Args;
 use crate::output::{Capture, Limits, Stream};
 use crate::spawn::{self, Grouping, Launcher};
+use hearth_sdk::args::Args;
 
 /// `timeout_s` when the call does not set it.
 pub const DEFAULT_TIMEOUT_S: u64 = 30;
@@ -47,11 +47,11 @@ pub struct Request<'a> {
 /// The tool: checks the arguments and runs the command.
 pub fn shell_exec(shell: &Shell, args: &Value) -> Result<Value, PluginError> {
     let args = Args::new(args, &["command", "cwd", "timeout_s", "env"])?;
-    let command = args.string("command")?;
+    let command = args.text("command")?;
     let timeout_s = args.u64_in("timeout_s", 1, MAX_TIMEOUT_S, DEFAULT_TIMEOUT_S)?;
     let env = args.string_map("env")?;
     spawn::check_env(&env)?;
-    let cwd = shell.launcher.resolve_cwd(args.opt_string("cwd")?)?;
+    let cwd = shell.launcher.resolve_cwd(args.opt_text("cwd")?)?;
     run(
         &shell.launcher,
         shell.limits,

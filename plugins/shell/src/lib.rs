@@ -22,7 +22,6 @@
 //! - `pass_env`: names of daemon environment variables passed to commands
 //!   besides the default few (`PATH`, `HOME`, `LANG`, ...).
 
-pub mod args;
 pub mod confine;
 pub mod exec;
 pub mod meta;

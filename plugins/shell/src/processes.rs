@@ -22,11 +22,11 @@ use hearth_sdk::PluginError;
 use hearth_sdk::protocol::Notice;
 use serde_json::{Value, json};
 
-use crate::args::{Args, invalid};
 use crate::meta::{self, Meta, Status};
 use crate::reaper::Reaper;
 use crate::spawn::{self, Grouping, Launcher};
 use crate::tail;
+use hearth_sdk::args::{Args, invalid};
 
 /// How the plugin tells the agent something: `agent.notify` in the host,
 /// anything in tests.
@@ -69,8 +69,8 @@ impl Processes {
     /// `process_start`: starts `command` detached and returns its record.
     pub fn start(&self, launcher: &Launcher, args: &Value) -> Result<Value, PluginError> {
         let args = Args::new(args, &["command", "cwd", "env", "name"])?;
-        let command = args.string("command")?;
-        let name = args.opt_string("name")?;
+        let command = args.text("command")?;
+        let name = args.opt_text("name")?;
         if name.is_some_and(|n| n.chars().count() > MAX_NAME) {
             return Err(invalid(
                 "name",
@@ -79,7 +79,7 @@ impl Processes {
         }
         let env = args.string_map("env")?;
         spawn::check_env(&env)?;
-        let cwd = launcher.resolve_cwd(args.opt_string("cwd")?)?;
+        let cwd = launcher.resolve_cwd(args.opt_text("cwd")?)?;
         let (id, dir) = self.state.new_folder()?;
         let stdout = dir.join("stdout.log");
         let stderr = dir.join("stderr.log");
@@ -202,7 +202,7 @@ impl Processes {
     /// `alive` judged from `/proc`.
     pub fn status(&self, args: &Value) -> Result<Value, PluginError> {
         let args = Args::new(args, &["id"])?;
-        if args.opt_string("id")?.is_some() {
+        if args.opt_text("id")?.is_some() {
             let id = process_id(&args)?;
             let record = self.state.refreshed(id)?;
             let alive = record.is_alive();
@@ -225,7 +225,7 @@ impl Processes {
     pub fn logs(&self, args: &Value) -> Result<Value, PluginError> {
         let args = Args::new(args, &["id", "stream", "lines"])?;
         let id = process_id(&args)?;
-        let stream = match args.opt_string("stream")? {
+        let stream = match args.opt_text("stream")? {
             None | Some("stdout") => "stdout",
             Some("stderr") => "stderr",
             Some(other) => {
@@ -494,7 +494,7 @@ fn shown(record: &Meta, alive: bool) -> Value {
 
 /// The `id` argument, checked to be `proc-<n>` (it names a folder).
 fn process_id<'a>(args: &Args<'a>) -> Result<&'a str, PluginError> {
-    let id = args.string("id")?;
+    let id = args.text("id")?;
     if number_of(id).is_none() {
         return Err(invalid(
             "id",

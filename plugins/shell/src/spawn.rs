@@ -19,8 +19,8 @@ use std::process::{Command, ExitStatus, Stdio};
 
 use hearth_sdk::PluginError;
 
-use crate::args::invalid;
 use crate::confine::{self, Confinement};
+use hearth_sdk::args::invalid;
 
 /// Variables passed from the daemon's environment to every command.
 pub const INHERITED_ENV: [&str; 11] = [

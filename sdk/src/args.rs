@@ -1,13 +1,15 @@
 //! Reading tool arguments by hand, so every error names the field at fault.
 //!
 //! The host validates arguments against each tool's schema before the call,
-//! but the plugin can also be called directly (unit tests, other hosts), and
-//! some rules are not expressible in the schema subset the host checks (no
-//! NUL bytes, environment names). These helpers keep the messages uniform:
-//! "field `x`: ...".
+//! but a plugin can also be called directly (tests, other hosts), serde's
+//! messages for a wrong type do not say which field it was, and some rules
+//! are not expressible in the schema subset the host checks (no NUL bytes
+//! in what a process is given). These helpers keep every plugin's messages
+//! uniform: "field `x`: ...".
 
-use hearth_sdk::PluginError;
 use serde_json::{Map, Value};
+
+use crate::PluginError;
 
 /// The arguments of one call: a JSON object whose keys are all known.
 pub struct Args<'a> {
@@ -29,15 +31,33 @@ impl<'a> Args<'a> {
         Ok(Args { map })
     }
 
-    /// A required, non-blank string without NUL bytes.
+    /// A required string.
     pub fn string(&self, name: &str) -> Result<&'a str, PluginError> {
         self.opt_string(name)?
             .ok_or_else(|| invalid(name, "is required"))
     }
 
+    /// An optional string; `null` counts as absent.
+    pub fn opt_string(&self, name: &str) -> Result<Option<&'a str>, PluginError> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(other) => Err(invalid(
+                name,
+                &format!("expected a string, got {}", kind(other)),
+            )),
+        }
+    }
+
+    /// A required, non-blank string without NUL bytes.
+    pub fn text(&self, name: &str) -> Result<&'a str, PluginError> {
+        self.opt_text(name)?
+            .ok_or_else(|| invalid(name, "is required"))
+    }
+
     /// An optional string; `null` counts as absent. Present, it must not be
     /// blank or hold a NUL byte (nothing a process is given can).
-    pub fn opt_string(&self, name: &str) -> Result<Option<&'a str>, PluginError> {
+    pub fn opt_text(&self, name: &str) -> Result<Option<&'a str>, PluginError> {
         match self.map.get(name) {
             None | Some(Value::Null) => Ok(None),
             Some(Value::String(s)) if s.trim().is_empty() => {
@@ -50,6 +70,36 @@ impl<'a> Args<'a> {
             Some(other) => Err(invalid(
                 name,
                 &format!("expected a string, got {}", kind(other)),
+            )),
+        }
+    }
+
+    /// An optional boolean, `default` when absent.
+    pub fn bool(&self, name: &str, default: bool) -> Result<bool, PluginError> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(default),
+            Some(Value::Bool(b)) => Ok(*b),
+            Some(other) => Err(invalid(
+                name,
+                &format!("expected a boolean, got {}", kind(other)),
+            )),
+        }
+    }
+
+    /// An optional integer of at least `min`; `null` counts as absent.
+    pub fn opt_u64(&self, name: &str, min: u64) -> Result<Option<u64>, PluginError> {
+        match self.map.get(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::Number(n)) => match n.as_u64() {
+                Some(v) if v >= min => Ok(Some(v)),
+                _ => Err(invalid(
+                    name,
+                    &format!("expected an integer of at least {min}, got {n}"),
+                )),
+            },
+            Some(other) => Err(invalid(
+                name,
+                &format!("expected an integer, got {}", kind(other)),
             )),
         }
     }
