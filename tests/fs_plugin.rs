@@ -7,7 +7,7 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use hearth::runtime::Runtime;
-use hearth_tests::{Hearth, plugin};
+use hearth_tests::{Hearth, call_err as fails, call_ok as ok, plugin};
 use serde_json::{Value, json};
 
 fn start(extra: &str) -> (Hearth, Runtime, PathBuf) {
@@ -15,19 +15,6 @@ fn start(extra: &str) -> (Hearth, Runtime, PathBuf) {
     let rt = h.runtime();
     let home = h.home().canonicalize().expect("canonical home");
     (h, rt, home)
-}
-
-fn ok(rt: &Runtime, tool: &str, args: Value) -> Value {
-    rt.tools
-        .call(tool, args.clone())
-        .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
-}
-
-fn fails(rt: &Runtime, tool: &str, args: Value) -> String {
-    match rt.tools.call(tool, args.clone()) {
-        Ok(v) => panic!("{tool} {args} should fail, got {v}"),
-        Err(e) => e.to_string(),
-    }
 }
 
 fn shown(path: &Path) -> String {

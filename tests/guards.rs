@@ -6,6 +6,7 @@ use std::path::Path;
 
 use hearth::policy::guard::rules::Rules;
 use hearth::policy::guard::{Guard, Verdict};
+use hearth_tests::guard_corpus;
 
 fn guard() -> Guard {
     Guard::new(
@@ -13,18 +14,6 @@ fn guard() -> Guard {
         Path::new("/home/owner"),
         Path::new("/home/owner/.hearth"),
     )
-}
-
-fn corpus(file: &str) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/guards")
-        .join(file);
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect()
 }
 
 /// Forms that cannot be spelled in a text file of lines.
@@ -51,7 +40,7 @@ fn spelled_in_code() -> Vec<String> {
 fn every_guarded_form_asks() {
     let guard = guard();
     let cwd = Path::new("/home/owner/project");
-    let cases: Vec<String> = corpus("ask.txt")
+    let cases: Vec<String> = guard_corpus("ask.txt")
         .into_iter()
         .chain(spelled_in_code())
         .collect();
@@ -81,7 +70,7 @@ fn every_guarded_form_asks() {
 fn everyday_commands_run_without_asking() {
     let guard = guard();
     let cwd = Path::new("/home/owner/project");
-    let cases = corpus("harmless.txt");
+    let cases = guard_corpus("harmless.txt");
     assert!(
         cases.len() >= 50,
         "the corpus has only {} commands",

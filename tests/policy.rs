@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
-use hearth_tests::{Hearth, probe};
+use hearth_tests::{Hearth, guard_corpus, probe};
 use serde_json::{Value, json};
 
 /// What the policy should do with a call.
@@ -431,19 +431,6 @@ fn check_reports_the_mode_landlock_and_the_guards_file() {
     assert!(out.contains("config/guards.toml"), "{out}");
 }
 
-/// The guard corpora in `tests/fixtures/guards/`.
-fn corpus(file: &str) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/guards")
-        .join(file);
-    std::fs::read_to_string(path)
-        .unwrap()
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect()
-}
-
 #[test]
 fn through_the_registry_in_production_every_guarded_form_asks_and_everyday_commands_run() {
     // A home outside /tmp, as a real one is: under /tmp, `$HEARTH_HOME/..`
@@ -470,7 +457,10 @@ fn through_the_registry_in_production_every_guarded_form_asks_and_everyday_comma
             })
             .collect()
     };
-    let (harmless, guarded) = (here(corpus("harmless.txt")), here(corpus("ask.txt")));
+    let (harmless, guarded) = (
+        here(guard_corpus("harmless.txt")),
+        here(guard_corpus("ask.txt")),
+    );
     for command in &harmless {
         let (got, text) = outcome(&rt, "probe_shell", json!({ "command": command }));
         assert_eq!(got, Expect::Runs, "{command}: {text}");

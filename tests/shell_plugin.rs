@@ -10,26 +10,13 @@ use std::time::{Duration, Instant};
 
 use hearth::runtime::Runtime;
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
-use hearth_tests::{Hearth, plugin, probe};
+use hearth_tests::{Hearth, call_err as fails, call_ok as ok, plugin, probe};
 use serde_json::{Value, json};
 
 fn start(extra: &str) -> (Hearth, Runtime) {
     let h = Hearth::with_plugins(&[plugin("shell"), plugin("fs")], extra);
     let rt = h.runtime();
     (h, rt)
-}
-
-fn ok(rt: &Runtime, tool: &str, args: Value) -> Value {
-    rt.tools
-        .call(tool, args.clone())
-        .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
-}
-
-fn fails(rt: &Runtime, tool: &str, args: Value) -> String {
-    match rt.tools.call(tool, args.clone()) {
-        Ok(v) => panic!("{tool} {args} should fail, got {v}"),
-        Err(e) => e.to_string(),
-    }
 }
 
 /// Whether `pid` is a live process (not a zombie).

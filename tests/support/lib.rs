@@ -65,6 +65,41 @@ fn built(file: &str) -> PathBuf {
     path
 }
 
+/// Calls `tool` through `rt`'s registry and returns its result; panics,
+/// naming the call, if it fails.
+pub fn call_ok(
+    rt: &hearth::runtime::Runtime,
+    tool: &str,
+    args: serde_json::Value,
+) -> serde_json::Value {
+    rt.tools
+        .call(tool, args.clone())
+        .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
+}
+
+/// Calls `tool` through `rt`'s registry and returns its error message;
+/// panics, naming the call, if it succeeds.
+pub fn call_err(rt: &hearth::runtime::Runtime, tool: &str, args: serde_json::Value) -> String {
+    match rt.tools.call(tool, args.clone()) {
+        Ok(v) => panic!("{tool} {args} should fail, got {v}"),
+        Err(e) => e.to_string(),
+    }
+}
+
+/// The lines of a guard corpus in `tests/fixtures/guards/`, without blank
+/// lines and `#` comments.
+pub fn guard_corpus(file: &str) -> Vec<String> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("fixtures/guards")
+        .join(file);
+    std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
+        .map(str::to_owned)
+        .collect()
+}
+
 /// A scratch directory outside development mode's roots (`/tmp` and any
 /// test's `$HEARTH_HOME`): in `/var/tmp`, else in `$HOME`. Not under the
 /// target directory, which may itself sit in `/tmp` (a CI clone).
