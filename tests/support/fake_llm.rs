@@ -21,6 +21,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use crate::http_server::{self, write_json};
+
 /// The model name every built stream reports.
 const MODEL: &str = "fake-model";
 
@@ -281,7 +283,7 @@ fn answer(out: &mut TcpStream, reply: Reply, shared: &Shared, releases: u64) -> 
             headers,
             body,
         } => {
-            write_json(out, status, &headers, &body)?;
+            write_json(out, status, &headers, &body.to_string())?;
             Ok(true)
         }
         Reply::Paced { sse, gap } => {
@@ -324,94 +326,26 @@ fn no_reply_left() -> Reply {
     anthropic_error(500, "api_error", "fake: no scripted reply left", None)
 }
 
-/// Reads one request; `None` when the client closed the connection between
-/// requests. The flag says whether the connection may be kept open.
+/// Reads one request as a [`Recorded`]; `None` when the client closed the
+/// connection between requests. The flag says whether the connection may be
+/// kept open.
 fn read_request(reader: &mut impl BufRead) -> io::Result<Option<(Recorded, bool)>> {
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
+    let Some(http) = http_server::read_request(reader)? else {
         return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(path), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(invalid("malformed request line"));
     };
-    let mut headers = Vec::new();
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line
-            .split_once(':')
-            .ok_or_else(|| invalid("malformed header"))?;
-        headers.push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-    }
-    let mut request = Recorded {
-        method: method.to_owned(),
-        path: path.to_owned(),
-        headers,
-        body: Value::Null,
+    let body = match serde_json::from_slice(&http.body) {
+        Ok(value) => value,
+        Err(_) if http.body.is_empty() => Value::Null,
+        Err(_) => Value::String(String::from_utf8_lossy(&http.body).into_owned()),
+    };
+    let request = Recorded {
+        method: http.method,
+        path: http.target,
+        headers: http.headers,
+        body,
         received: Instant::now(),
     };
-    let chunked = request
-        .header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-    let bytes = if chunked {
-        read_chunked(reader)?
-    } else {
-        let length = match request.header("content-length") {
-            Some(v) => v.parse().map_err(|_| invalid("bad content-length"))?,
-            None => 0,
-        };
-        let mut bytes = vec![0; length];
-        reader.read_exact(&mut bytes)?;
-        bytes
-    };
-    request.received = Instant::now();
-    request.body = match serde_json::from_slice(&bytes) {
-        Ok(value) => value,
-        Err(_) if bytes.is_empty() => Value::Null,
-        Err(_) => Value::String(String::from_utf8_lossy(&bytes).into_owned()),
-    };
-    let keep_alive = version == "HTTP/1.1"
-        && !request
-            .header("connection")
-            .is_some_and(|v| v.eq_ignore_ascii_case("close"));
-    Ok(Some((request, keep_alive)))
-}
-
-/// Reads a `transfer-encoding: chunked` request body.
-fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line)?;
-        let size = line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size, 16).map_err(|_| invalid("bad chunk size"))?;
-        if size == 0 {
-            // Trailers, up to the blank line that ends the body.
-            loop {
-                line.clear();
-                if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-                    return Ok(body);
-                }
-            }
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        reader.read_exact(&mut body[start..])?;
-        let mut crlf = [0; 2];
-        reader.read_exact(&mut crlf)?;
-    }
-}
-
-fn invalid(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("fake LLM: {what}"))
+    Ok(Some((request, http.keep_alive)))
 }
 
 /// Splits an SSE body into events, each ending with its blank line; blank
@@ -448,45 +382,6 @@ fn write_stream(out: &mut TcpStream, events: &[&str]) -> io::Result<()> {
         out.flush()?;
     }
     Ok(())
-}
-
-fn write_json(
-    out: &mut TcpStream,
-    status: u16,
-    headers: &[(String, String)],
-    body: &Value,
-) -> io::Result<()> {
-    let body = body.to_string();
-    let extra: String = headers
-        .iter()
-        .map(|(name, value)| format!("{name}: {value}\r\n"))
-        .collect();
-    let head = format!(
-        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n{extra}\r\n",
-        reason(status),
-        body.len()
-    );
-    out.write_all(format!("{head}{body}").as_bytes())?;
-    out.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        408 => "Request Timeout",
-        413 => "Payload Too Large",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        503 => "Service Unavailable",
-        504 => "Gateway Timeout",
-        529 => "Overloaded",
-        _ => "Unknown",
-    }
 }
 
 /// A number that differs on every call, for message and completion ids.

@@ -19,7 +19,7 @@
 //! while a webhook is set, and two `getUpdates` at once.
 
 use std::collections::HashMap;
-use std::io::{self, BufRead, BufReader, Write};
+use std::io::{self, BufReader, Write};
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
@@ -27,6 +27,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
+
+use crate::http_server::{HttpRequest, read_request, write_json};
 
 /// The longest message text the Bot API accepts, after entity parsing.
 pub const MAX_TEXT: usize = 4096;
@@ -437,24 +439,6 @@ fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
     }
 }
 
-/// One parsed HTTP request.
-struct Http {
-    method: String,
-    target: String,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-    keep_alive: bool,
-}
-
-impl Http {
-    fn header(&self, name: &str) -> Option<&str> {
-        self.headers
-            .iter()
-            .find(|(key, _)| key.eq_ignore_ascii_case(name))
-            .map(|(_, value)| value.as_str())
-    }
-}
-
 /// Answers requests on one connection until either side closes it.
 fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     stream.set_nodelay(true)?;
@@ -476,13 +460,13 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                     out.write_all(&bytes)?;
                     out.flush()?;
                 }
-                None => write_json(&mut out, &error(404, "Not Found"))?,
+                None => send(&mut out, &error(404, "Not Found"))?,
             }
         } else {
             let Some(answer) = api(shared, &http, path, query) else {
                 return Ok(());
             };
-            write_json(&mut out, &answer)?;
+            send(&mut out, &answer)?;
         }
         if !http.keep_alive {
             return Ok(());
@@ -508,7 +492,7 @@ fn download(shared: &Shared, rest: &str) -> Option<Vec<u8>> {
 
 /// Records and answers one `/bot<token>/<method>` request; `None` when the
 /// server stopped while the request was held.
-fn api(shared: &Shared, http: &Http, path: &str, query: &str) -> Option<Answer> {
+fn api(shared: &Shared, http: &HttpRequest, path: &str, query: &str) -> Option<Answer> {
     let (token, method) = path
         .strip_prefix("/bot")
         .and_then(|rest| rest.split_once('/'))
@@ -1048,94 +1032,8 @@ fn bot_message(shared: &Shared, chat_id: i64, message_id: i64) -> Value {
     })
 }
 
-/// Reads one request; `None` when the client closed the connection between
-/// requests.
-fn read_request(reader: &mut impl BufRead) -> io::Result<Option<Http>> {
-    let mut line = String::new();
-    if reader.read_line(&mut line)? == 0 {
-        return Ok(None);
-    }
-    let mut parts = line.split_whitespace();
-    let (Some(method), Some(target), Some(version)) = (parts.next(), parts.next(), parts.next())
-    else {
-        return Err(invalid("malformed request line"));
-    };
-    let mut http = Http {
-        method: method.to_owned(),
-        target: target.to_owned(),
-        headers: Vec::new(),
-        body: Vec::new(),
-        keep_alive: version == "HTTP/1.1",
-    };
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line)? == 0 {
-            return Err(io::ErrorKind::UnexpectedEof.into());
-        }
-        let line = line.trim_end();
-        if line.is_empty() {
-            break;
-        }
-        let (name, value) = line
-            .split_once(':')
-            .ok_or_else(|| invalid("malformed header"))?;
-        http.headers
-            .push((name.trim().to_ascii_lowercase(), value.trim().to_owned()));
-    }
-    if http
-        .header("connection")
-        .is_some_and(|v| v.eq_ignore_ascii_case("close"))
-    {
-        http.keep_alive = false;
-    }
-    let chunked = http
-        .header("transfer-encoding")
-        .is_some_and(|v| v.to_ascii_lowercase().contains("chunked"));
-    http.body = if chunked {
-        read_chunked(reader)?
-    } else {
-        let length = match http.header("content-length") {
-            Some(v) => v.parse().map_err(|_| invalid("bad content-length"))?,
-            None => 0,
-        };
-        let mut bytes = vec![0; length];
-        reader.read_exact(&mut bytes)?;
-        bytes
-    };
-    Ok(Some(http))
-}
-
-/// Reads a `transfer-encoding: chunked` request body.
-fn read_chunked(reader: &mut impl BufRead) -> io::Result<Vec<u8>> {
-    let mut body = Vec::new();
-    loop {
-        let mut line = String::new();
-        reader.read_line(&mut line)?;
-        let size = line.split(';').next().unwrap_or_default().trim();
-        let size = usize::from_str_radix(size, 16).map_err(|_| invalid("bad chunk size"))?;
-        if size == 0 {
-            // Trailers, up to the blank line that ends the body.
-            loop {
-                line.clear();
-                if reader.read_line(&mut line)? == 0 || line.trim().is_empty() {
-                    return Ok(body);
-                }
-            }
-        }
-        let start = body.len();
-        body.resize(start + size, 0);
-        reader.read_exact(&mut body[start..])?;
-        let mut crlf = [0; 2];
-        reader.read_exact(&mut crlf)?;
-    }
-}
-
-fn invalid(what: &str) -> io::Error {
-    io::Error::new(io::ErrorKind::InvalidData, format!("fake Telegram: {what}"))
-}
-
 /// Adds the body's parameters: a JSON object, a form, or multipart.
-fn parse_body(http: &Http, params: &mut Map<String, Value>) {
+fn parse_body(http: &HttpRequest, params: &mut Map<String, Value>) {
     let kind = http.header("content-type").unwrap_or_default().to_owned();
     if kind.starts_with("multipart/form-data") {
         if let Some(boundary) = kind.split("boundary=").nth(1) {
@@ -1241,28 +1139,6 @@ fn split_bytes<'a>(mut body: &'a [u8], delimiter: &[u8]) -> Vec<&'a [u8]> {
     parts
 }
 
-fn write_json(out: &mut TcpStream, (status, body): &Answer) -> io::Result<()> {
-    let body = body.to_string();
-    let head = format!(
-        "HTTP/1.1 {status} {}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
-        reason(*status),
-        body.len()
-    );
-    out.write_all(format!("{head}{body}").as_bytes())?;
-    out.flush()
-}
-
-fn reason(status: u16) -> &'static str {
-    match status {
-        200 => "OK",
-        400 => "Bad Request",
-        401 => "Unauthorized",
-        403 => "Forbidden",
-        404 => "Not Found",
-        409 => "Conflict",
-        429 => "Too Many Requests",
-        500 => "Internal Server Error",
-        502 => "Bad Gateway",
-        _ => "Unknown",
-    }
+fn send(out: &mut TcpStream, (status, body): &Answer) -> io::Result<()> {
+    write_json(out, *status, &[], &body.to_string())
 }

@@ -11,6 +11,7 @@
 pub mod canvas;
 pub mod fake_llm;
 pub mod fake_telegram;
+mod http_server;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
