@@ -11,7 +11,7 @@ use hearth_sdk::protocol::{
     Attachment, ChannelHistory, ConfirmationRecord, ConfirmationRequest, ConfirmationState,
     HistoryMessage, HistoryRequest, InboundMessage, Notice, service,
 };
-use rusqlite::{Connection, params};
+use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
 use crate::router::LOCAL_CHANNEL;
@@ -58,11 +58,7 @@ pub fn kv_get(conn: &Connection, plugin: &str, request: &Value) -> Result<Value,
             params![namespace(plugin), key],
             |r| r.get(0),
         )
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })
+        .optional()
         .map_err(|e| format!("kv.get: the store failed: {e}"))?;
     let value = value
         .and_then(|v| serde_json::from_str::<Value>(&v).ok())
@@ -120,11 +116,7 @@ pub fn notice(conn: &Connection, plugin: &str, request: Value) -> Result<Inbound
             [NOTICE_SENDER],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
-        .map(Some)
-        .or_else(|e| match e {
-            rusqlite::Error::QueryReturnedNoRows => Ok(None),
-            e => Err(e),
-        })
+        .optional()
         .map_err(|e| format!("agent.notify: the store failed: {e}"))?;
     let (channel, chat) = last.unwrap_or_else(|| (LOCAL_CHANNEL.to_owned(), "owner".to_owned()));
     Ok(InboundMessage {

@@ -11,6 +11,7 @@ use std::net::{IpAddr, SocketAddr, ToSocketAddrs};
 use std::sync::Arc;
 use std::time::Duration;
 
+use rusqlite::OptionalExtension;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -73,11 +74,8 @@ fn kv(scripts: &Scripts, namespace: &str, method: &str, params: &Value) -> Resul
                     [namespace, key],
                     |r| r.get(0),
                 )
-                .map(Some)
-                .or_else(|e| match e {
-                    rusqlite::Error::QueryReturnedNoRows => Ok(None),
-                    e => Err(db(e)),
-                })?;
+                .optional()
+                .map_err(db)?;
             match text {
                 Some(t) => serde_json::from_str(&t).map_err(|e| e.to_string()),
                 None => Ok(Value::Null),
