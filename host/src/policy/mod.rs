@@ -49,8 +49,12 @@ use guard::Verdict;
 /// The directories programs spawned by tools may write to: in development
 /// mode `$HEARTH_HOME` and `/tmp`; in production, anywhere (empty).
 pub fn confinement(config: &Config) -> Vec<PathBuf> {
-    match config.mode {
-        Mode::Development => vec![config.home.clone(), PathBuf::from("/tmp")],
+    roots(config.mode, &config.home)
+}
+
+fn roots(mode: Mode, hearth_home: &Path) -> Vec<PathBuf> {
+    match mode {
+        Mode::Development => vec![hearth_home.to_owned(), PathBuf::from("/tmp")],
         Mode::Production => Vec::new(),
     }
 }
@@ -118,12 +122,7 @@ impl Policy {
         let hearth_home = paths::canonical_roots(std::slice::from_ref(&parts.hearth_home))
             .pop()
             .unwrap_or(parts.hearth_home);
-        let roots = match parts.mode {
-            Mode::Development => {
-                paths::canonical_roots(&[hearth_home.clone(), PathBuf::from("/tmp")])
-            }
-            Mode::Production => Vec::new(),
-        };
+        let roots = paths::canonical_roots(&roots(parts.mode, &hearth_home));
         Policy {
             mode: parts.mode,
             hearth_home,
@@ -136,22 +135,19 @@ impl Policy {
         }
     }
 
-    /// What the rules say about calling `spec` with `args`.
-    pub fn decide(&self, spec: &ToolSpec, args: &Value) -> Decision {
-        let call = match Call::read(spec, args, &self.hearth_home, self.user_home.as_deref()) {
-            Ok(call) => call,
-            Err(why) => return Decision::Ask(why),
-        };
-        match self.mode {
-            Mode::Development => self.development(spec, &call),
-            Mode::Production => self.production(&call),
-        }
-    }
-
     /// Rules on one call, asking the owner when the rules say so. Blocks
     /// while the owner decides: call it from a thread that may block.
     pub fn rule(&self, spec: &ToolSpec, args: &Value, fingerprint: &str) -> Ruling {
-        let reason = match self.decide(spec, args) {
+        // A targeted argument of the wrong shape cannot be checked: ask.
+        let read = Call::read(spec, args, &self.hearth_home, self.user_home.as_deref());
+        let decision = match &read {
+            Ok(call) => match self.mode {
+                Mode::Development => self.development(spec, call),
+                Mode::Production => self.production(call),
+            },
+            Err(why) => Decision::Ask(why.clone()),
+        };
+        let reason = match decision {
             Decision::Allow => {
                 return Ruling {
                     decision: "allow",
@@ -181,19 +177,11 @@ impl Policy {
             Ok(false) => {}
             Err(e) => tracing::error!("cannot read the grants, so the owner is asked: {e}"),
         }
-        let command = spec
-            .targets
-            .command
-            .as_ref()
-            .and_then(|k| args.get(k))
-            .and_then(Value::as_str);
-        let cwd = spec
-            .targets
-            .cwd
-            .as_ref()
-            .map(|k| args.get(k).and_then(Value::as_str).unwrap_or("."))
-            .or(command.map(|_| "."))
-            .map(|c| self.resolve(c).display().to_string());
+        let call = read.as_ref().ok();
+        let command = call.and_then(|c| c.command.as_deref());
+        let cwd = call
+            .and_then(|c| c.cwd.as_ref())
+            .map(|p| p.display().to_string());
         let question = Question {
             tool: &spec.name,
             args,
@@ -311,10 +299,6 @@ impl Policy {
             }
         }
         Decision::Allow
-    }
-
-    fn resolve(&self, text: &str) -> PathBuf {
-        paths::resolve(text, &self.hearth_home, self.user_home.as_deref())
     }
 }
 
