@@ -123,6 +123,31 @@ pub fn outside_roots() -> tempfile::TempDir {
     panic!("no writable directory outside /tmp (tried /var/tmp and $HOME)");
 }
 
+/// A config that loads exactly the plugin files `paths`, then `extra`.
+fn plugins_config(paths: &[PathBuf], extra: &str) -> String {
+    let list: Vec<String> = paths
+        .iter()
+        .map(|p| format!("{:?}", p.display().to_string()))
+        .collect();
+    format!(
+        "[plugins]\nexe_dir = false\npaths = [{}]\n{extra}",
+        list.join(", ")
+    )
+}
+
+/// `config` with production mode chosen, unless it chooses a mode itself.
+fn with_mode(config: &str) -> String {
+    let sets_mode = config.lines().any(|l| {
+        let l = l.trim_start();
+        l.starts_with("mode ") || l.starts_with("mode=")
+    });
+    if sets_mode {
+        config.to_owned()
+    } else {
+        format!("{PRODUCTION}{config}")
+    }
+}
+
 /// The first line of every test config that does not choose a mode.
 const PRODUCTION: &str = "mode = \"production\"\n";
 
@@ -146,33 +171,23 @@ impl Hearth {
     /// mode, where only guarded actions ask, unless `config` sets a `mode`
     /// or the test calls [`Hearth::in_mode`].
     pub fn new(config: &str) -> Hearth {
-        let home = tempfile::tempdir().expect("temp dir");
-        let sets_mode = config.lines().any(|l| {
-            let l = l.trim_start();
-            l.starts_with("mode ") || l.starts_with("mode=")
-        });
-        let config = if sets_mode {
-            config.to_owned()
-        } else {
-            format!("{PRODUCTION}{config}")
-        };
-        std::fs::write(home.path().join("hearth.toml"), config).expect("write config");
-        Hearth { home }
+        Hearth::exact(&with_mode(config))
     }
 
     /// As [`Hearth::with_plugins`], with the home made inside `parent`
     /// (for tests whose paths must not fall under `/tmp`).
     pub fn with_plugins_in(parent: &Path, paths: &[PathBuf], extra: &str) -> Hearth {
-        let h = Hearth::with_plugins(paths, extra);
         let home = tempfile::tempdir_in(parent).expect("temp dir");
-        std::fs::copy(h.config(), home.path().join("hearth.toml")).expect("copy config");
-        Hearth { home }
+        Hearth::in_dir(home, &with_mode(&plugins_config(paths, extra)))
     }
 
     /// A home whose config is exactly `config`, byte for byte (for tests
     /// of the config parser's line numbers).
     pub fn exact(config: &str) -> Hearth {
-        let home = tempfile::tempdir().expect("temp dir");
+        Hearth::in_dir(tempfile::tempdir().expect("temp dir"), config)
+    }
+
+    fn in_dir(home: tempfile::TempDir, config: &str) -> Hearth {
         std::fs::write(home.path().join("hearth.toml"), config).expect("write config");
         Hearth { home }
     }
@@ -202,14 +217,7 @@ impl Hearth {
 
     /// A home whose config loads exactly these plugin files, in order.
     pub fn with_plugins(paths: &[PathBuf], extra: &str) -> Hearth {
-        let list: Vec<String> = paths
-            .iter()
-            .map(|p| format!("{:?}", p.display().to_string()))
-            .collect();
-        Hearth::new(&format!(
-            "[plugins]\nexe_dir = false\npaths = [{}]\n{extra}",
-            list.join(", ")
-        ))
+        Hearth::new(&plugins_config(paths, extra))
     }
 
     /// `$HEARTH_HOME`.
