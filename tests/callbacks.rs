@@ -134,3 +134,57 @@ fn host_services_answer_and_unknown_ones_are_refused() {
         "{unknown}"
     );
 }
+
+#[test]
+fn agent_notify_stores_a_notice_once_and_refuses_bad_requests() {
+    let h = Hearth::with_plugins(&[probe()], "");
+    let rt = h.runtime();
+    let notify = |request: serde_json::Value| {
+        rt.tools
+            .call(
+                "probe_host",
+                json!({ "service": "agent.notify", "request": request }),
+            )
+            .unwrap()
+    };
+    let long = "x".repeat(16 * 1024 + 1);
+    let refusals = [
+        (json!({ "text": "hi" }), "missing field `key`"),
+        (json!({ "key": "", "text": "hi" }), "field `key`"),
+        (
+            json!({ "key": "k".repeat(300), "text": "hi" }),
+            "field `key`",
+        ),
+        (json!({ "key": "k", "text": "  " }), "field `text`"),
+        (json!({ "key": "k", "text": long }), "field `text`"),
+        (json!({ "key": 5, "text": "hi" }), "invalid type"),
+        (json!("just a string"), "agent.notify"),
+    ];
+    for (request, expected) in refusals {
+        let answer = notify(request.clone());
+        let error = answer["error"].as_str().unwrap_or_default();
+        assert!(error.contains(expected), "{request}: {answer}");
+    }
+    for _ in 0..2 {
+        let answer = notify(json!({ "key": "job-1", "text": "the job failed" }));
+        assert_eq!(answer["answer"], json!({}), "{answer}");
+    }
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
+    let stored: Vec<(String, String, String)> = h
+        .db()
+        .prepare("SELECT channel, sender, text FROM inbox")
+        .unwrap()
+        .query_map([], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert_eq!(
+        stored,
+        [(
+            "local".to_owned(),
+            "hearth".to_owned(),
+            "[notice from plugin probe] the job failed".to_owned()
+        )],
+        "stored once, from the host, in the owner's last conversation (none yet: local)"
+    );
+}
