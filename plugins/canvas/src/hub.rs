@@ -247,6 +247,9 @@ impl Hub {
 
     /// Stores the owner's message; returns once the host has it. Blocks.
     pub fn submit(&self, id: &str, text: &str, attachment_ids: &[String]) -> Result<(), String> {
+        // Stamped before the host has it: a fast reply may be broadcast
+        // before our echo, and browsers order messages by this time.
+        let at_ms = now_ms();
         let mut attachments = Vec::with_capacity(attachment_ids.len());
         for a in attachment_ids {
             attachments.push(self.uploads.resolve(a)?);
@@ -266,7 +269,7 @@ impl Hub {
                 "key": format!("in-{id}"),
                 "role": "user",
                 "text": text,
-                "at_ms": now_ms(),
+                "at_ms": at_ms,
                 "id": id,
                 "attachments": attachments.iter().map(crate::uploads::public).collect::<Vec<_>>(),
             }
