@@ -114,6 +114,7 @@ impl Runtime {
                 .iter()
                 .map(|p| p.display().to_string())
                 .collect(),
+            serving: daemon,
         };
         let router = Arc::new(Router::new(Gate::new(config.owner.clone())));
         let bridge = Bridge::start(

@@ -112,6 +112,12 @@ pub struct ChannelSpec {
     /// configured for it; any other sender is a stranger.
     #[serde(default)]
     pub authenticates_owner: bool,
+    /// Senders the channel's own config names as the owner (Telegram's
+    /// `allowed_chat_ids`, Signal's `allowed_numbers`). The host admits
+    /// them as it admits the `[owner]` identities of this channel, so the
+    /// owner writes each id once.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owners: Vec<String>,
 }
 
 /// The sender a channel that authenticates the owner itself submits as.
@@ -421,6 +427,17 @@ pub struct HostInfo {
     /// kernel has it.
     #[serde(default)]
     pub confine_to: Vec<String>,
+    /// Whether this host serves channels. `false` when a CLI command
+    /// (`hearth tools`, `hearth plugins`) loaded the plugin only to list or
+    /// call its tools while the daemon may be running: a channel plugin
+    /// then starts no poller or listener, so it never competes with the
+    /// daemon's for updates or ports.
+    #[serde(default = "default_serving")]
+    pub serving: bool,
+}
+
+fn default_serving() -> bool {
+    true
 }
 
 fn default_mode() -> String {

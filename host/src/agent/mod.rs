@@ -21,10 +21,11 @@ mod turn;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hearth_sdk::protocol::ChannelEvent;
+use hearth_sdk::protocol::{ChannelEvent, ChannelState};
 
 use crate::config::AgentConfig;
 use crate::llm::Llm;
+use crate::plugins::ActivePlugin;
 use crate::router::Router;
 use crate::router::events::ChannelEvents;
 use crate::tools::ToolRegistry;
@@ -51,6 +52,8 @@ pub struct Agent {
     pub owner: Option<String>,
     /// Plugin names and states, for `/status`.
     pub plugins: Vec<String>,
+    /// The plugins that serve a channel, for their health in `/status`.
+    pub channels: Vec<Arc<ActivePlugin>>,
     /// When the daemon started.
     pub started: Instant,
     /// Streamed text and status for the channels that show them.
@@ -99,6 +102,7 @@ impl Agent {
             "model": self.llm.as_ref().map(|l| l.model().to_owned()).unwrap_or_else(|why| format!("none ({why})")),
             "uptime_s": self.started.elapsed().as_secs(),
             "plugins": self.plugins,
+            "channels": self.channel_health(),
             "tools": self.tools.list().len(),
             "queue": self.conversations.pending().unwrap_or(-1),
         })
@@ -108,16 +112,46 @@ impl Agent {
     pub fn status_text(&self) -> String {
         let s = self.status();
         let uptime = s["uptime_s"].as_u64().unwrap_or(0);
+        let channels: Vec<String> = self
+            .channels
+            .iter()
+            .map(|p| match p.channel_status() {
+                Some(h) if h.detail.is_empty() => format!("{} {}", p.name, state_name(h.state)),
+                Some(h) => format!("{} {} ({})", p.name, state_name(h.state), h.detail),
+                None => format!("{} (no report)", p.name),
+            })
+            .collect();
         format!(
-            "model: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\ntools: {}\nqueue: {}",
+            "model: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}\ntools: {}\nqueue: {}",
             s["model"].as_str().unwrap_or("?"),
             uptime / 3600,
             uptime / 60 % 60,
             uptime % 60,
             self.plugins.join(", "),
+            if channels.is_empty() {
+                "none".to_owned()
+            } else {
+                channels.join(", ")
+            },
             s["tools"],
             s["queue"]
         )
+    }
+
+    /// Each channel plugin's last reported health.
+    fn channel_health(&self) -> Vec<serde_json::Value> {
+        self.channels
+            .iter()
+            .map(|p| {
+                let health = p.channel_status();
+                serde_json::json!({
+                    "plugin": p.name,
+                    "channel": p.description().channel.as_ref().map(|c| c.name.clone()),
+                    "state": health.as_ref().map(|h| state_name(h.state)),
+                    "detail": health.map(|h| h.detail),
+                })
+            })
+            .collect()
     }
 
     /// `(name, description)` of every skill.
@@ -131,5 +165,13 @@ impl Agent {
                     .collect()
             })
             .unwrap_or_default()
+    }
+}
+
+fn state_name(state: ChannelState) -> &'static str {
+    match state {
+        ChannelState::Up => "up",
+        ChannelState::Degraded => "degraded",
+        ChannelState::Down => "down",
     }
 }

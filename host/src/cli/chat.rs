@@ -109,6 +109,28 @@ pub fn status(home: &Path) -> anyhow::Result<ExitCode> {
     })
 }
 
+/// The running daemon's status document, or `None` when no daemon answers
+/// within a second (`hearth plugins` then shows no live channel health).
+pub fn daemon_status(home: &Path) -> Option<Value> {
+    let rt = runtime().ok()?;
+    rt.block_on(async {
+        let ask = async {
+            let (mut lines, mut write) = connect(home).await?;
+            send(&mut write, json!({ "op": "status" })).await?;
+            loop {
+                let message = next(&mut lines).await?;
+                if message["op"] == "status" {
+                    return anyhow::Ok(message["status"].clone());
+                }
+            }
+        };
+        tokio::time::timeout(Duration::from_secs(1), ask)
+            .await
+            .ok()?
+            .ok()
+    })
+}
+
 fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
     tokio::runtime::Builder::new_current_thread()
         .enable_all()

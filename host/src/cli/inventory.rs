@@ -8,20 +8,26 @@ use crate::plugins::PluginState;
 use crate::runtime::Runtime;
 use crate::scripting::describe_problem;
 
-/// `hearth plugins`.
+/// `hearth plugins`. A channel's health is the running daemon's (this
+/// command's own copy of a channel plugin does not serve it); without a
+/// running daemon it is `null`.
 pub fn plugins(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
     let reports = rt.plugins.reports();
+    let live = super::chat::daemon_status(&rt.config.home);
+    let health_of = |name: Option<&String>| -> Option<serde_json::Value> {
+        let channels = live.as_ref()?["channels"].as_array()?;
+        channels
+            .iter()
+            .find(|c| c["plugin"].as_str() == name.map(String::as_str))
+            .filter(|c| !c["state"].is_null())
+            .map(|c| json!({ "state": c["state"], "detail": c["detail"] }))
+    };
     if as_json {
         let rows: Vec<_> = reports
             .iter()
             .map(|r| {
                 let (state, reason) = state_parts(&r.state);
-                let health = rt
-                    .plugins
-                    .active()
-                    .iter()
-                    .find(|p| Some(&p.name) == r.name.as_ref())
-                    .and_then(|p| p.channel_status());
+                let health = health_of(r.name.as_ref());
                 json!({
                     "name": r.name, "version": r.version, "path": r.path,
                     "state": state, "reason": reason,
@@ -45,6 +51,17 @@ pub fn plugins(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
         );
         if let Some(reason) = reason {
             println!("      reason: {reason}");
+        }
+        if let Some(channel) = &r.channel {
+            let health = match (&live, health_of(r.name.as_ref())) {
+                (None, _) => "the daemon is not running".to_owned(),
+                (Some(_), None) => "no report yet".to_owned(),
+                (Some(_), Some(h)) => match h["detail"].as_str().filter(|d| !d.is_empty()) {
+                    Some(detail) => format!("{} ({detail})", h["state"].as_str().unwrap_or("?")),
+                    None => h["state"].as_str().unwrap_or("?").to_owned(),
+                },
+            };
+            println!("      channel {channel}: {health}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -70,6 +70,13 @@ impl Services {
             identity,
             owner: runtime.config.owner.name.clone(),
             plugins,
+            channels: runtime
+                .plugins
+                .active()
+                .iter()
+                .filter(|p| p.description().channel.is_some())
+                .cloned()
+                .collect(),
             started,
             events: Arc::clone(&runtime.events),
         });

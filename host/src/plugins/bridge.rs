@@ -265,11 +265,10 @@ impl PluginContext {
             self.refuse("a plugin that serves no channel cannot answer confirmations");
             return status::INVALID;
         };
-        let taken = self.bridge.router.answer_confirmation(
-            &channel.name,
-            answer,
-            channel.authenticates_owner,
-        );
+        let taken = self
+            .bridge
+            .router
+            .answer_confirmation(&channel.name, answer, Some(channel));
         if !taken {
             tracing::debug!(plugin = %self.plugin, id = %answer.id, "a confirmation answer matched no waiting call");
         }
@@ -286,10 +285,9 @@ impl PluginContext {
             self.refuse(&why);
             return status::INVALID;
         }
-        let vouches = own_channel.as_ref().is_some_and(|c| c.authenticates_owner);
         // A stranger's message is acknowledged (the channel may forget it)
         // and dropped: silence, not an error the sender could probe.
-        if !self.bridge.router.admits(&message, vouches) {
+        if !self.bridge.router.admits(&message, own_channel.as_ref()) {
             return status::OK;
         }
         self.bridge.store(message)

@@ -9,7 +9,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use hearth_sdk::protocol::OWNER_SENDER;
+use hearth_sdk::protocol::{ChannelSpec, OWNER_SENDER};
 
 use super::LOCAL_CHANNEL;
 use crate::config::OwnerConfig;
@@ -32,12 +32,17 @@ impl Gate {
         }
     }
 
-    /// Whether `sender` on `channel` is the owner. A channel that
-    /// authenticates the owner itself (the canvas) vouches for exactly one
-    /// sender, [`OWNER_SENDER`].
-    pub fn is_owner(&self, channel: &str, sender: &str, authenticates_owner: bool) -> bool {
+    /// Whether `sender` on `channel` is the owner. `spec` is the channel's
+    /// description when a plugin serves it: a channel that authenticates
+    /// the owner itself (the canvas) vouches for exactly one sender,
+    /// [`OWNER_SENDER`], and a channel may name the owner's ids from its
+    /// own allow-list.
+    pub fn is_owner(&self, channel: &str, sender: &str, spec: Option<&ChannelSpec>) -> bool {
         channel == LOCAL_CHANNEL
-            || (authenticates_owner && sender == OWNER_SENDER)
+            || spec.is_some_and(|c| {
+                (c.authenticates_owner && sender == OWNER_SENDER)
+                    || c.owners.iter().any(|id| id == sender)
+            })
             || self
                 .owner
                 .identities
@@ -47,8 +52,8 @@ impl Gate {
 
     /// Whether `sender` on `channel` may enter; logs a drop at most once an
     /// hour per sender.
-    pub fn admits(&self, channel: &str, sender: &str, authenticates_owner: bool) -> bool {
-        if self.is_owner(channel, sender, authenticates_owner) {
+    pub fn admits(&self, channel: &str, sender: &str, spec: Option<&ChannelSpec>) -> bool {
+        if self.is_owner(channel, sender, spec) {
             return true;
         }
         let key = (channel.to_owned(), sender.to_owned());

@@ -21,7 +21,7 @@ pub mod outbox;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
-use hearth_sdk::protocol::{ConfirmationAnswer, InboundMessage};
+use hearth_sdk::protocol::{ChannelSpec, ConfirmationAnswer, InboundMessage};
 use tokio::sync::Notify;
 
 pub use gate::Gate;
@@ -58,10 +58,9 @@ impl Router {
     }
 
     /// Whether `message` may enter; logs (rate-limited) when it may not.
-    /// `authenticates_owner` says the channel vouches for its owner sender.
-    pub fn admits(&self, message: &InboundMessage, authenticates_owner: bool) -> bool {
-        self.gate
-            .admits(&message.channel, &message.sender, authenticates_owner)
+    /// `spec` is the description of the channel it came in on.
+    pub fn admits(&self, message: &InboundMessage, spec: Option<&ChannelSpec>) -> bool {
+        self.gate.admits(&message.channel, &message.sender, spec)
     }
 
     /// Hands an answer to a confirmation to the call waiting for it, if it
@@ -71,12 +70,9 @@ impl Router {
         &self,
         channel: &str,
         answer: &ConfirmationAnswer,
-        authenticates_owner: bool,
+        spec: Option<&ChannelSpec>,
     ) -> bool {
-        if !self
-            .gate
-            .admits(channel, &answer.sender, authenticates_owner)
-        {
+        if !self.gate.admits(channel, &answer.sender, spec) {
             return false;
         }
         self.confirmations

@@ -132,6 +132,7 @@ impl Plugin for Canvas {
                 name: hub::CHANNEL.into(),
                 events: true,
                 authenticates_owner: true,
+                owners: Vec::new(),
             }),
         }
     }
