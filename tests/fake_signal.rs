@@ -1,0 +1,1 @@
+//! Tests of the fake_signal (being built).

@@ -1,0 +1,1 @@
+//! A fake signal-cli HTTP daemon (being built).
