@@ -1,5 +1,7 @@
 //! The telegram channel plugin (being built).
 
+pub mod format;
+
 use hearth_sdk::protocol::Description;
 use hearth_sdk::{Host, Plugin, PluginError};
 use serde_json::Value;
