@@ -248,6 +248,11 @@ pub struct OutboundMessage {
     /// When the reply was stored, in ms since the epoch.
     #[serde(default)]
     pub at_ms: i64,
+    /// Files sent after the text. `path` is the file on this machine;
+    /// `name` and `mime` say how to present it; `id`, `size` and `url` are
+    /// informative.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<Attachment>,
 }
 
 /// The answer to [`method::CHANNEL_SEND`].

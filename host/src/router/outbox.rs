@@ -102,6 +102,7 @@ impl Outbox {
             key: Some(format!("out-{}", reply.id)),
             in_reply_to: reply.key.clone(),
             at_ms: reply.at_ms,
+            attachments: Vec::new(),
         })
         .map_err(|e| e.to_string())?;
         tokio::task::spawn_blocking(move || plugin.invoke(method::CHANNEL_SEND, &payload))

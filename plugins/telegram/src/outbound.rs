@@ -1,0 +1,335 @@
+//! Sending: replies split to fit, paced, with the flood limit honoured.
+//!
+//! Telegram allows about one message a second per chat and about thirty a
+//! second overall; going faster earns 429 answers with `retry_after`. The
+//! pacer spaces sends to stay under both, and a 429 pauses every send for
+//! the time Telegram asks. A reply split into several messages remembers
+//! how many parts went out, so when a later part fails and the host's
+//! outbox retries the reply, the parts already delivered are not sent
+//! again. A send is reported as done only when Telegram confirmed every
+//! part.
+
+use std::collections::{HashMap, VecDeque};
+use std::path::Path;
+use std::sync::Mutex;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use hearth_sdk::protocol::{Attachment, ChannelState, OutboundMessage, SendReceipt};
+use serde_json::{Value, json};
+
+use crate::api::ApiError;
+use crate::channel::{CALL_DEADLINE, Shared, lock};
+use crate::format;
+
+/// The longest a send keeps riding out 429s before it gives the reply back
+/// to the host's outbox (which retries it later).
+const MAX_FLOOD_WAIT: Duration = Duration::from_secs(300);
+/// Photos up to this size go as photos; larger images go as documents.
+const MAX_PHOTO_BYTES: u64 = 10 << 20;
+
+/// The pacer and the memory of partly sent replies.
+pub struct Outbound {
+    per_chat: Duration,
+    per_second: usize,
+    pace: tokio::sync::Mutex<Pace>,
+    /// Parts already delivered, by reply key.
+    progress: Mutex<HashMap<String, usize>>,
+}
+
+#[derive(Default)]
+struct Pace {
+    last: HashMap<i64, Instant>,
+    recent: VecDeque<Instant>,
+    paused_until: Option<Instant>,
+}
+
+impl Outbound {
+    /// A pacer allowing one message per `per_chat` to a chat and
+    /// `per_second` in all.
+    pub fn new(per_chat: Duration, per_second: u32) -> Outbound {
+        Outbound {
+            per_chat,
+            per_second: per_second.max(1) as usize,
+            pace: tokio::sync::Mutex::new(Pace::default()),
+            progress: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// Waits until a message to `chat` may go, and counts it.
+    async fn turn(&self, chat: i64) {
+        loop {
+            let wait_until = {
+                let mut pace = self.pace.lock().await;
+                let now = Instant::now();
+                while pace
+                    .recent
+                    .front()
+                    .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
+                {
+                    pace.recent.pop_front();
+                }
+                let mut earliest = now;
+                if let Some(last) = pace.last.get(&chat) {
+                    earliest = earliest.max(*last + self.per_chat);
+                }
+                if pace.recent.len() >= self.per_second
+                    && let Some(first) = pace.recent.front()
+                {
+                    earliest = earliest.max(*first + Duration::from_secs(1));
+                }
+                if let Some(until) = pace.paused_until {
+                    earliest = earliest.max(until);
+                }
+                if earliest <= now {
+                    pace.last.insert(chat, now);
+                    pace.recent.push_back(now);
+                    if pace.last.len() > 4096 {
+                        let per_chat = self.per_chat;
+                        pace.last.retain(|_, t| now.duration_since(*t) < per_chat);
+                    }
+                    return;
+                }
+                earliest
+            };
+            tokio::time::sleep_until(wait_until).await;
+        }
+    }
+
+    /// Pauses every send for `wait` (a 429 asked for it).
+    async fn pause(&self, wait: Duration) {
+        let mut pace = self.pace.lock().await;
+        let until = Instant::now() + wait;
+        pace.paused_until = Some(pace.paused_until.map_or(until, |p| p.max(until)));
+    }
+}
+
+impl Shared {
+    /// Sends one reply: its text as one or more messages, then its files.
+    pub async fn deliver(&self, message: &OutboundMessage) -> Result<SendReceipt, String> {
+        let chat: i64 = message
+            .chat
+            .parse()
+            .map_err(|_| format!("{:?} is not a Telegram chat id", message.chat))?;
+        let mut parts: Vec<Part> = format::messages(&message.text)
+            .into_iter()
+            .map(Part::Text)
+            .collect();
+        parts.extend(message.attachments.iter().map(Part::File));
+        let key = message.key.clone().unwrap_or_default();
+        let done = lock(&self.outbound.progress)
+            .get(&key)
+            .copied()
+            .unwrap_or(0);
+        let mut last_id = None;
+        for (n, part) in parts.iter().enumerate().skip(done) {
+            let sent = match part {
+                Part::Text(html) => self.send_html(chat, html, None).await,
+                Part::File(file) => self.send_file(chat, file).await,
+            };
+            match sent {
+                Ok(id) => {
+                    last_id = id;
+                    if !key.is_empty() {
+                        lock(&self.outbound.progress).insert(key.clone(), n + 1);
+                    }
+                }
+                Err(e) => return Err(format!("part {} of {}: {e}", n + 1, parts.len())),
+            }
+        }
+        lock(&self.outbound.progress).remove(&key);
+        Ok(SendReceipt {
+            message_id: last_id.map(|id| id.to_string()),
+        })
+    }
+
+    /// Sends one HTML message (with buttons, when `markup` is given); falls
+    /// back to plain text if Telegram cannot parse the HTML. Returns its
+    /// message id.
+    pub async fn send_html(
+        &self,
+        chat: i64,
+        html: &str,
+        markup: Option<&Value>,
+    ) -> Result<Option<i64>, ApiError> {
+        let mut params = json!({
+            "chat_id": chat,
+            "text": html,
+            "parse_mode": "HTML",
+            "link_preview_options": { "is_disabled": true },
+        });
+        if let Some(markup) = markup {
+            params["reply_markup"] = markup.clone();
+        }
+        match self.paced(chat, "sendMessage", &params).await {
+            Err(e) if e.is_parse_error() => {
+                // Our HTML is built to be valid; if Telegram still disagrees,
+                // the owner gets the words without the styling rather than
+                // nothing.
+                tracing::warn!(
+                    "telegram could not parse a reply's HTML, sending it as plain text: {e}"
+                );
+                params["text"] = json!(plain(html));
+                if let Some(map) = params.as_object_mut() {
+                    map.remove("parse_mode");
+                }
+                self.paced(chat, "sendMessage", &params).await
+            }
+            other => other,
+        }
+        .map(|r| r["message_id"].as_i64())
+    }
+
+    /// Calls a send method with pacing, riding out 429s for up to
+    /// [`MAX_FLOOD_WAIT`].
+    pub async fn paced(&self, chat: i64, method: &str, params: &Value) -> Result<Value, ApiError> {
+        let started = Instant::now();
+        loop {
+            self.outbound.turn(chat).await;
+            match self.api.call(method, params, CALL_DEADLINE).await {
+                Err(ApiError::Refused {
+                    code: 429,
+                    retry_after,
+                    description,
+                }) => {
+                    let wait = Duration::from_secs(retry_after.unwrap_or(1).max(1));
+                    if started.elapsed() + wait > MAX_FLOOD_WAIT {
+                        return Err(ApiError::Refused {
+                            code: 429,
+                            description,
+                            retry_after,
+                        });
+                    }
+                    self.report(
+                        ChannelState::Degraded,
+                        format!("rate-limited by Telegram; waiting {} s", wait.as_secs()),
+                    );
+                    self.outbound.pause(wait).await;
+                }
+                other => return other,
+            }
+        }
+    }
+
+    async fn send_file(&self, chat: i64, file: &Attachment) -> Result<Option<i64>, ApiError> {
+        let bytes = tokio::fs::read(&file.path)
+            .await
+            .map_err(|e| ApiError::Transport(format!("cannot read {}: {e}", file.path)))?;
+        let photo = is_photo(&file.mime) && (bytes.len() as u64) <= MAX_PHOTO_BYTES;
+        let (method, field) = if photo {
+            ("sendPhoto", "photo")
+        } else {
+            ("sendDocument", "document")
+        };
+        let name = if file.name.is_empty() {
+            Path::new(&file.path)
+                .file_name()
+                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
+        } else {
+            file.name.clone()
+        };
+        let started = Instant::now();
+        loop {
+            self.outbound.turn(chat).await;
+            let part = reqwest::multipart::Part::bytes(bytes.clone())
+                .file_name(name.clone())
+                .mime_str(&file.mime)
+                .or_else(|_| {
+                    reqwest::multipart::Part::bytes(bytes.clone())
+                        .file_name(name.clone())
+                        .mime_str("application/octet-stream")
+                })
+                .map_err(|e| ApiError::Transport(e.to_string()))?;
+            let form = reqwest::multipart::Form::new()
+                .text("chat_id", chat.to_string())
+                .part(field, part);
+            match self
+                .api
+                .upload(method, form, Duration::from_secs(120))
+                .await
+            {
+                Err(ApiError::Refused {
+                    code: 429,
+                    retry_after,
+                    ..
+                }) if started.elapsed() < MAX_FLOOD_WAIT => {
+                    let wait = Duration::from_secs(retry_after.unwrap_or(1).max(1));
+                    self.outbound.pause(wait).await;
+                }
+                other => return other.map(|r| r["message_id"].as_i64()),
+            }
+        }
+    }
+}
+
+/// One message of a reply.
+enum Part<'a> {
+    Text(String),
+    File(&'a Attachment),
+}
+
+/// The visible text of our HTML: tags dropped, entities decoded.
+fn plain(html: &str) -> String {
+    let mut out = String::with_capacity(html.len());
+    let mut in_tag = false;
+    for c in html.chars() {
+        match c {
+            '<' => in_tag = true,
+            '>' if in_tag => in_tag = false,
+            _ if !in_tag => out.push(c),
+            _ => {}
+        }
+    }
+    out.replace("&lt;", "<")
+        .replace("&gt;", ">")
+        .replace("&quot;", "\"")
+        .replace("&amp;", "&")
+}
+
+fn is_photo(mime: &str) -> bool {
+    matches!(mime, "image/jpeg" | "image/png" | "image/webp")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test(start_paused = true)]
+    async fn the_pacer_spaces_one_chat_and_caps_the_total() {
+        let out = Outbound::new(Duration::from_secs(1), 3);
+        let start = tokio::time::Instant::now();
+        for _ in 0..3 {
+            out.turn(1).await;
+        }
+        // One chat: one a second.
+        assert!(start.elapsed() >= Duration::from_secs(2));
+        let start = tokio::time::Instant::now();
+        for chat in 10..16 {
+            out.turn(chat).await;
+        }
+        // Six chats at three a second overall.
+        assert!(
+            start.elapsed() >= Duration::from_secs(1),
+            "{:?}",
+            start.elapsed()
+        );
+    }
+
+    #[test]
+    fn plain_text_is_what_the_html_shows() {
+        assert_eq!(
+            plain("<b>a &lt;b&gt;</b> &amp;amp; <a href=\"x\">l</a>"),
+            "a <b> &amp; l"
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_pause_holds_every_chat() {
+        let out = Outbound::new(Duration::ZERO, 30);
+        out.pause(Duration::from_secs(5)).await;
+        let start = tokio::time::Instant::now();
+        out.turn(3).await;
+        assert!(start.elapsed() >= Duration::from_secs(5));
+    }
+}
