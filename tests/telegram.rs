@@ -530,3 +530,35 @@ fn post(port: u16, path: &str, secret: Option<&str>, body: &str) -> u16 {
         .and_then(|code| code.parse().ok())
         .unwrap_or(0)
 }
+
+#[test]
+fn files_attached_by_the_agent_go_out_as_photo_and_document() {
+    let bot = Bot::new("");
+    let photo = bot.home.write("out/chart.png", "not really a png");
+    let report = bot.home.write("out/report.pdf", "%PDF-1.4 report");
+    for (id, path) in [("t1", &photo), ("t2", &report)] {
+        bot.llm.push(anthropic_tool_use(
+            None,
+            id,
+            "attach_file",
+            &json!({ "path": path.display().to_string() }),
+        ));
+    }
+    bot.llm.push(anthropic_text("Here they are."));
+    let _daemon = bot.start();
+    bot.telegram.push_message(OWNER, OWNER, "send me the files");
+    let sent = bot.sent(3);
+    let shape: Vec<_> = sent
+        .iter()
+        .map(|s| (s.method.as_str(), s.file.as_ref().map(|f| f.1.as_str())))
+        .collect();
+    assert_eq!(
+        shape,
+        [
+            ("sendMessage", None),
+            ("sendPhoto", Some("chart.png")),
+            ("sendDocument", Some("report.pdf")),
+        ]
+    );
+    assert_eq!(sent[2].file.as_ref().map(|f| f.2), Some(15));
+}

@@ -103,6 +103,8 @@ pub struct Request {
     pub params: Value,
     /// Whether the token in the path was the right one.
     pub authorized: bool,
+    /// When the whole request had arrived.
+    pub received: Instant,
 }
 
 /// What `setWebhook` stored.
@@ -514,6 +516,7 @@ fn api(shared: &Shared, http: &HttpRequest, path: &str, query: &str) -> Option<A
         method: method.to_owned(),
         params: Value::Object(logged),
         authorized,
+        received: Instant::now(),
     });
     shared.changed.notify_all();
     while state.hang && !shared.stopping() {

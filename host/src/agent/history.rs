@@ -216,6 +216,7 @@ impl Conversations {
         claimed: &Claimed,
         last: Option<(i64, &Message)>,
         reply: &str,
+        files: &[Attachment],
     ) -> rusqlite::Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
@@ -223,10 +224,17 @@ impl Conversations {
             append_on(&tx, session, claimed.id, message)?;
         }
         tx.prepare_cached(
-            "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5)",
+            "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms, attachments) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
         )?
-        .execute(params![claimed.id, claimed.channel, claimed.chat, reply, now_ms()])?;
+        .execute(params![
+            claimed.id,
+            claimed.channel,
+            claimed.chat,
+            reply,
+            now_ms(),
+            (!files.is_empty()).then(|| serde_json::to_string(files).unwrap_or_default()),
+        ])?;
         tx.prepare_cached("UPDATE inbox SET status = 'done', done_at_ms = ?1 WHERE id = ?2")?
             .execute(params![now_ms(), claimed.id])?;
         tx.commit()

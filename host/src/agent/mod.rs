@@ -58,6 +58,9 @@ pub struct Agent {
     pub started: Instant,
     /// Streamed text and status for the channels that show them.
     pub events: Arc<ChannelEvents>,
+    /// Files `attach_file` put on the running turn's reply. Turns run one
+    /// at a time, so one list serves.
+    pub attached: std::sync::Mutex<Vec<hearth_sdk::protocol::Attachment>>,
 }
 
 impl Agent {

@@ -12,7 +12,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use hearth_sdk::protocol::ChannelEvent;
+use hearth_sdk::protocol::{Attachment, ChannelEvent};
 
 use super::Agent;
 use super::attachments::with_attachments;
@@ -20,6 +20,7 @@ use super::history::{Claimed, History, MAIN_AGENT};
 use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent, ToolDef};
 use crate::policy::Caller;
+use crate::tools::ATTACH_FILE;
 
 /// The most characters of one tool result shown to the model.
 const MAX_TOOL_RESULT_CHARS: usize = 32_000;
@@ -35,6 +36,7 @@ impl Agent {
     /// Runs one turn and stores its reply.
     pub(super) async fn turn(&self, claimed: Claimed) {
         let started = std::time::Instant::now();
+        self.attached_files().clear();
         self.announce(true);
         let (reply, last) = if claimed.text.trim_start().starts_with('/') {
             (super::slash::handle(self, &claimed).await, None)
@@ -48,7 +50,8 @@ impl Agent {
             .flush(&claimed.channel, std::time::Duration::from_secs(1))
             .await;
         let last = last.as_ref().map(|(session, message)| (*session, message));
-        match self.conversations.finish(&claimed, last, &reply) {
+        let files = std::mem::take(&mut *self.attached_files());
+        match self.conversations.finish(&claimed, last, &reply, &files) {
             Ok(()) => self.router.outbox_wake.notify_one(),
             Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
         }
@@ -177,7 +180,15 @@ impl Agent {
         let outcome =
             tokio::task::spawn_blocking(move || tools.call_as(&caller, &tool, input, 0)).await;
         let (content, is_error) = match outcome {
-            Ok(Ok(value)) => (value.to_string(), false),
+            Ok(Ok(value)) => {
+                if name == ATTACH_FILE
+                    && let Ok(file) =
+                        serde_json::from_value::<Attachment>(value["attached"].clone())
+                {
+                    self.attached_files().push(file);
+                }
+                (value.to_string(), false)
+            }
             Ok(Err(e)) => (e.to_string(), true),
             Err(e) => (format!("the tool call was lost: {e}"), true),
         };
@@ -187,6 +198,10 @@ impl Agent {
             content: truncate(content),
             is_error,
         }
+    }
+
+    fn attached_files(&self) -> std::sync::MutexGuard<'_, Vec<Attachment>> {
+        self.attached.lock().unwrap_or_else(|p| p.into_inner())
     }
 
     /// The request for the next model call.

@@ -79,6 +79,7 @@ impl Services {
                 .collect(),
             started,
             events: Arc::clone(&runtime.events),
+            attached: Default::default(),
         });
         agent.announce(false);
         let hub = Arc::new(LocalHub::default());

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use hearth_sdk::protocol::{OutboundMessage, method};
+use hearth_sdk::protocol::{Attachment, OutboundMessage, method};
 use rusqlite::{Connection, params};
 use serde_json::json;
 use tokio::sync::Notify;
@@ -39,6 +39,7 @@ struct Due {
     attempts: i64,
     key: Option<String>,
     at_ms: i64,
+    files: Vec<Attachment>,
 }
 
 impl Outbox {
@@ -84,7 +85,12 @@ impl Outbox {
 
     async fn send(&self, reply: &Due) -> Result<(), String> {
         if reply.channel == LOCAL_CHANNEL {
-            let message = json!({ "op": "reply", "chat": reply.chat, "text": reply.text, "in_reply_to": reply.key });
+            // The terminal shows files as their paths, after the text.
+            let mut text = reply.text.clone();
+            for file in &reply.files {
+                text.push_str(&format!("\n[attached: {}]", file.path));
+            }
+            let message = json!({ "op": "reply", "chat": reply.chat, "text": text, "in_reply_to": reply.key });
             return if self.local.deliver(&reply.chat, &message) {
                 Ok(())
             } else {
@@ -102,7 +108,7 @@ impl Outbox {
             key: Some(format!("out-{}", reply.id)),
             in_reply_to: reply.key.clone(),
             at_ms: reply.at_ms,
-            attachments: Vec::new(),
+            attachments: reply.files.clone(),
         })
         .map_err(|e| e.to_string())?;
         tokio::task::spawn_blocking(move || plugin.invoke(method::CHANNEL_SEND, &payload))
@@ -146,7 +152,7 @@ impl Outbox {
     fn due(&self) -> rusqlite::Result<Vec<Due>> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         let mut stmt = conn.prepare_cached(
-            "SELECT o.id, o.channel, o.chat, o.text, o.attempts, i.idempotency_key, o.created_at_ms \
+            "SELECT o.id, o.channel, o.chat, o.text, o.attempts, i.idempotency_key, o.created_at_ms, o.attachments \
              FROM outbox o LEFT JOIN inbox i ON i.id = o.inbox_id \
              WHERE o.status = 'pending' AND o.next_attempt_at_ms <= ?1 ORDER BY o.id LIMIT 64",
         )?;
@@ -159,6 +165,12 @@ impl Outbox {
                 attempts: r.get(4)?,
                 key: r.get(5)?,
                 at_ms: r.get(6)?,
+                // Written by `finish` from valid attachments; a row that does
+                // not parse is sent without its files rather than never.
+                files: r
+                    .get::<_, Option<String>>(7)?
+                    .and_then(|json| serde_json::from_str(&json).ok())
+                    .unwrap_or_default(),
             })
         })?;
         rows.collect()

@@ -19,6 +19,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0003_agent.sql"),
     include_str!("migrations/0004_confirmations.sql"),
     include_str!("migrations/0005_policy.sql"),
+    include_str!("migrations/0006_outbox_files.sql"),
 ];
 
 /// The database file name inside `$HEARTH_HOME`.

@@ -4,6 +4,8 @@
 //! skills it has, see why a script of its own does not load, and write or
 //! fix scripts, which the daemon validates before saving and loads at once.
 //! `remember`, `forget` and `recall` keep the agent's memory facts.
+//! `attach_file` puts a file on the turn's reply: the turn collects what it
+//! returns and the channel sends the file after the reply's text.
 
 use std::sync::Arc;
 
@@ -37,17 +39,25 @@ pub enum Builtin {
     Forget,
     /// List facts.
     Recall,
+    /// Attach a file to the reply.
+    AttachFile,
 }
+
+/// The name of the tool whose results the turn collects as attachments.
+pub const ATTACH_FILE: &str = "attach_file";
+/// The largest file `attach_file` takes: what the Bot API uploads.
+const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 6] = [
+    pub const ALL: [Builtin; 7] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
         Builtin::Remember,
         Builtin::Forget,
         Builtin::Recall,
+        Builtin::AttachFile,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -57,6 +67,7 @@ impl Builtin {
                 context.scripts.is_some()
             }
             Builtin::Remember | Builtin::Forget | Builtin::Recall => context.memory.is_some(),
+            Builtin::AttachFile => true,
         }
     }
 
@@ -132,6 +143,21 @@ impl Builtin {
                 risk: Risk::Read,
                 targets: Default::default(),
             },
+            Builtin::AttachFile => ToolSpec {
+                name: ATTACH_FILE.into(),
+                description: "Attaches a file from this machine to your reply: the owner gets it after the reply's text (on Telegram as a photo or a document). `path` is absolute; `name` is how it is shown (default: the file's name). At most 50 MB.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "path": { "type": "string", "minLength": 1, "maxLength": 4096 },
+                        "name": { "type": "string", "minLength": 1, "maxLength": 200 }
+                    },
+                    "required": ["path"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+                targets: Default::default(),
+            },
         }
     }
 
@@ -148,6 +174,7 @@ impl Builtin {
             Builtin::Remember => memory()?.remember(args["fact"].as_str().unwrap_or_default()),
             Builtin::Forget => memory()?.forget(args["id"].as_i64().unwrap_or_default()),
             Builtin::Recall => memory()?.recall(args["query"].as_str()),
+            Builtin::AttachFile => attach(args),
             Builtin::ReadSkill => {
                 let name = args["name"].as_str().unwrap_or_default();
                 let catalog = scripts()?.catalog();
@@ -196,5 +223,64 @@ impl Builtin {
                 scripts()?.write_script(path, source)
             }
         }
+    }
+}
+
+/// Checks a file for `attach_file` and describes it for the reply.
+fn attach(args: &Value) -> Result<Value, String> {
+    let path = std::path::Path::new(args["path"].as_str().unwrap_or_default());
+    if !path.is_absolute() {
+        return Err(format!(
+            "field `path`: {} is not an absolute path",
+            path.display()
+        ));
+    }
+    let meta =
+        std::fs::metadata(path).map_err(|e| format!("field `path`: {}: {e}", path.display()))?;
+    if !meta.is_file() {
+        return Err(format!("field `path`: {} is not a file", path.display()));
+    }
+    if meta.len() > MAX_ATTACHMENT_BYTES {
+        return Err(format!(
+            "field `path`: {} is {} bytes, over the {MAX_ATTACHMENT_BYTES}-byte limit",
+            path.display(),
+            meta.len()
+        ));
+    }
+    let name = args["name"].as_str().map(str::to_owned).unwrap_or_else(|| {
+        path.file_name()
+            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
+    });
+    Ok(json!({ "attached": {
+        "id": "",
+        "name": name,
+        "mime": mime_of(path),
+        "size": meta.len(),
+        "path": path.display().to_string(),
+    }}))
+}
+
+/// A media type from the file's extension; channels pick photo or document
+/// by it.
+fn mime_of(path: &std::path::Path) -> &'static str {
+    let ext = path
+        .extension()
+        .and_then(|e| e.to_str())
+        .unwrap_or_default()
+        .to_ascii_lowercase();
+    match ext.as_str() {
+        "jpg" | "jpeg" => "image/jpeg",
+        "png" => "image/png",
+        "webp" => "image/webp",
+        "gif" => "image/gif",
+        "pdf" => "application/pdf",
+        "txt" | "log" | "md" => "text/plain",
+        "csv" => "text/csv",
+        "json" => "application/json",
+        "mp4" => "video/mp4",
+        "ogg" => "audio/ogg",
+        "mp3" => "audio/mpeg",
+        "zip" => "application/zip",
+        _ => "application/octet-stream",
     }
 }

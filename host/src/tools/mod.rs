@@ -9,5 +9,5 @@ mod builtin;
 mod registry;
 pub mod schema;
 
-pub use builtin::{Builtin, BuiltinContext};
+pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext};
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};

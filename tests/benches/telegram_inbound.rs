@@ -1,0 +1,124 @@
+//! Benchmark: 1,000 inbound Telegram messages through the fake Bot API.
+//!
+//! The release daemon runs with the real Telegram plugin against the fake
+//! Bot API and the fake model. Messages go one at a time, each answered
+//! before the next, so every latency is one message's alone. For each:
+//! host overhead = (the reply's `sendMessage` arrives − the update is
+//! pushed to the waiting long poll) − (the model's answer written − the
+//! model's request arrived). That is everything hearth adds: the poll
+//! answer, the gate, storing in the inbox, the turn, the outbox, the
+//! markdown conversion and the send. It then checks that all 1,000 were
+//! answered once, none lost or doubled.
+//!
+//! Run with `cargo build --release --workspace && cargo bench -p hearth-tests --bench telegram_inbound`.
+
+use std::time::{Duration, Instant};
+
+use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
+use hearth_tests::fake_telegram::FakeTelegram;
+use hearth_tests::{Hearth, plugin};
+
+const MESSAGES: usize = 1000;
+const OWNER: i64 = 1001;
+
+fn main() {
+    let telegram = FakeTelegram::start("4242:bench-token");
+    let llm = FakeLlm::start();
+    let h = Hearth::with_plugins(
+        &[plugin("telegram")],
+        &format!(
+            "[plugins.telegram]\ntoken = \"4242:bench-token\"\napi_url = {:?}\n\
+             allowed_chat_ids = [{OWNER}]\npoll_timeout_s = 30\npace_chat_ms = 0\npace_global_per_s = 1000\n\
+             [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+             api_key_env = \"HEARTH_BENCH_KEY\"\n",
+            telegram.url(),
+            llm.url()
+        ),
+    );
+    // Info-level logs, discarded: the measurement is of hearth, not of a
+    // debug log written to a pipe.
+    let mut daemon = h
+        .command(&["run"])
+        .env("HEARTH_BENCH_KEY", "bench-key")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("start hearth run");
+    let started = Instant::now();
+    while telegram.requests_for("getUpdates").is_empty() {
+        assert!(
+            started.elapsed() < Duration::from_secs(20),
+            "the bot did not start polling"
+        );
+        std::thread::sleep(Duration::from_millis(5));
+    }
+
+    let mut overhead = Vec::with_capacity(MESSAGES);
+    let whole = Instant::now();
+    for n in 0..MESSAGES {
+        llm.push(anthropic_text(&format!("reply **{n}**")));
+        // The long poll must be waiting, so the update is answered at once.
+        wait_for_poll(&telegram);
+        let pushed = Instant::now();
+        telegram.push_message(OWNER, OWNER, &format!("message {n}"));
+        let sent = telegram.wait_for_sent(n + 1, Duration::from_secs(30));
+        assert_eq!(sent.len(), n + 1, "message {n} was not answered");
+        let arrived = telegram
+            .requests_for("sendMessage")
+            .last()
+            .map(|r| r.received)
+            .expect("a sendMessage");
+        let model = llm
+            .requests()
+            .last()
+            .map(|r| r.received)
+            .expect("a model request");
+        let answered = *llm.answered().last().expect("a model answer");
+        let model_time = answered.saturating_duration_since(model);
+        overhead.push(
+            arrived
+                .saturating_duration_since(pushed)
+                .saturating_sub(model_time),
+        );
+    }
+    let total = whole.elapsed();
+
+    let sent = telegram.sent();
+    let mut texts: Vec<_> = sent.iter().map(|s| s.text.clone()).collect();
+    texts.sort();
+    texts.dedup();
+    assert_eq!(sent.len(), MESSAGES, "a message was lost or answered twice");
+    assert_eq!(texts.len(), MESSAGES, "a reply was sent twice");
+    assert_eq!(
+        llm.requests().len(),
+        MESSAGES,
+        "a message reached the model twice"
+    );
+
+    overhead.sort();
+    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
+    let at = |q: f64| ms(overhead[((overhead.len() - 1) as f64 * q).round() as usize]);
+    println!(
+        "telegram inbound: {MESSAGES} messages, all answered once, in {:.1} s",
+        total.as_secs_f64()
+    );
+    println!(
+        "host overhead per message: median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, max {:.3} ms (target: median <= 2 ms)",
+        at(0.5),
+        at(0.9),
+        at(0.99),
+        at(1.0)
+    );
+    let _ = daemon.kill();
+    let _ = daemon.wait();
+}
+
+/// Waits until the bot's next long poll has confirmed the last update, so
+/// it is open and waiting.
+fn wait_for_poll(telegram: &FakeTelegram) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while !telegram.pending_updates().is_empty() {
+        assert!(Instant::now() < deadline, "the bot stopped polling");
+        std::thread::yield_now();
+    }
+}
