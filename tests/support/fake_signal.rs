@@ -118,8 +118,9 @@ struct Shared {
 struct State {
     requests: Vec<Request>,
     sent: Vec<Sent>,
-    /// Errors the next `send` calls answer, in order.
-    failures: VecDeque<(i64, String)>,
+    /// Errors `send` calls answer, in order: each once at least that many
+    /// messages were sent.
+    failures: VecDeque<(usize, i64, String)>,
     /// Attachments by id: bytes, content type, file name.
     attachments: HashMap<String, (Vec<u8>, String, String)>,
     /// Event data not yet written to a stream.
@@ -337,10 +338,16 @@ impl FakeSignal {
     /// Makes the next `send` call fail with this JSON-RPC error (each call
     /// queues one more failure).
     pub fn fail_next_send(&self, code: i64, message: &str) {
+        self.fail_send_after(0, code, message);
+    }
+
+    /// Makes the first `send` call after `successes` messages were sent
+    /// fail with this JSON-RPC error (to fail a long reply midway).
+    pub fn fail_send_after(&self, successes: usize, code: i64, message: &str) {
         self.shared
             .lock()
             .failures
-            .push_back((code, message.to_owned()));
+            .push_back((successes, code, message.to_owned()));
     }
 
     /// With `true`, the event streams write nothing at all, keep-alives
@@ -627,8 +634,14 @@ fn send(shared: &Shared, state: &mut State, params: &Map<String, Value>) -> Outc
             "Sending empty message is not allowed, either a message, attachment or sticker must be given.".into(),
         ));
     }
-    if let Some((code, message)) = state.failures.pop_front() {
-        return Err((code, message));
+    if state
+        .failures
+        .front()
+        .is_some_and(|(after, ..)| state.sent.len() >= *after)
+    {
+        if let Some((_, code, message)) = state.failures.pop_front() {
+            return Err((code, message));
+        }
     }
     let timestamp = state.timestamp();
     state.sent.push(Sent {
