@@ -220,7 +220,7 @@ fn a_hung_daemon_is_detected_and_the_stream_reopened() {
     let signal = FakeSignal::start(ACCOUNT);
     signal.keepalive_every(Duration::from_millis(300));
     let h = home(&llm, &signal, "keepalive_timeout_s = 2", "");
-    let daemon = start(&h, &signal);
+    let mut daemon = start(&h, &signal);
 
     signal.hang(true);
     assert!(
@@ -234,6 +234,25 @@ fn a_hung_daemon_is_detected_and_the_stream_reopened() {
     signal.hang(false);
     signal.push_message(OWNER, "are you there?");
     assert_eq!(exactly_sent(&signal, 1)[0].message, "still here");
+
+    // A stream that is silent does not hold up shutdown.
+    signal.hang(true);
+    daemon.signal(libc::SIGTERM);
+    let (status, took) = daemon.wait_exit(WAIT);
+    assert!(status.success(), "{status}");
+    assert!(took < Duration::from_secs(5), "shutdown took {took:?}");
+}
+
+#[test]
+fn one_shot_commands_open_no_stream() {
+    let llm = FakeLlm::start();
+    let signal = FakeSignal::start(ACCOUNT);
+    let h = home(&llm, &signal, "", "");
+    let listed = h.cmd(&["plugins"]).ok().to_owned();
+    assert!(listed.contains("channel signal"), "{listed}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert_eq!(signal.streams_opened(), 0);
+    assert!(signal.requests().is_empty());
 }
 
 #[test]

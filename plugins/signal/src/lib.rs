@@ -105,8 +105,8 @@ impl Core {
         if self.settings.allowed_numbers.is_empty() {
             return Ok(());
         }
-        let mut params = outbound::params("", text, styles);
-        params["recipient"] = json!(self.settings.allowed_numbers);
+        let mut params = json!({ "recipient": self.settings.allowed_numbers });
+        outbound::add_text(&mut params, text, styles);
         self.rpc
             .call("send", params)
             .map(drop)
@@ -153,8 +153,7 @@ impl Plugin for Signal {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn init(host: Host, config: Value) -> Result<Self, PluginError> {
-        let settings =
-            config::parse(&config).map_err(|e| PluginError::InvalidArguments(e.to_string()))?;
+        let settings = config::parse(&config).map_err(|e| PluginError::failed(e.to_string()))?;
         let Some(settings) = settings else {
             tracing::info!("signal channel not configured ([plugins.signal] is empty): off");
             return Ok(Signal { running: None });

@@ -112,11 +112,16 @@ pub fn send(core: &Core, message: &OutboundMessage) -> Result<SendReceipt, SendE
 /// The `send` params for one message to `chat`.
 pub fn params(chat: &str, text: &str, styles: &[Style]) -> Value {
     let mut params = typing::target(chat);
+    add_text(&mut params, text, styles);
+    params
+}
+
+/// Adds `message` and, when there are styles, `textStyle` to `send` params.
+pub fn add_text(params: &mut Value, text: &str, styles: &[Style]) {
     params["message"] = Value::String(text.to_owned());
     if !styles.is_empty() {
         params["textStyle"] = styles.iter().map(|s| Value::String(s.wire())).collect();
     }
-    params
 }
 
 impl Outbound {
