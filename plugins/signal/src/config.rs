@@ -65,18 +65,6 @@ pub const DEFAULT_REQUEST_TIMEOUT_S: u64 = 30;
 /// The default attachment cap: 25 MiB.
 pub const DEFAULT_MAX_ATTACHMENT_BYTES: u64 = 25 << 20;
 
-/// Every key the table may hold.
-const KNOWN_KEYS: &[&str] = &[
-    "url",
-    "account",
-    "allowed_numbers",
-    "groups",
-    "keepalive_timeout_s",
-    "request_timeout_s",
-    "max_attachment_bytes",
-    "attachment_dir",
-];
-
 /// Reads the table; `Ok(None)` when it is empty (not configured).
 pub fn parse(config: &Value) -> Result<Option<Settings>, ConfigError> {
     let table = match config {
@@ -161,6 +149,18 @@ pub fn is_e164(number: &str) -> bool {
             && !digits.starts_with('0')
     })
 }
+
+/// Every key the table may hold.
+const KNOWN_KEYS: &[&str] = &[
+    "url",
+    "account",
+    "allowed_numbers",
+    "groups",
+    "keepalive_timeout_s",
+    "request_timeout_s",
+    "max_attachment_bytes",
+    "attachment_dir",
+];
 
 fn check_number(number: &str, key: &str) -> Result<(), ConfigError> {
     if is_e164(number) {

@@ -32,19 +32,6 @@ pub struct Answer {
 /// The longest arguments shown on a card; more is cut with an ellipsis.
 pub const MAX_SHOWN: usize = 1200;
 
-/// The most requests remembered: far more than can be pending at once
-/// (each holds a tool call), so only forgotten ones are ever dropped.
-const MAX_PENDING: usize = 256;
-
-const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
-
-#[derive(Clone, Debug)]
-struct Pending {
-    id: String,
-    tool: String,
-    at_ms: i64,
-}
-
 impl Confirmations {
     /// Remembers `request` and returns its code (the same code when the
     /// same request comes again).
@@ -166,6 +153,19 @@ pub fn outcome(state: ConfirmationState, tool: &str, code: &str) -> String {
         ConfirmationState::Expired => format!("Expired: {tool} [{code}] (nobody answered in time)"),
         ConfirmationState::Pending => format!("Pending: {tool} [{code}]"),
     }
+}
+
+/// The most requests remembered: far more than can be pending at once
+/// (each holds a tool call), so only forgotten ones are ever dropped.
+const MAX_PENDING: usize = 256;
+
+const ALPHABET: &[u8] = b"ABCDEFGHJKMNPQRSTUVWXYZ23456789";
+
+#[derive(Clone, Debug)]
+struct Pending {
+    id: String,
+    tool: String,
+    at_ms: i64,
 }
 
 /// A code of `len` characters for `id`: FNV-1a of the id (and a salt when

@@ -33,16 +33,6 @@ pub const FIRST_BACKOFF: Duration = Duration::from_secs(1);
 pub const MAX_BACKOFF: Duration = Duration::from_secs(60);
 /// A stream that stayed open this long was healthy: the backoff restarts.
 pub const HEALTHY: Duration = Duration::from_secs(30);
-/// How often a wait looks at the stop flag.
-const SLICE: Duration = Duration::from_millis(100);
-
-/// Why a stream ended.
-enum Ended {
-    /// The plugin is stopping.
-    Stopped,
-    /// The stream could not be opened, broke, closed or went silent: why.
-    Dead(String),
-}
 
 /// The stream thread: reads events until the plugin stops.
 pub fn run(core: &Arc<Core>) {
@@ -92,6 +82,17 @@ pub fn run(core: &Arc<Core>) {
         }
         backoff = (backoff * 2).min(MAX_BACKOFF);
     }
+}
+
+/// How often a wait looks at the stop flag.
+const SLICE: Duration = Duration::from_millis(100);
+
+/// Why a stream ended.
+enum Ended {
+    /// The plugin is stopping.
+    Stopped,
+    /// The stream could not be opened, broke, closed or went silent: why.
+    Dead(String),
 }
 
 /// Opens one stream and reads it until it ends.

@@ -21,15 +21,6 @@ use serde_json::Value;
 
 use crate::{CHANNEL, Core, GROUP_PREFIX, attachments};
 
-/// How often a dropped stranger is logged.
-const LOG_EVERY: Duration = Duration::from_secs(3600);
-
-/// The most strangers remembered for the log limit.
-const MAX_STRANGERS: usize = 10_000;
-
-/// The longest quoted text repeated in front of a reply.
-const MAX_QUOTE: usize = 200;
-
 /// When each dropped sender was last logged.
 #[derive(Default)]
 pub struct Strangers {
@@ -81,6 +72,15 @@ pub fn receive(core: &Core, data: &str) {
         envelope_in(core, envelope);
     }
 }
+
+/// How often a dropped stranger is logged.
+const LOG_EVERY: Duration = Duration::from_secs(3600);
+
+/// The most strangers remembered for the log limit.
+const MAX_STRANGERS: usize = 10_000;
+
+/// The longest quoted text repeated in front of a reply.
+const MAX_QUOTE: usize = 200;
 
 fn envelope_in(core: &Core, envelope: &Value) {
     let Some(message) = envelope.get("dataMessage").filter(|m| m.is_object()) else {

@@ -56,12 +56,6 @@ pub struct Signal {
     running: Option<Running>,
 }
 
-/// A configured channel.
-struct Running {
-    core: Arc<Core>,
-    threads: Mutex<Vec<JoinHandle<()>>>,
-}
-
 /// What the plugin's threads and the host's calls share.
 pub struct Core {
     /// The host's callbacks.
@@ -146,6 +140,12 @@ impl Stop {
     fn lock(&self) -> MutexGuard<'_, bool> {
         self.stopped.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// A configured channel.
+struct Running {
+    core: Arc<Core>,
+    threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
 impl Plugin for Signal {

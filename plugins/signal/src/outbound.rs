@@ -45,16 +45,6 @@ pub enum SendError {
     },
 }
 
-/// The most unfinished replies remembered; a reply the outbox gave up on
-/// would otherwise stay forever.
-const MAX_TRACKED: usize = 256;
-
-struct Progress {
-    sent: usize,
-    first_timestamp: Option<String>,
-    touched: Instant,
-}
-
 /// Sends `message`; the receipt's id is the timestamp of its first part,
 /// Signal's id for a message.
 pub fn send(core: &Core, message: &OutboundMessage) -> Result<SendReceipt, SendError> {
@@ -122,6 +112,16 @@ pub fn add_text(params: &mut Value, text: &str, styles: &[Style]) {
     if !styles.is_empty() {
         params["textStyle"] = styles.iter().map(|s| Value::String(s.wire())).collect();
     }
+}
+
+/// The most unfinished replies remembered; a reply the outbox gave up on
+/// would otherwise stay forever.
+const MAX_TRACKED: usize = 256;
+
+struct Progress {
+    sent: usize,
+    first_timestamp: Option<String>,
+    touched: Instant,
 }
 
 impl Outbound {

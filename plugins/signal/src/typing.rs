@@ -23,14 +23,6 @@ pub struct Typing {
     changed: Condvar,
 }
 
-#[derive(Default)]
-struct State {
-    busy: bool,
-    stopping: bool,
-    /// Bumped on every change, so the thread notices one it slept through.
-    version: u64,
-}
-
 impl Typing {
     /// The agent started (`true`) or finished a turn.
     pub fn set_busy(&self, busy: bool) {
@@ -96,6 +88,23 @@ pub fn run(core: &Arc<Core>) {
     }
 }
 
+/// `recipient` or `groupId` params for `chat` (`+NUMBER` or `group:ID`).
+pub fn target(chat: &str) -> Value {
+    match chat.strip_prefix(crate::GROUP_PREFIX) {
+        Some(group) => json!({ "groupId": group }),
+        None => json!({ "recipient": [chat] }),
+    }
+}
+
+/// What the typing thread follows.
+#[derive(Default)]
+struct State {
+    busy: bool,
+    stopping: bool,
+    /// Bumped on every change, so the thread notices one it slept through.
+    version: u64,
+}
+
 fn send(core: &Core, chat: &str, stop: bool) {
     let mut params = target(chat);
     if stop {
@@ -103,13 +112,5 @@ fn send(core: &Core, chat: &str, stop: bool) {
     }
     if let Err(e) = core.rpc.call("sendTyping", params) {
         tracing::debug!(chat, stop, "typing indicator not sent: {e}");
-    }
-}
-
-/// `recipient` or `groupId` params for `chat` (`+NUMBER` or `group:ID`).
-pub fn target(chat: &str) -> Value {
-    match chat.strip_prefix(crate::GROUP_PREFIX) {
-        Some(group) => json!({ "groupId": group }),
-        None => json!({ "recipient": [chat] }),
     }
 }
