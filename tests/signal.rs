@@ -441,3 +441,36 @@ fn bad_config_is_refused_naming_the_key() {
     let h = Hearth::with_plugins(&[plugin("signal")], "[plugins.signal]\n");
     h.cmd(&["check"]).ok();
 }
+
+#[test]
+fn files_attached_by_the_agent_follow_the_text() {
+    let llm = FakeLlm::start();
+    let signal = FakeSignal::start(ACCOUNT);
+    let h = home(&llm, &signal, "", "");
+    let chart = h.write("out/chart.png", "not really a png");
+    let report = h.write("out/q3; final.pdf", "%PDF-1.4 report");
+    for (id, path) in [("t1", &chart), ("t2", &report)] {
+        llm.push(anthropic_tool_use(
+            None,
+            id,
+            "attach_file",
+            &json!({ "path": path.display().to_string() }),
+        ));
+    }
+    llm.push(anthropic_text("Here they are."));
+    let _daemon = start(&h, &signal);
+
+    signal.push_message(OWNER, "send me the files");
+    let sent = exactly_sent(&signal, 3);
+    assert_eq!(sent[0].message, "Here they are.");
+    assert!(sent[0].attachments.is_empty());
+    let files: Vec<_> = sent[1..].iter().map(|s| s.attachments.clone()).collect();
+    assert_eq!(
+        files,
+        [
+            vec![("chart.png".to_owned(), "image/png".to_owned(), 16)],
+            vec![("q3; final.pdf".to_owned(), "application/pdf".to_owned(), 15)],
+        ]
+    );
+    assert!(sent.iter().all(|s| s.recipients == [OWNER]));
+}

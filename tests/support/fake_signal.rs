@@ -88,6 +88,9 @@ pub struct Sent {
     pub message: String,
     /// `textStyle` entries (`start:length:STYLE`), as sent.
     pub text_styles: Vec<String>,
+    /// Each attachment: file name, content type and size in bytes (from a
+    /// data URI, or from the file a path names).
+    pub attachments: Vec<(String, String, usize)>,
     /// The timestamp the fake gave it (its id).
     pub timestamp: i64,
     /// Every param, as sent.
@@ -628,7 +631,11 @@ fn send(shared: &Shared, state: &mut State, params: &Map<String, Value>) -> Outc
     for style in &styles {
         check_style(style)?;
     }
-    if message.is_empty() && list(params, "attachments")?.is_empty() {
+    let attachments = list(params, "attachments")?
+        .iter()
+        .map(|a| attachment(a))
+        .collect::<Result<Vec<_>, _>>()?;
+    if message.is_empty() && attachments.is_empty() {
         return Err((
             USER_ERROR,
             "Sending empty message is not allowed, either a message, attachment or sticker must be given.".into(),
@@ -649,6 +656,7 @@ fn send(shared: &Shared, state: &mut State, params: &Map<String, Value>) -> Outc
         group_id: groups.first().cloned(),
         message,
         text_styles: styles,
+        attachments,
         timestamp,
         params: Value::Object(params.clone()),
     });
@@ -716,6 +724,59 @@ fn list(params: &Map<String, Value>, key: &str) -> Result<Vec<String>, (i64, Str
             .collect(),
         Some(other) => Err((INVALID_REQUEST, mapping_error(key, other))),
     }
+}
+
+/// An attachment param: a data URI (`data:<mime>;filename=<name>;base64,...`,
+/// parameters URL-encoded) or a path signal-cli reads.
+fn attachment(value: &str) -> Result<(String, String, usize), (i64, String)> {
+    let Some(uri) = value.strip_prefix("data:") else {
+        let size = std::fs::metadata(value).map_err(|e| {
+            (
+                -1,
+                format!("Failed to send message: {value} (No such file or directory): {e}"),
+            )
+        })?;
+        let name = value.rsplit('/').next().unwrap_or(value).to_owned();
+        return Ok((name, String::new(), size.len() as usize));
+    };
+    let invalid = || (-1, "The given string is not a valid data URI.".to_owned());
+    let (head, data) = uri.split_once(',').ok_or_else(invalid)?;
+    let head = head.strip_suffix(";base64").ok_or_else(invalid)?;
+    let mut fields = head.split(';');
+    let mime = fields.next().unwrap_or_default().to_owned();
+    let name = fields
+        .find_map(|f| f.strip_prefix("filename="))
+        .map(percent_decode)
+        .unwrap_or_default();
+    let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
+    Ok((name, mime, data.len() / 4 * 3 - padding))
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        let hex = bytes
+            .get(i + 1..i + 3)
+            .and_then(|h| std::str::from_utf8(h).ok())
+            .and_then(|h| u8::from_str_radix(h, 16).ok());
+        match (bytes[i], hex) {
+            (b'%', Some(byte)) => {
+                out.push(byte);
+                i += 3;
+            }
+            (b'+', _) => {
+                out.push(b' ');
+                i += 1;
+            }
+            (byte, _) => {
+                out.push(byte);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// `start:length:STYLE`, as signal-cli's `send` parses it.

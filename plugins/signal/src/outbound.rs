@@ -8,13 +8,19 @@
 //! a reply twice. (The record lives in memory: after a crash, the outbox's
 //! one documented duplicate applies.) A reply only goes to an allowed
 //! number or group, whatever chat the host names: fail closed.
+//!
+//! Files the agent attached follow the text, one message each, as data
+//! URIs (`data:<mime>;filename=<name>;base64,<data>`, which signal-cli's
+//! `send` accepts besides paths): signal-cli may run as another user that
+//! cannot read hearth's files. They count as parts too.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use hearth_sdk::protocol::{OutboundMessage, SendReceipt};
-use serde_json::Value;
+use base64::Engine;
+use hearth_sdk::protocol::{Attachment, OutboundMessage, SendReceipt};
+use serde_json::{Value, json};
 
 use crate::rpc::RpcError;
 use crate::split::{MAX_BODY_BYTES, split};
@@ -33,6 +39,14 @@ pub enum SendError {
     /// The chat is neither an allowed number nor an allowed group.
     #[error("refusing to send to {0:?}: not in allowed_numbers or groups")]
     NotAllowed(String),
+    /// A file the agent attached cannot be read.
+    #[error("cannot read the attached file {path}: {error}")]
+    File {
+        /// Its path.
+        path: String,
+        /// Why.
+        error: std::io::Error,
+    },
     /// signal-cli refused or failed one part; the parts before it went out.
     #[error("part {part} of {parts} not sent: {source}")]
     Part {
@@ -57,9 +71,24 @@ pub fn send(core: &Core, message: &OutboundMessage) -> Result<SendReceipt, SendE
         return Err(SendError::NotAllowed(chat.to_owned()));
     }
     let (text, styles) = convert(&message.text);
-    let parts = split(&text, &styles, MAX_BODY_BYTES);
+    let texts = split(&text, &styles, MAX_BODY_BYTES);
+    let parts: Vec<Value> = texts
+        .iter()
+        .map(|part| params(chat, &part.text, &part.styles))
+        .map(Ok)
+        .chain(
+            message
+                .attachments
+                .iter()
+                .map(|file| file_params(chat, file)),
+        )
+        .collect::<Result<_, _>>()?;
     if parts.is_empty() {
-        tracing::warn!(chat, key = ?message.key, "empty reply not sent (Signal refuses empty messages)");
+        tracing::warn!(
+            chat,
+            key = ?message.key,
+            "empty reply not sent (Signal refuses empty messages)"
+        );
         return Ok(SendReceipt { message_id: None });
     }
     let outbound = &core.outbound;
@@ -76,7 +105,7 @@ pub fn send(core: &Core, message: &OutboundMessage) -> Result<SendReceipt, SendE
     for (index, part) in parts.iter().enumerate().skip(done) {
         let result = core
             .rpc
-            .call("send", params(chat, &part.text, &part.styles))
+            .call("send", part.clone())
             .map_err(|source| SendError::Part {
                 part: index + 1,
                 parts: parts.len(),
@@ -106,6 +135,22 @@ pub fn params(chat: &str, text: &str, styles: &[Style]) -> Value {
     params
 }
 
+/// The `send` params for one attached file to `chat`.
+pub fn file_params(chat: &str, file: &Attachment) -> Result<Value, SendError> {
+    let bytes = std::fs::read(&file.path).map_err(|error| SendError::File {
+        path: file.path.clone(),
+        error,
+    })?;
+    let mut params = typing::target(chat);
+    params["attachments"] = json!([format!(
+        "data:{};filename={};base64,{}",
+        file.mime,
+        percent_encode(&file.name),
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    )]);
+    Ok(params)
+}
+
 /// Adds `message` and, when there are styles, `textStyle` to `send` params.
 pub fn add_text(params: &mut Value, text: &str, styles: &[Style]) {
     params["message"] = Value::String(text.to_owned());
@@ -122,6 +167,19 @@ struct Progress {
     sent: usize,
     first_timestamp: Option<String>,
     touched: Instant,
+}
+
+/// Escapes all but unreserved URL characters: signal-cli URL-decodes data
+/// URI parameters, and a `;` or `,` in a name would end the parameter.
+fn percent_encode(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'-' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            _ => format!("%{b:02X}"),
+        })
+        .collect()
 }
 
 impl Outbound {
@@ -148,5 +206,16 @@ impl Outbound {
 
     fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Progress>> {
         self.progress.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn file_names_are_escaped_for_data_uris() {
+        assert_eq!(percent_encode("report.pdf"), "report.pdf");
+        assert_eq!(percent_encode("a;b,c é.txt"), "a%3Bb%2Cc%20%C3%A9.txt");
     }
 }
