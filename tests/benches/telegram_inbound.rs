@@ -19,7 +19,12 @@ use hearth_tests::fake_telegram::FakeTelegram;
 use hearth_tests::{Hearth, plugin};
 
 const MESSAGES: usize = 1000;
-const OWNER: i64 = 1001;
+/// Private chats the messages rotate over: ten messages each, so no
+/// conversation grows long enough to be compacted (a compaction is a model
+/// call of its own, which this benchmark does not measure).
+const CHATS: i64 = 100;
+/// The first chat's id; they are all the owner's.
+const FIRST_CHAT: i64 = 1001;
 
 fn main() {
     let telegram = FakeTelegram::start("4242:bench-token");
@@ -28,10 +33,14 @@ fn main() {
         &[plugin("telegram")],
         &format!(
             "[plugins.telegram]\ntoken = \"4242:bench-token\"\napi_url = {:?}\n\
-             allowed_chat_ids = [{OWNER}]\npoll_timeout_s = 30\npace_chat_ms = 0\npace_global_per_s = 1000\n\
+             allowed_chat_ids = [{}]\npoll_timeout_s = 30\npace_chat_ms = 0\npace_global_per_s = 1000\n\
              [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
              api_key_env = \"HEARTH_BENCH_KEY\"\n",
             telegram.url(),
+            (FIRST_CHAT..FIRST_CHAT + CHATS)
+                .map(|c| c.to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
             llm.url()
         ),
     );
@@ -60,7 +69,8 @@ fn main() {
         // The long poll must be waiting, so the update is answered at once.
         wait_for_poll(&telegram);
         let pushed = Instant::now();
-        telegram.push_message(OWNER, OWNER, &format!("message {n}"));
+        let chat = FIRST_CHAT + n as i64 % CHATS;
+        telegram.push_message(chat, chat, &format!("message {n}"));
         let sent = telegram.wait_for_sent(n + 1, Duration::from_secs(30));
         assert_eq!(sent.len(), n + 1, "message {n} was not answered");
         let arrived = telegram
