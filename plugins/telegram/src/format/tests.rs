@@ -1,3 +1,7 @@
+//! Tests of the formatter: a validator that checks each message as the Bot
+//! API would (supported tags, nesting, entities, visible length), then
+//! tables of conversions, cuts and hostile input run through it.
+
 use std::time::{Duration, Instant};
 
 use super::*;
