@@ -27,6 +27,7 @@
 pub mod abi;
 pub mod args;
 pub mod export;
+pub mod files;
 mod host;
 pub mod landlock;
 mod logging;

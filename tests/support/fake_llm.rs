@@ -63,6 +63,10 @@ impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
         self.state.lock().unwrap_or_else(PoisonError::into_inner)
     }
+
+    fn stopping(&self) -> bool {
+        self.stopping.load(Ordering::SeqCst)
+    }
 }
 
 /// One request the server received.
@@ -142,7 +146,7 @@ impl FakeLlm {
         let accepting = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
             .name("fake-llm-accept".into())
-            .spawn(move || accept(&listener, &accepting))
+            .spawn(move || http_server::accept_each(&listener, &accepting, Shared::stopping, serve))
             .expect("fake LLM: spawn the accept thread");
         FakeLlm {
             addr,
@@ -176,21 +180,11 @@ impl FakeLlm {
     /// taken from the script, so a request that parked on [`Reply::Hang`] is
     /// already waiting for [`FakeLlm::release`] when this returns.
     pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        while state.requests.len() < n {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            state = self
-                .shared
-                .changed
-                .wait_timeout(state, left)
-                .unwrap_or_else(PoisonError::into_inner)
-                .0;
-        }
-        true
+        let state = self.shared.lock();
+        http_server::wait_until(&self.shared.changed, state, timeout, |s| {
+            s.requests.len() >= n
+        })
+        .1
     }
 
     /// Lets every connection currently parked on [`Reply::Hang`] continue:
@@ -217,20 +211,6 @@ impl Drop for FakeLlm {
             // The accept loop never panics; a failed join has nothing to report.
             let _ = acceptor.join();
         }
-    }
-}
-
-fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.stopping.load(Ordering::SeqCst) {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let shared = Arc::clone(shared);
-        thread::spawn(move || {
-            // An error here is the client hanging up; nothing is waiting for it.
-            let _ = serve(stream, &shared);
-        });
     }
 }
 

@@ -42,7 +42,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::http_server::{HttpRequest, read_request, reason};
+use crate::http_server::{self, HttpRequest, read_request, reason};
 
 /// How often signal-cli writes a keep-alive comment on an event stream.
 pub const KEEPALIVE: Duration = Duration::from_secs(15);
@@ -195,7 +195,7 @@ impl FakeSignal {
         let accepting = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
             .name("fake-signal-accept".into())
-            .spawn(move || accept(&listener, &accepting))
+            .spawn(move || http_server::accept_each(&listener, &accepting, Shared::stopping, serve))
             .expect("fake signal-cli: spawn the accept thread");
         FakeSignal {
             addr,
@@ -296,15 +296,9 @@ impl FakeSignal {
     /// Blocks until at least `n` messages were sent or `timeout` passes;
     /// returns all of them either way.
     pub fn wait_for_sent(&self, n: usize, timeout: Duration) -> Vec<Sent> {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        while state.sent.len() < n {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            state = self.shared.wait(state, left);
-        }
+        let state = self.shared.lock();
+        let (state, _) =
+            http_server::wait_until(&self.shared.changed, state, timeout, |s| s.sent.len() >= n);
         state.sent.clone()
     }
 
@@ -324,18 +318,8 @@ impl FakeSignal {
     /// Blocks until `pred` holds for the requests so far or `timeout`
     /// passes; returns whether it held.
     pub fn wait_for_requests(&self, timeout: Duration, pred: impl Fn(&[Request]) -> bool) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        loop {
-            if pred(&state.requests) {
-                return true;
-            }
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            state = self.shared.wait(state, left);
-        }
+        let state = self.shared.lock();
+        http_server::wait_until(&self.shared.changed, state, timeout, |s| pred(&s.requests)).1
     }
 
     /// Makes the next `send` call fail with this JSON-RPC error (each call
@@ -386,16 +370,11 @@ impl FakeSignal {
     /// Blocks until at least `n` streams were opened or `timeout` passes;
     /// returns whether they were.
     pub fn wait_for_streams(&self, n: usize, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        while state.streams_opened < n {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            state = self.shared.wait(state, left);
-        }
-        true
+        let state = self.shared.lock();
+        http_server::wait_until(&self.shared.changed, state, timeout, |s| {
+            s.streams_opened >= n
+        })
+        .1
     }
 
     /// How many pushed messages no stream has taken yet.
@@ -445,20 +424,6 @@ fn uuid_for(number: &str) -> String {
 
 fn extension(name: &str) -> &str {
     name.rfind('.').map_or("", |at| &name[at..])
-}
-
-fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.stopping() {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let shared = Arc::clone(shared);
-        thread::spawn(move || {
-            // An error here is the client hanging up; nothing is waiting for it.
-            let _ = serve(stream, &shared);
-        });
-    }
 }
 
 /// Answers requests on one connection until either side closes it, or

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use serde_json::{Map, Value, json};
 
-use crate::http_server::{HttpRequest, read_request, write_json};
+use crate::http_server::{self, HttpRequest, read_request, write_json};
 
 /// The longest message text the Bot API accepts, after entity parsing.
 pub const MAX_TEXT: usize = 4096;
@@ -135,7 +135,7 @@ impl FakeTelegram {
         let accepting = Arc::clone(&shared);
         let acceptor = thread::Builder::new()
             .name("fake-telegram-accept".into())
-            .spawn(move || accept(&listener, &accepting))
+            .spawn(move || http_server::accept_each(&listener, &accepting, Shared::stopping, serve))
             .expect("fake Telegram: spawn the accept thread");
         FakeTelegram {
             addr,
@@ -237,15 +237,9 @@ impl FakeTelegram {
     /// Blocks until at least `n` messages were sent or `timeout` passes;
     /// returns all of them either way.
     pub fn wait_for_sent(&self, n: usize, timeout: Duration) -> Vec<Sent> {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        while state.sent.len() < n {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            state = self.shared.wait(state, left);
-        }
+        let state = self.shared.lock();
+        let (state, _) =
+            http_server::wait_until(&self.shared.changed, state, timeout, |s| s.sent.len() >= n);
         state.sent.clone()
     }
 
@@ -266,16 +260,11 @@ impl FakeTelegram {
     /// returns whether they did. A request counts as soon as it is read,
     /// before it is answered (or held by [`FakeTelegram::hang`]).
     pub fn wait_for_requests(&self, n: usize, timeout: Duration) -> bool {
-        let deadline = Instant::now() + timeout;
-        let mut state = self.shared.lock();
-        while state.requests.len() < n {
-            let left = deadline.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return false;
-            }
-            state = self.shared.wait(state, left);
-        }
-        true
+        let state = self.shared.lock();
+        http_server::wait_until(&self.shared.changed, state, timeout, |s| {
+            s.requests.len() >= n
+        })
+        .1
     }
 
     /// The webhook `setWebhook` set, until `deleteWebhook`.
@@ -425,20 +414,6 @@ fn error(code: u16, description: &str) -> Answer {
 
 fn bad_request(what: &str) -> Answer {
     error(400, &format!("Bad Request: {what}"))
-}
-
-fn accept(listener: &TcpListener, shared: &Arc<Shared>) {
-    for stream in listener.incoming() {
-        if shared.stopping() {
-            return;
-        }
-        let Ok(stream) = stream else { continue };
-        let shared = Arc::clone(shared);
-        thread::spawn(move || {
-            // An error here is the client hanging up; nothing is waiting for it.
-            let _ = serve(stream, &shared);
-        });
-    }
 }
 
 /// Answers requests on one connection until either side closes it.

@@ -4,7 +4,9 @@
 //! test, written out so the fakes need nothing but std.
 
 use std::io::{self, BufRead, Write};
-use std::net::TcpStream;
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, MutexGuard, PoisonError};
+use std::time::Duration;
 
 /// One parsed HTTP request.
 pub struct HttpRequest {
@@ -32,6 +34,42 @@ impl HttpRequest {
 
 /// Reads one request; `None` when the client closed the connection between
 /// requests.
+/// Accepts connections until `stopping` says so, serving each on a thread
+/// of its own: the accept loop every fake server runs.
+pub fn accept_each<S: Send + Sync + 'static>(
+    listener: &TcpListener,
+    shared: &Arc<S>,
+    stopping: fn(&S) -> bool,
+    serve: fn(TcpStream, &S) -> io::Result<()>,
+) {
+    for stream in listener.incoming() {
+        if stopping(shared) {
+            return;
+        }
+        let Ok(stream) = stream else { continue };
+        let shared = Arc::clone(shared);
+        std::thread::spawn(move || {
+            // An error here is the client hanging up; nothing is waiting for it.
+            let _ = serve(stream, &shared);
+        });
+    }
+}
+
+/// Waits on `changed` until `done` holds for the state or `timeout`
+/// passes; returns the guard and whether `done` held.
+pub fn wait_until<'a, T>(
+    changed: &Condvar,
+    guard: MutexGuard<'a, T>,
+    timeout: Duration,
+    mut done: impl FnMut(&T) -> bool,
+) -> (MutexGuard<'a, T>, bool) {
+    let (guard, _) = changed
+        .wait_timeout_while(guard, timeout, |state| !done(state))
+        .unwrap_or_else(PoisonError::into_inner);
+    let held = done(&guard);
+    (guard, held)
+}
+
 pub fn read_request(reader: &mut impl BufRead) -> io::Result<Option<HttpRequest>> {
     let mut line = String::new();
     if reader.read_line(&mut line)? == 0 {

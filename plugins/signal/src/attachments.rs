@@ -11,6 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use base64::Engine;
+use hearth_sdk::files::safe_file_name;
 use hearth_sdk::protocol::Attachment;
 use serde_json::{Value, json};
 
@@ -131,28 +132,6 @@ fn display_name(item: &Value, index: usize) -> String {
         .map_or_else(|| format!("attachment-{index}"), str::to_owned)
 }
 
-/// A name safe to use as one path component: what the sender chose may
-/// hold `/`, `..` or control characters.
-fn safe_file_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(100)
-        .collect();
-    let cleaned = cleaned.trim_start_matches('.');
-    if cleaned.is_empty() {
-        "file".to_owned()
-    } else {
-        cleaned.to_owned()
-    }
-}
-
 /// Writes through a temporary file and a rename, so the agent never reads
 /// half a file.
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
@@ -167,20 +146,6 @@ fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn file_names_are_made_safe() {
-        let cases = [
-            ("photo.jpg", "photo.jpg"),
-            ("../../etc/passwd", "_.._etc_passwd"),
-            ("..", "file"),
-            ("a b\nc.txt", "a_b_c.txt"),
-            ("résumé.pdf", "résumé.pdf"),
-        ];
-        for (name, want) in cases {
-            assert_eq!(safe_file_name(name), want, "{name:?}");
-        }
-    }
 
     #[test]
     fn names_fall_back_to_the_id() {

@@ -15,6 +15,7 @@ use std::time::{Duration, Instant};
 
 use hearth_sdk::Host;
 use hearth_sdk::SubmitError;
+use hearth_sdk::files::safe_file_name;
 use hearth_sdk::protocol::{
     Attachment, ChannelState, ChannelStatus, ConfirmationAnswer, InboundMessage, Submission,
 };
@@ -226,7 +227,7 @@ impl Shared {
             .map_err(|e| e.to_string())?;
         let local = self
             .files_dir
-            .join(format!("{update_id}-{n}-{}", safe_name(&file.name)));
+            .join(format!("{update_id}-{n}-{}", safe_file_name(&file.name)));
         let written = async {
             tokio::fs::create_dir_all(&self.files_dir).await?;
             tokio::fs::write(&local, &bytes).await
@@ -265,44 +266,7 @@ impl Shared {
     }
 }
 
-/// A file name that is safe as the last part of a path.
-fn safe_name(name: &str) -> String {
-    let cleaned: String = name
-        .chars()
-        .map(|c| {
-            if c.is_alphanumeric() || matches!(c, '.' | '-' | '_') {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(80)
-        .collect();
-    match cleaned.trim_start_matches('.') {
-        "" => "file".into(),
-        rest => rest.to_owned(),
-    }
-}
-
 /// Locks, taking over a lock poisoned by a panicked holder.
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::safe_name;
-
-    #[test]
-    fn file_names_cannot_escape_the_directory() {
-        for (name, wanted) in [
-            ("a.pdf", "a.pdf"),
-            ("../../etc/passwd", "_.._etc_passwd"),
-            ("..", "file"),
-            ("", "file"),
-            ("my file (1).txt", "my_file__1_.txt"),
-        ] {
-            assert_eq!(safe_name(name), wanted, "{name}");
-        }
-    }
 }

@@ -123,7 +123,7 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
 }
 
 /// Sleeps for `wait` unless stopped first; returns whether it was stopped.
-async fn pause(wait: Duration, stop: &mut watch::Receiver<bool>) -> bool {
+pub async fn pause(wait: Duration, stop: &mut watch::Receiver<bool>) -> bool {
     tokio::select! {
         () = tokio::time::sleep(wait) => *stop.borrow(),
         _ = stop.changed() => true,

@@ -20,6 +20,7 @@ use serde_json::{Value, json};
 use tokio::sync::watch;
 
 use crate::channel::{CALL_DEADLINE, Shared};
+use crate::poll::pause;
 
 /// The header Telegram puts the secret in.
 const SECRET_HEADER: &str = "x-telegram-bot-api-secret-token";
@@ -86,13 +87,13 @@ pub async fn register(
                 ),
             ),
         }
-        if stopped_after(backoff, &mut stop).await {
+        if pause(backoff, &mut stop).await {
             return;
         }
         backoff = (backoff * 2).min(Duration::from_secs(60));
     }
     shared.report(ChannelState::Up, format!("webhook at {url}"));
-    while !stopped_after(Duration::from_secs(60), &mut stop).await {
+    while !pause(Duration::from_secs(60), &mut stop).await {
         match shared
             .api
             .call("getWebhookInfo", &json!({}), CALL_DEADLINE)
@@ -145,13 +146,6 @@ async fn receive(State(hook): State<Arc<Hook>>, headers: HeaderMap, body: Bytes)
 /// Compares in time independent of where the inputs differ.
 fn same(a: &[u8], b: &[u8]) -> bool {
     a.len() == b.len() && a.iter().zip(b).fold(0u8, |acc, (x, y)| acc | (x ^ y)) == 0
-}
-
-async fn stopped_after(wait: Duration, stop: &mut watch::Receiver<bool>) -> bool {
-    tokio::select! {
-        () = tokio::time::sleep(wait) => *stop.borrow(),
-        _ = stop.changed() => true,
-    }
 }
 
 fn now_s() -> i64 {
