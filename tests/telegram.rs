@@ -434,10 +434,13 @@ fn the_webhook_takes_updates_only_with_the_secret() {
         "from": { "id": OWNER, "is_bot": false, "first_name": "o" },
     }})
     .to_string();
-    let cases: [(Option<&str>, &str, u16); 4] = [
+    let oversized = format!("{{\"update_id\": 1, \"pad\": \"{}\"}}", "x".repeat(2 << 20));
+    let cases: [(Option<&str>, &str, u16); 6] = [
         (None, &update, 401),
         (Some("wrong"), &update, 401),
         (Some(&secret), "{not json", 400),
+        (Some(&secret), "{\"message\": {}}", 400),
+        (Some(&secret), &oversized, 413),
         (Some(&secret), &update, 200),
     ];
     for (given, body, status) in cases {
@@ -515,15 +518,17 @@ fn post(port: u16, path: &str, secret: Option<&str>, body: &str) -> u16 {
     let header = secret
         .map(|s| format!("X-Telegram-Bot-Api-Secret-Token: {s}\r\n"))
         .unwrap_or_default();
-    write!(
+    // A server refusing an oversized body may answer and close before it
+    // has read it all: the answer counts, not the failed write.
+    let _ = write!(
         stream,
         "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n{header}\
          Content-Length: {}\r\nConnection: close\r\n\r\n{body}",
         body.len()
-    )
-    .expect("write");
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).expect("read");
+    );
+    let mut answer = Vec::new();
+    let _ = stream.read_to_end(&mut answer);
+    let answer = String::from_utf8_lossy(&answer);
     answer
         .split_whitespace()
         .nth(1)
@@ -561,4 +566,43 @@ fn files_attached_by_the_agent_go_out_as_photo_and_document() {
         ]
     );
     assert_eq!(sent[2].file.as_ref().map(|f| f.2), Some(15));
+}
+
+#[test]
+fn attach_file_refuses_what_it_cannot_send_and_names_the_field() {
+    let h = Hearth::new("");
+    let dir = h.home().join("somedir");
+    std::fs::create_dir_all(&dir).expect("dir");
+    let big = h.home().join("big.bin");
+    std::fs::File::create(&big)
+        .and_then(|f| f.set_len(50 * 1024 * 1024 + 1))
+        .expect("sparse file");
+    let rt = h.runtime();
+    for (args, wanted) in [
+        (json!({ "path": "relative.txt" }), "not an absolute path"),
+        (
+            json!({ "path": "/nonexistent/hearth/file" }),
+            "No such file",
+        ),
+        (
+            json!({ "path": dir.display().to_string() }),
+            "is not a file",
+        ),
+        (
+            json!({ "path": big.display().to_string() }),
+            "over the 52428800-byte limit",
+        ),
+        (json!({ "path": "" }), "path"),
+        (json!({ "path": "/etc/hostname", "extra": 1 }), "extra"),
+    ] {
+        let err = hearth_tests::call_err(&rt, "attach_file", args.clone());
+        assert!(err.contains(wanted), "{args}: {err}");
+    }
+    let ok = hearth_tests::call_ok(
+        &rt,
+        "attach_file",
+        json!({ "path": big.display().to_string().replace("big.bin", "hearth.toml") }),
+    );
+    assert_eq!(ok["attached"]["name"], "hearth.toml");
+    let _ = rt.stop(Duration::from_secs(5));
 }
