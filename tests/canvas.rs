@@ -607,3 +607,26 @@ fn a_non_loopback_address_is_refused_without_allow_remote() {
         out.stderr
     );
 }
+
+#[test]
+fn a_cli_command_leaves_the_daemons_port_alone_and_shows_its_health() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let h = Hearth::with_plugins(
+        &[plugin("canvas")],
+        &format!("[plugins.canvas]\nlisten = \"127.0.0.1:{port}\"\n"),
+    );
+    let _daemon = h.daemon();
+    let listed = h.cmd(&["plugins"]);
+    let out = listed.ok();
+    assert!(out.contains("active"), "{out}");
+    assert!(!out.contains("Address already in use"), "{out}");
+    assert!(
+        out.contains(&format!(
+            "channel canvas: up (listening on http://127.0.0.1:{port})"
+        )),
+        "{out}"
+    );
+}

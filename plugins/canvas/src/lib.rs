@@ -63,6 +63,20 @@ impl Plugin for Canvas {
             .info()
             .map_err(|e| PluginError::failed(format!("cannot ask the host where it lives: {e}")))?;
         let home = PathBuf::from(&info.home);
+        let hub = Arc::new(Hub::new(
+            host,
+            uploads::Uploads::new(&home, settings.max_upload_bytes),
+        ));
+        let (closing, closed) = tokio::sync::watch::channel(false);
+        if !info.serving {
+            // A CLI command loaded us to list or call tools while the daemon
+            // may be serving the canvas: its port is not ours to take.
+            return Ok(Canvas {
+                hub,
+                runtime: Mutex::new(None),
+                closing,
+            });
+        }
         let (auth, created) =
             auth::Auth::load_or_create(&home).map_err(|e| PluginError::failed(e.0))?;
         let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -90,11 +104,6 @@ impl Plugin for Canvas {
             );
         }
         tracing::info!("canvas listening on http://{address}");
-        let hub = Arc::new(Hub::new(
-            host,
-            uploads::Uploads::new(&home, settings.max_upload_bytes),
-        ));
-        let (closing, closed) = tokio::sync::watch::channel(false);
         let server = Arc::new(server::Server {
             hub: Arc::clone(&hub),
             auth,
