@@ -198,6 +198,9 @@ impl Runtime {
         self.bridge.close_intake();
         self.events.close();
         let plugins = self.plugins.shutdown(deadline);
+        // After the plugins, whose last calls may still be finishing, and
+        // before the store closes: a clean stop loses no audit row.
+        self.tools.close_audit();
         if plugins.is_ok() {
             // Only once every plugin has stopped may its queued log lines and
             // messages be flushed: a hung plugin could still be adding more.

@@ -119,6 +119,10 @@ fn main() {
         at(0.99),
         at(1.0)
     );
+    println!(
+        "figure: telegram inbound host overhead median: {:.3} ms (target <= 2)",
+        at(0.5)
+    );
     let _ = daemon.kill();
     let _ = daemon.wait();
 }

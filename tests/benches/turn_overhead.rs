@@ -113,6 +113,18 @@ fn main() {
         ms(t50),
         ms(t99)
     );
+    println!(
+        "figure: plain turn host time median: {:.3} ms (target <= 1)",
+        ms(p50)
+    );
+    println!(
+        "figure: plain turn host time p99: {:.3} ms (target <= 5)",
+        ms(p99)
+    );
+    println!(
+        "figure: one tool call in a turn median: {:.3} ms (target <= 0.5)",
+        ms(t50)
+    );
     let _ = daemon.kill();
     let _ = daemon.wait();
 }

@@ -9,8 +9,14 @@
 //! `NAME=value` and `--password value` forms inside command lines, tokens
 //! with well-known secret prefixes, and every secret value the host knows
 //! (API keys from the environment, the canvas token).
+//!
+//! Rows are committed by a writer thread in batches (`writer`), so a call
+//! pays for redaction and a queue push, not for a commit; `flush` and
+//! `close` wait for everything queued.
 
-use std::sync::Mutex;
+mod writer;
+
+use std::borrow::Cow;
 use std::time::Duration;
 
 use rusqlite::{Connection, params};
@@ -34,15 +40,15 @@ pub struct Entry<'a> {
     /// The fingerprint of the exact call.
     pub fingerprint: &'a str,
     /// `allow`, `ask`, `deny` or `invalid`.
-    pub decision: &'a str,
+    pub decision: &'static str,
     /// Why the policy asked or denied.
     pub reason: Option<&'a str>,
     /// `approved`, `granted`, `denied` or `expired`, when it asked.
-    pub approval: Option<&'a str>,
+    pub approval: Option<&'static str>,
     /// Who answered.
     pub approver: Option<&'a str>,
     /// `ok`, `error` or `refused`.
-    pub outcome: &'a str,
+    pub outcome: &'static str,
     /// The error, when there was one.
     pub detail: Option<&'a str>,
     /// From the call's arrival to its end, approval wait included.
@@ -80,7 +86,7 @@ pub struct Record {
 
 /// Writes audit rows.
 pub struct Audit {
-    conn: Mutex<Connection>,
+    writer: writer::Writer,
     secrets: Vec<String>,
 }
 
@@ -151,7 +157,7 @@ impl Audit {
     /// An audit writing on `conn`, scrubbing `secrets` from what it stores.
     pub fn new(conn: Connection, secrets: Vec<String>) -> Audit {
         Audit {
-            conn: Mutex::new(conn),
+            writer: writer::Writer::start(conn),
             secrets: secrets
                 .into_iter()
                 .filter(|s| s.len() >= MIN_SECRET_LEN)
@@ -159,35 +165,41 @@ impl Audit {
         }
     }
 
-    /// Records one call. A failure to write is logged, not returned: the
-    /// call has already happened, and hiding its result would not undo it.
+    /// Records one call: the row is redacted here and committed by the
+    /// writer thread moments later. A failure to write is logged, not
+    /// returned: the call has already happened, and hiding its result
+    /// would not undo it.
     pub fn record(&self, entry: &Entry) {
-        let args = redact(entry.args, &self.secrets).to_string();
-        let detail = entry
-            .detail
-            .map(|d| scrub_text(&truncate(d, MAX_DETAIL), &self.secrets));
-        let result = super::lock(&self.conn).execute(
-            "INSERT INTO audit (at_ms, caller, tool, args, fingerprint, decision, reason, approval, \
-             approver, outcome, detail, duration_ms) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
-            params![
-                now_ms(),
-                entry.caller.as_str(),
-                entry.tool,
-                args,
-                entry.fingerprint,
-                entry.decision,
-                entry.reason,
-                entry.approval,
-                entry.approver,
-                entry.outcome,
-                detail,
-                entry.duration.as_secs_f64() * 1000.0,
-            ],
-        );
-        if let Err(e) = result {
-            tracing::error!(tool = entry.tool, "cannot write the audit record: {e}");
-        }
+        self.writer.push(writer::Row {
+            at_ms: now_ms(),
+            caller: entry.caller.as_str().to_owned(),
+            tool: entry.tool.to_owned(),
+            args: match redacted(entry.args, &self.secrets) {
+                Some(value) => value.to_string(),
+                None => entry.args.to_string(),
+            },
+            fingerprint: entry.fingerprint.to_owned(),
+            decision: entry.decision,
+            reason: entry.reason.map(str::to_owned),
+            approval: entry.approval,
+            approver: entry.approver.map(str::to_owned),
+            outcome: entry.outcome,
+            detail: entry
+                .detail
+                .map(|d| scrub_text(&truncate(d, MAX_DETAIL), &self.secrets).into_owned()),
+            duration_ms: entry.duration.as_secs_f64() * 1000.0,
+        });
+    }
+
+    /// Waits until every row recorded so far is committed.
+    pub fn flush(&self) {
+        self.writer.flush();
+    }
+
+    /// Commits every queued row and stops the writer thread; rows recorded
+    /// later are written in place. Dropping the audit does the same.
+    pub fn close(&self) {
+        self.writer.close();
     }
 
     /// Redacts `args` as the audit would store them.
@@ -226,71 +238,141 @@ pub fn recent(conn: &Connection, tool: Option<&str>, limit: u32) -> rusqlite::Re
 
 /// `value` with every secret replaced by [`REDACTED`].
 pub fn redact(value: &Value, secrets: &[String]) -> Value {
+    redacted(value, secrets).unwrap_or_else(|| value.clone())
+}
+
+/// `value` with its secrets replaced, or `None` when it holds none: the
+/// common case, which then costs no copy (every tool call is audited).
+fn redacted(value: &Value, secrets: &[String]) -> Option<Value> {
     match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
-                .map(|(k, v)| {
-                    let v = if is_secret_key(k) && !v.is_null() {
-                        Value::String(REDACTED.into())
+        Value::Object(map) => {
+            let changed: Vec<(usize, Value)> = map
+                .iter()
+                .enumerate()
+                .filter_map(|(i, (k, v))| {
+                    if is_secret_key(k) && !v.is_null() {
+                        Some((i, Value::String(REDACTED.into())))
                     } else {
-                        redact(v, secrets)
-                    };
-                    (k.clone(), v)
+                        redacted(v, secrets).map(|v| (i, v))
+                    }
                 })
-                .collect(),
-        ),
-        Value::Array(items) => Value::Array(items.iter().map(|v| redact(v, secrets)).collect()),
-        Value::String(s) => Value::String(scrub_text(s, secrets)),
-        other => other.clone(),
+                .collect();
+            if changed.is_empty() {
+                return None;
+            }
+            let mut changed = changed.into_iter().peekable();
+            Some(Value::Object(
+                map.iter()
+                    .enumerate()
+                    .map(|(i, (k, v))| match changed.next_if(|(at, _)| *at == i) {
+                        Some((_, new)) => (k.clone(), new),
+                        None => (k.clone(), v.clone()),
+                    })
+                    .collect(),
+            ))
+        }
+        Value::Array(items) => {
+            let changed: Vec<Option<Value>> = items.iter().map(|v| redacted(v, secrets)).collect();
+            if changed.iter().all(Option::is_none) {
+                return None;
+            }
+            Some(Value::Array(
+                items
+                    .iter()
+                    .zip(changed)
+                    .map(|(old, new)| new.unwrap_or_else(|| old.clone()))
+                    .collect(),
+            ))
+        }
+        Value::String(s) => match scrub_text(s, secrets) {
+            Cow::Owned(scrubbed) => Some(Value::String(scrubbed)),
+            Cow::Borrowed(_) => None,
+        },
+        _ => None,
     }
 }
 
 fn is_secret_key(key: &str) -> bool {
-    let key = key.to_ascii_lowercase().replace('-', "_");
-    SECRET_KEYS.iter().any(|s| key.contains(s))
+    // Compared byte by byte instead of through a lowered copy: this runs
+    // on every key of every audited call.
+    let matches_at = |secret: &str, at: usize| {
+        key.as_bytes()[at..]
+            .iter()
+            .zip(secret.as_bytes())
+            .all(|(k, s)| {
+                let k = k.to_ascii_lowercase();
+                k == *s || (k == b'-' && *s == b'_')
+            })
+    };
+    SECRET_KEYS.iter().any(|secret| {
+        key.len() >= secret.len() && (0..=key.len() - secret.len()).any(|at| matches_at(secret, at))
+    })
 }
 
 /// `text` with known secret values, `NAME=value` and `--name value` pairs
 /// under secret-sounding names, bearer tokens and prefixed credentials
-/// replaced.
-fn scrub_text(text: &str, secrets: &[String]) -> String {
-    let mut text = text.to_owned();
+/// replaced; borrowed as it was when there is nothing to replace.
+fn scrub_text<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
+    let mut text = Cow::Borrowed(text);
     for secret in secrets {
         if text.contains(secret.as_str()) {
-            text = text.replace(secret.as_str(), REDACTED);
+            text = Cow::Owned(text.replace(secret.as_str(), REDACTED));
         }
     }
-    let mut out = String::with_capacity(text.len());
+    match scrub_words(&text) {
+        Some(scrubbed) => Cow::Owned(scrubbed),
+        None => text,
+    }
+}
+
+/// The word-level part of [`scrub_text`]; `None` when no word changes.
+fn scrub_words(text: &str) -> Option<String> {
+    // Built lazily: `out` starts at the first word that changes.
+    let mut out: Option<String> = None;
     let mut hide_next = false;
+    let mut at = 0;
     for (i, token) in text.split_inclusive(char::is_whitespace).enumerate() {
         let word = token.trim_end();
         let space = &token[word.len()..];
-        if i > 0 && hide_next && !word.is_empty() {
-            out.push_str(REDACTED);
-            out.push_str(space);
+        let start = at;
+        at += token.len();
+        let replacement: Option<String> = if i > 0 && hide_next && !word.is_empty() {
             hide_next = false;
-            continue;
-        }
-        hide_next = false;
-        let bare = word.trim_matches(|c| c == '"' || c == '\'');
-        if let Some((name, value)) = bare.split_once('=')
-            && !value.is_empty()
-            && is_secret_key(name.trim_start_matches('-'))
-        {
-            out.push_str(name);
-            out.push('=');
-            out.push_str(REDACTED);
-        } else if SECRET_PREFIXES
-            .iter()
-            .any(|p| bare.starts_with(p) && bare.len() >= p.len() + 12)
-        {
-            out.push_str(REDACTED);
+            Some(REDACTED.to_owned())
         } else {
-            out.push_str(word);
-            hide_next = bare.eq_ignore_ascii_case("bearer")
-                || (bare.starts_with("--") && is_secret_key(&bare[2..]));
+            hide_next = false;
+            let bare = word.trim_matches(|c| c == '"' || c == '\'');
+            if let Some((name, value)) = bare.split_once('=')
+                && !value.is_empty()
+                && is_secret_key(name.trim_start_matches('-'))
+            {
+                Some(format!("{name}={REDACTED}"))
+            } else if SECRET_PREFIXES
+                .iter()
+                .any(|p| bare.starts_with(p) && bare.len() >= p.len() + 12)
+            {
+                Some(REDACTED.to_owned())
+            } else {
+                hide_next = bare.eq_ignore_ascii_case("bearer")
+                    || (bare.starts_with("--") && is_secret_key(&bare[2..]));
+                None
+            }
+        };
+        match (replacement, out.as_mut()) {
+            (Some(new), Some(out)) => {
+                out.push_str(&new);
+                out.push_str(space);
+            }
+            (Some(new), None) => {
+                let mut built = String::with_capacity(text.len());
+                built.push_str(&text[..start]);
+                built.push_str(&new);
+                built.push_str(space);
+                out = Some(built);
+            }
+            (None, Some(out)) => out.push_str(token),
+            (None, None) => {}
         }
-        out.push_str(space);
     }
     out
 }
@@ -353,6 +435,22 @@ mod tests {
         for (input, expected) in cases {
             assert_eq!(redact(&input, &secrets), expected, "{input}");
         }
+    }
+
+    #[test]
+    fn clean_arguments_are_not_copied() {
+        let secrets = vec!["hunter2-very-secret".to_owned()];
+        for clean in [
+            json!({"command": "ls -la /tmp", "cwd": "/tmp", "env": {"A": "1"}}),
+            json!(["--verbose", "plain words", 5, null, true]),
+            json!("echo done"),
+        ] {
+            assert_eq!(redacted(&clean, &secrets), None, "{clean}");
+        }
+        assert!(matches!(
+            scrub_text("a b  c", &secrets),
+            Cow::Borrowed("a b  c")
+        ));
     }
 
     #[test]

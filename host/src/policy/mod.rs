@@ -235,6 +235,11 @@ impl Policy {
         self.audit.record(entry);
     }
 
+    /// The audit trail, for waiting on its writer (`flush`, `close`).
+    pub fn audit(&self) -> &Audit {
+        &self.audit
+    }
+
     fn development(&self, spec: &ToolSpec, call: &Call) -> Decision {
         let roots = || {
             self.roots

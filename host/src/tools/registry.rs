@@ -286,6 +286,21 @@ impl ToolRegistry {
         result
     }
 
+    /// Waits until the audit rows of every call made so far are committed.
+    pub fn flush_audit(&self) {
+        if let Some(policy) = &self.policy {
+            policy.audit().flush();
+        }
+    }
+
+    /// Commits the audit's queued rows and stops its writer thread; a call
+    /// made after this still leaves its row, written in place.
+    pub fn close_audit(&self) {
+        if let Some(policy) = &self.policy {
+            policy.audit().close();
+        }
+    }
+
     /// Asks the policy; without one (a registry built for listing only),
     /// anything beyond reading and writing is refused.
     fn rule(&self, spec: &ToolSpec, args: &Value, fingerprint: &str) -> Ruling {
