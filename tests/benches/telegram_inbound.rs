@@ -78,11 +78,7 @@ fn main() {
             .last()
             .map(|r| r.received)
             .expect("a sendMessage");
-        let model = llm
-            .requests()
-            .last()
-            .map(|r| r.received)
-            .expect("a model request");
+        let model = *llm.received().last().expect("a model request");
         let answered = *llm.answered().last().expect("a model answer");
         let model_time = answered.saturating_duration_since(model);
         overhead.push(
@@ -100,7 +96,7 @@ fn main() {
     assert_eq!(sent.len(), MESSAGES, "a message was lost or answered twice");
     assert_eq!(texts.len(), MESSAGES, "a reply was sent twice");
     assert_eq!(
-        llm.requests().len(),
+        llm.received().len(),
         MESSAGES,
         "a message reached the model twice"
     );

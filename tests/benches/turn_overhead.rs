@@ -64,7 +64,7 @@ fn main() {
         let sent = Instant::now();
         client.turn(&format!("conv-{}", t % CONVERSATIONS), "a message");
         let done = Instant::now();
-        let arrived = fake.requests().last().expect("a request").received;
+        let arrived = *fake.received().last().expect("a request");
         let answered = *fake.answered().last().expect("an answer");
         inbound.push(arrived - sent);
         outbound.push(done - answered);
@@ -81,9 +81,9 @@ fn main() {
         ));
         fake.push(anthropic_text("done"));
         client.turn(&format!("conv-{}", t % CONVERSATIONS), "use a tool");
-        let requests = fake.requests();
+        let received = fake.received();
         let answered = fake.answered();
-        let second_request = requests[requests.len() - 1].received;
+        let second_request = received[received.len() - 1];
         let first_answer = answered[answered.len() - 2];
         tool_gap.push(second_request - first_answer);
     }

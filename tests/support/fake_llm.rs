@@ -170,6 +170,17 @@ impl FakeLlm {
         self.shared.lock().answered.clone()
     }
 
+    /// When each request had fully arrived, in order: what a benchmark
+    /// needs, without copying every request body each time it asks.
+    pub fn received(&self) -> Vec<Instant> {
+        self.shared
+            .lock()
+            .requests
+            .iter()
+            .map(|r| r.received)
+            .collect()
+    }
+
     /// Every request so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.lock().requests.clone()

@@ -5,12 +5,15 @@
 //! beside the single writer, and `synchronous = NORMAL` is durable across a
 //! process crash (the case that matters for a daemon) while keeping commits
 //! cheap. A database written by a newer hearth is refused rather than
-//! guessed at.
+//! guessed at. Checkpoints run on a thread of their own (`checkpoint`), not
+//! inside whichever commit fills the WAL.
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rusqlite::Connection;
+
+mod checkpoint;
 
 /// The migrations, in order; migration N brings `user_version` to N.
 const MIGRATIONS: &[&str] = &[
@@ -139,6 +142,7 @@ pub fn open_connection(path: &Path) -> Result<Connection, StoreError> {
         .map_err(open_err)?;
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")
         .map_err(open_err)?;
+    checkpoint::install(&mut conn, path).map_err(open_err)?;
     Ok(conn)
 }
 
