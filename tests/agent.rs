@@ -625,3 +625,56 @@ fn assert_secret_never_stored_logged_or_prompted(h: &Hearth, fake: &FakeLlm, log
         );
     }
 }
+
+/// The model's tool list is built once and reused, so it must still follow
+/// the Lua catalog: a tool saved while the daemon runs is offered at the
+/// next turn, and a deleted one is withdrawn.
+#[test]
+fn the_models_tool_list_follows_hot_reload() {
+    let fake = FakeLlm::start();
+    let h = Hearth::new(&config(&fake, "anthropic", ""));
+    let _daemon = start(&h);
+    let offered = |n: usize| -> (bool, bool) {
+        let body = &fake.requests()[n].body;
+        let in_tools = body["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "shout");
+        let in_prompt = body["system"].as_str().unwrap().contains("- shout: ");
+        (in_tools, in_prompt)
+    };
+    let tool = h.home().join("tools/shout.lua");
+    // `/tools` is answered by the daemon from its own registry.
+    let wait_listed = |listed: bool| {
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while h.chat("/tools").ok().contains("shout") != listed {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "hot reload never came"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    fake.push(anthropic_text("one"));
+    h.chat("first").ok();
+    assert_eq!(offered(0), (false, false));
+
+    std::fs::create_dir_all(tool.parent().unwrap()).unwrap();
+    std::fs::write(
+        &tool,
+        "return { name = 'shout', description = 'Says it loud', run = function() return 'HI' end }\n",
+    )
+    .unwrap();
+    wait_listed(true);
+    fake.push(anthropic_text("two"));
+    h.chat("second").ok();
+    assert_eq!(offered(1), (true, true));
+
+    std::fs::remove_file(&tool).unwrap();
+    wait_listed(false);
+    fake.push(anthropic_text("three"));
+    h.chat("third").ok();
+    assert_eq!(offered(2), (false, false));
+}

@@ -16,7 +16,10 @@ pub mod history;
 pub mod memory;
 pub mod prompt;
 mod slash;
+mod tool_defs;
 mod turn;
+
+pub use tool_defs::ToolDefs;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -61,6 +64,9 @@ pub struct Agent {
     /// Files `attach_file` put on the running turn's reply. Turns run one
     /// at a time, so one list serves.
     pub attached: std::sync::Mutex<Vec<hearth_sdk::protocol::Attachment>>,
+    /// The tool definitions sent to the model, rebuilt when the tool set
+    /// changes.
+    pub tool_defs: ToolDefs,
 }
 
 impl Agent {

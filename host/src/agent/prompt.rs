@@ -18,7 +18,7 @@ pub struct PromptParts<'a> {
     /// `(id, fact)` of each memory fact.
     pub memory: Vec<(i64, String)>,
     /// `(name, description)` of each tool.
-    pub tools: Vec<(String, String)>,
+    pub tools: &'a [(String, String)],
     /// The summary of compacted history, if any.
     pub summary: Option<&'a str>,
 }
@@ -53,7 +53,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     }
     if !parts.tools.is_empty() {
         p.push_str("\n## Tools\n");
-        for (name, description) in &parts.tools {
+        for (name, description) in parts.tools {
             let first_line = description.lines().next().unwrap_or_default();
             let _ = writeln!(p, "- {name}: {first_line}");
         }

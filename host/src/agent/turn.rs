@@ -18,7 +18,7 @@ use super::Agent;
 use super::attachments::with_attachments;
 use super::history::{Claimed, History, MAIN_AGENT};
 use super::prompt::{PromptParts, system_prompt};
-use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent, ToolDef};
+use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::policy::Caller;
 use crate::tools::ATTACH_FILE;
 
@@ -206,30 +206,20 @@ impl Agent {
 
     /// The request for the next model call.
     fn request(&self, llm: &Llm, history: History) -> rusqlite::Result<ChatRequest> {
-        let tools = self.tools.list();
+        let tools = self.tool_defs.current(&self.tools);
         let memory = self.memory.facts()?;
         let system = system_prompt(&PromptParts {
             identity: &self.identity,
             owner: self.owner.as_deref(),
             skills: self.skills(),
             memory,
-            tools: tools
-                .iter()
-                .map(|t| (t.spec.name.clone(), t.spec.description.clone()))
-                .collect(),
+            tools: &tools.index,
             summary: history.summary.as_deref(),
         });
         Ok(ChatRequest {
             system,
             messages: history.messages.into_iter().map(|(_, m)| m).collect(),
-            tools: tools
-                .into_iter()
-                .map(|t| ToolDef {
-                    name: t.spec.name,
-                    description: t.spec.description,
-                    parameters: t.spec.parameters,
-                })
-                .collect(),
+            tools: tools.tools,
             max_tokens: llm.max_tokens(),
         })
     }
@@ -266,7 +256,7 @@ impl Agent {
                      Write plain prose, at most 300 words."
                 .into(),
             messages: vec![Message::user_text(format!("Summarize this conversation:\n\n{transcript}"))],
-            tools: Vec::new(),
+            tools: Arc::from([]),
             max_tokens: 1024,
         };
         match llm.complete(&request).await {

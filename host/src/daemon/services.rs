@@ -80,6 +80,7 @@ impl Services {
             started,
             events: Arc::clone(&runtime.events),
             attached: Default::default(),
+            tool_defs: Default::default(),
         });
         agent.announce(false);
         let hub = Arc::new(LocalHub::default());

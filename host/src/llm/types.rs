@@ -71,8 +71,9 @@ pub struct ChatRequest {
     pub system: String,
     /// The conversation so far.
     pub messages: Vec<Message>,
-    /// The tools the model may call.
-    pub tools: Vec<ToolDef>,
+    /// The tools the model may call (shared: the same set serves many
+    /// requests).
+    pub tools: std::sync::Arc<[ToolDef]>,
     /// The most tokens to generate.
     pub max_tokens: u32,
 }

@@ -1,0 +1,76 @@
+//! The tool definitions a model request carries, built once per tool set.
+//!
+//! Every step of a turn sends the model every tool's name, description and
+//! JSON Schema, and lists them in the system prompt. Copying thirty schemas
+//! out of the registry at every step was a measurable part of a turn; the
+//! set only changes when the Lua catalog is swapped (plugin and built-in
+//! tools are fixed at start), so it is built once and shared until then.
+
+use std::sync::{Arc, Mutex};
+
+use crate::llm::ToolDef;
+use crate::scripting::Catalog;
+use crate::tools::ToolRegistry;
+
+/// The current tool definitions, rebuilt when the script catalog changes.
+#[derive(Default)]
+pub struct ToolDefs {
+    cached: Mutex<Option<Cached>>,
+}
+
+/// What one request needs: the definitions, and `(name, description)` of
+/// each tool for the system prompt.
+#[derive(Clone)]
+pub struct Current {
+    /// The definitions sent to the model.
+    pub tools: Arc<[ToolDef]>,
+    /// Each tool's name and description, for the system prompt.
+    pub index: Arc<[(String, String)]>,
+}
+
+struct Cached {
+    /// The catalog the definitions were built from (`None`: no scripts).
+    catalog: Option<Arc<Catalog>>,
+    current: Current,
+}
+
+impl ToolDefs {
+    /// The definitions for `registry`'s tools as they are now.
+    pub fn current(&self, registry: &ToolRegistry) -> Current {
+        let catalog = registry.scripts().map(|s| s.catalog());
+        let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(c) = cached.as_ref()
+            && same(&c.catalog, &catalog)
+        {
+            return c.current.clone();
+        }
+        let listed = registry.list();
+        let current = Current {
+            index: listed
+                .iter()
+                .map(|t| (t.spec.name.clone(), t.spec.description.clone()))
+                .collect(),
+            tools: listed
+                .into_iter()
+                .map(|t| ToolDef {
+                    name: t.spec.name,
+                    description: t.spec.description,
+                    parameters: t.spec.parameters,
+                })
+                .collect(),
+        };
+        *cached = Some(Cached {
+            catalog,
+            current: current.clone(),
+        });
+        current
+    }
+}
+
+fn same(a: &Option<Arc<Catalog>>, b: &Option<Arc<Catalog>>) -> bool {
+    match (a, b) {
+        (Some(a), Some(b)) => Arc::ptr_eq(a, b),
+        (None, None) => true,
+        _ => false,
+    }
+}
