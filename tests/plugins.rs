@@ -4,6 +4,7 @@
 
 use std::time::Duration;
 
+use hearth::plugins::PluginState;
 use hearth::tools::ToolError;
 use hearth_tests::{Hearth, fixture, plugin, probe};
 use serde_json::json;
@@ -175,9 +176,102 @@ fn a_disabled_plugin_is_listed_but_not_started() {
     );
     let rows = h.cmd(&["plugins", "--json"]).json();
     assert_eq!(rows[0]["name"], "echo");
-    assert_eq!(rows[0]["state"], "disabled");
+    assert_eq!(rows[0]["state"], "off");
+    assert_eq!(rows[0]["reason"], "enabled = false in its config table");
     let out = h.cmd(&["tool", "call", "echo", r#"{"text":"a"}"#]).fails();
     assert!(out.contains("unknown tool"), "{out}");
+}
+
+#[test]
+fn a_disabled_plugin_file_is_never_mapped() {
+    // A copy under a name of its own, so that no other test in this process
+    // can have mapped the same file.
+    let dir = tempfile::tempdir().unwrap();
+    let copies: Vec<_> = ["echo", "hello_c"]
+        .iter()
+        .map(|name| {
+            let copy = dir.path().join(format!("libhearth_plugin_{name}.so"));
+            std::fs::copy(plugin(name), &copy).unwrap();
+            copy
+        })
+        .collect();
+    let h = Hearth::with_plugins(
+        &copies,
+        "[plugins.echo]\nenabled = false\n[plugins.hello-c]\nenabled = false\n",
+    );
+    let rt = h.runtime();
+    let maps = std::fs::read_to_string("/proc/self/maps").unwrap();
+    for copy in &copies {
+        assert!(
+            !maps.contains(copy.to_str().unwrap()),
+            "{} was mapped",
+            copy.display()
+        );
+    }
+    let states: Vec<_> = rt
+        .plugins
+        .reports()
+        .into_iter()
+        .map(|r| (r.name, r.state))
+        .collect();
+    assert_eq!(
+        states,
+        [
+            (
+                Some("echo".into()),
+                PluginState::Off("enabled = false in its config table".into())
+            ),
+            (
+                Some("hello_c".into()),
+                PluginState::Off("enabled = false in its config table".into())
+            ),
+        ]
+    );
+    rt.stop(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn the_bundled_plugins_are_built_in_and_a_channel_without_settings_is_off() {
+    let h = Hearth::new("[plugins]\nexe_dir = true\n[plugins.canvas]\nenabled = false\n");
+    let rows = h.cmd(&["plugins", "--json"]).json();
+    let state = |name: &str| {
+        let row = rows
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|r| r["name"] == name)
+            .unwrap_or_else(|| panic!("{name} is not listed: {rows:#}"));
+        (
+            row["state"].as_str().unwrap().to_owned(),
+            row["path"].clone(),
+        )
+    };
+    for name in ["fs", "shell", "web"] {
+        assert_eq!(state(name).0, "active", "{name}");
+        // The code is the binary's own: no twin library was opened.
+        assert_eq!(
+            state(name).1,
+            hearth_tests::bin().to_str().unwrap(),
+            "{name}"
+        );
+    }
+    for name in ["canvas", "telegram", "signal"] {
+        assert_eq!(state(name).0, "off", "{name}");
+    }
+    let listed = |name: &str| {
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .filter(|r| r["name"] == name)
+            .count()
+    };
+    assert_eq!(
+        listed("shell"),
+        1,
+        "the twin library beside the binary is not tried"
+    );
+    // The example plugins beside the binary still load as files.
+    assert_eq!(state("echo").0, "active");
 }
 
 #[test]

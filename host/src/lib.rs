@@ -13,6 +13,7 @@ pub mod llm;
 pub mod logging;
 pub mod plugins;
 pub mod policy;
+pub mod queue;
 pub mod router;
 pub mod runtime;
 pub mod scripting;

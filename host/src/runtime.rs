@@ -119,7 +119,7 @@ impl Runtime {
         let router = Arc::new(Router::new(Gate::new(config.owner.clone())));
         let bridge = Bridge::start(
             store::open_connection(&db)?,
-            store::open_connection(&db)?,
+            store::open_cold_connection(&db)?,
             Arc::clone(&router),
             config.daemon.queue_capacity,
             Duration::from_millis(config.daemon.queue_wait_ms),
@@ -161,7 +161,7 @@ impl Runtime {
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),
             Arc::clone(&events),
-            store::open_connection(&db)?,
+            store::open_cold_connection(&db)?,
             Duration::from_millis(config.policy.confirm_timeout_ms),
             config.mode.name(),
         );
@@ -171,7 +171,7 @@ impl Runtime {
             user_home: user_home(),
             guards,
             gate,
-            grants: Grants::new(store::open_connection(&db)?),
+            grants: Grants::new(store::open_cold_connection(&db)?),
             audit: Audit::new(store::open_connection(&db)?, known_secrets(&config)),
         }));
         let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins, policy);

@@ -39,8 +39,23 @@ pub struct StaticHeader(PluginHeader);
 unsafe impl Sync for StaticHeader {}
 
 impl StaticHeader {
-    /// The header for plugin type `P`.
+    /// The header for plugin type `P` in a shared library of its own: its
+    /// `init` routes the library's `tracing`, `log` and panic output to the
+    /// host, since the library has its own copies of those globals.
     pub const fn new<P: Plugin>() -> Self {
+        Self::with_init::<P>(init::<P, true>)
+    }
+
+    /// The header for plugin type `P` linked into the host binary. The host
+    /// calls it through this very function table, exactly as a loaded
+    /// library; only `init` differs: it leaves the process-wide `tracing`
+    /// subscriber, `log` logger and panic hook alone, because they are the
+    /// host's own and the plugin's events already reach them.
+    pub const fn built_in<P: Plugin>() -> Self {
+        Self::with_init::<P>(init::<P, false>)
+    }
+
+    const fn with_init<P: Plugin>(init: abi::InitFn) -> Self {
         StaticHeader(PluginHeader {
             struct_size: size_of::<PluginHeader>() as u32,
             magic: abi::MAGIC,
@@ -49,7 +64,7 @@ impl StaticHeader {
             reserved: 0,
             name: HearthStr::from_str(P::NAME),
             version: HearthStr::from_str(P::VERSION),
-            init: Some(init::<P>),
+            init: Some(init),
             describe: Some(describe::<P>),
             invoke: Some(invoke::<P>),
             shutdown: Some(shutdown::<P>),
@@ -68,7 +83,9 @@ struct State<P> {
     plugin: P,
 }
 
-unsafe extern "C" fn init<P: Plugin>(
+/// `FORWARD_LOGS` is true in a plugin library of its own (see
+/// [`StaticHeader::new`]).
+unsafe extern "C" fn init<P: Plugin, const FORWARD_LOGS: bool>(
     host: *const HostApi,
     config_json: HearthStr,
     state_out: *mut *mut c_void,
@@ -83,7 +100,9 @@ unsafe extern "C" fn init<P: Plugin>(
     let config = unsafe { config_json.as_bytes() };
     guarded(&api, error, || {
         let host = Host::new(api);
-        logging::install(host);
+        if FORWARD_LOGS {
+            logging::install(host);
+        }
         let config: Value = if config.is_empty() {
             Value::Object(Default::default())
         } else {

@@ -142,7 +142,7 @@ pub fn problems(rt: &Runtime) -> Vec<String> {
 fn state_parts(state: &PluginState) -> (&'static str, Option<&str>) {
     match state {
         PluginState::Active => ("active", None),
-        PluginState::Disabled => ("disabled", Some("enabled = false in its config table")),
+        PluginState::Off(why) => ("off", Some(why.as_str())),
         PluginState::Failed(why) => ("failed", Some(why.as_str())),
     }
 }

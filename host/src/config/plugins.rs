@@ -18,8 +18,9 @@ pub struct PluginsConfig {
     pub paths: Vec<PathBuf>,
     /// Directories scanned for `libhearth_plugin_*.so`, in order.
     pub dirs: Vec<PathBuf>,
-    /// Also scan the directory of the `hearth` executable (the default), so
-    /// a plain build finds the bundled plugins.
+    /// Load the plugins that ship with hearth (the default): the built-in
+    /// ones, and the plugin files in the directory of the `hearth`
+    /// executable.
     pub exe_dir: bool,
     /// `[plugins.<name>]` tables by plugin name.
     pub entries: BTreeMap<String, PluginEntry>,

@@ -50,7 +50,7 @@ impl Services {
             .map(|r| {
                 let state = match r.state {
                     PluginState::Active => "active",
-                    PluginState::Disabled => "disabled",
+                    PluginState::Off(_) => "off",
                     PluginState::Failed(_) => "failed",
                 };
                 format!(

@@ -16,13 +16,14 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, SendTimeoutError, Sender, bounded, select};
+use crossbeam_channel::{Receiver, Sender, bounded, select};
 use hearth_sdk::abi::{self, HearthStr, HostApi, status};
 use hearth_sdk::protocol::{
     ChannelSpec, ChannelStatus, ConfirmationAnswer, HostInfo, InboundMessage, Submission, service,
 };
 
 use super::services;
+use crate::queue::{self, BoundedSender, SendTimeoutError};
 use crate::router::Router;
 use crate::router::inbox::{self, StoreJob, Stored};
 
@@ -36,8 +37,8 @@ pub struct Bridge {
     /// The owner's local messages are stored here directly: they come one
     /// at a time, and the writer thread's hand-offs would be pure latency.
     local: Mutex<rusqlite::Connection>,
-    logs: Sender<LogRecord>,
-    jobs: Sender<StoreJob>,
+    logs: BoundedSender<LogRecord>,
+    jobs: BoundedSender<StoreJob>,
     wait: Duration,
     closed: AtomicBool,
     finishing: AtomicBool,
@@ -82,8 +83,8 @@ impl Bridge {
         wait: Duration,
         info: &HostInfo,
     ) -> Result<Arc<Bridge>, BridgeError> {
-        let (logs, log_rx) = bounded(capacity);
-        let (jobs, job_rx) = bounded(capacity);
+        let (logs, log_rx) = queue::bounded(capacity);
+        let (jobs, job_rx) = queue::bounded(capacity);
         let (stop, stop_rx) = bounded::<()>(0);
         let drainer = spawn_log_drainer(log_rx, stop_rx.clone())
             .map_err(|e| BridgeError::Thread("plugin log", e))?;

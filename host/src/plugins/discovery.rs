@@ -1,58 +1,99 @@
-//! Which files to try as plugins, in which order.
+//! Which plugins to try, and in which order.
 //!
 //! Order matters: plugins start in this order and shut down in reverse.
 //! Explicit `paths` come first, as written; then each directory, its files
-//! sorted by name; the directory of the `hearth` binary comes last. A file
-//! reached twice (a path that is also in a directory) is tried once.
+//! sorted by name; then, when `exe_dir` is on, the plugins that ship with
+//! hearth: the built-in ones, and the files in the directory of the
+//! `hearth` binary. A file reached twice (a path that is also in a
+//! directory) is tried once, and a file beside the binary that is the twin
+//! of a built-in plugin (`libhearth_plugin_shell.so`) is not tried at all.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
+use super::built_in::{self, BuiltIn};
 use crate::config::PluginsConfig;
 
 /// File names a directory scan picks up: `libhearth_plugin_<name>.so`.
 pub const FILE_PREFIX: &str = "libhearth_plugin_";
 
-/// The files to try, and problems with configured directories.
-pub fn candidates(config: &PluginsConfig, exe_dir: Option<&Path>) -> (Vec<PathBuf>, Vec<String>) {
+/// One plugin to try.
+pub enum Candidate {
+    /// A shared library, opened with `dlopen` unless config switches it off.
+    File(PathBuf),
+    /// A plugin linked into the binary.
+    BuiltIn(&'static BuiltIn),
+}
+
+/// The plugins to try, and problems with configured directories.
+pub fn candidates(config: &PluginsConfig, exe_dir: Option<&Path>) -> (Vec<Candidate>, Vec<String>) {
     let mut seen = HashSet::new();
     let mut files = Vec::new();
     let mut problems = Vec::new();
-    let mut add = |path: PathBuf, files: &mut Vec<PathBuf>| {
+    let mut add = |path: PathBuf, files: &mut Vec<Candidate>| {
         let key = std::fs::canonicalize(&path).unwrap_or_else(|_| path.clone());
         if seen.insert(key) {
-            files.push(path);
+            files.push(Candidate::File(path));
         }
     };
     for path in &config.paths {
         add(path.clone(), &mut files);
     }
-    let exe_dir = exe_dir.filter(|_| config.exe_dir);
-    for (dir, explicit) in config
-        .dirs
-        .iter()
-        .map(|d| (d.as_path(), true))
-        .chain(exe_dir.map(|d| (d, false)))
-    {
+    for dir in &config.dirs {
         match scan(dir) {
             Ok(found) => found.into_iter().for_each(|p| add(p, &mut files)),
-            Err(e) if explicit => problems.push(format!("plugin directory {}: {e}", dir.display())),
-            Err(_) => {}
+            Err(e) => problems.push(format!("plugin directory {}: {e}", dir.display())),
         }
     }
+    if config.exe_dir {
+        files.extend(built_in::all().iter().map(Candidate::BuiltIn));
+        let beside = exe_dir.and_then(|d| scan(d).ok()).unwrap_or_default();
+        beside
+            .into_iter()
+            .filter(|p| {
+                name_from_file(p).is_none_or(|n| built_in::all().iter().all(|b| b.name != n))
+            })
+            .for_each(|p| add(p, &mut files));
+    }
     (files, problems)
+}
+
+/// The plugin name a file's name promises: `libhearth_plugin_web.so` is
+/// `web`. Lets config switch a plugin off without loading its code; the
+/// name in the header, read once loaded, stays the authority.
+pub fn name_from_file(path: &Path) -> Option<&str> {
+    path.file_name()?
+        .to_str()?
+        .strip_prefix(FILE_PREFIX)?
+        .strip_suffix(std::env::consts::DLL_SUFFIX)
+        .filter(|n| !n.is_empty())
 }
 
 fn scan(dir: &Path) -> std::io::Result<Vec<PathBuf>> {
     let mut found: Vec<PathBuf> = std::fs::read_dir(dir)?
         .filter_map(Result::ok)
         .map(|e| e.path())
-        .filter(|p| {
-            p.file_name().and_then(|n| n.to_str()).is_some_and(|n| {
-                n.starts_with(FILE_PREFIX) && n.ends_with(std::env::consts::DLL_SUFFIX)
-            })
-        })
+        .filter(|p| name_from_file(p).is_some())
         .collect();
     found.sort();
     Ok(found)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_come_from_the_file_name() {
+        let cases = [
+            ("/x/libhearth_plugin_web.so", Some("web")),
+            ("libhearth_plugin_hello_c.so", Some("hello_c")),
+            ("/x/libhearth_plugin_.so", None),
+            ("/x/libother.so", None),
+            ("/x/libhearth_plugin_web.so.1", None),
+        ];
+        for (path, name) in cases {
+            assert_eq!(name_from_file(Path::new(path)), name, "{path}");
+        }
+    }
 }

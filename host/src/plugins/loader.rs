@@ -147,9 +147,10 @@ pub fn open(path: &Path) -> Result<Library, LoadError> {
     check_header(path, ptr)
 }
 
-/// Validates the header at `ptr` in the order that keeps every read safe:
-/// the always-present prefix first, then the size, then the rest.
-fn check_header(path: &Path, ptr: *const PluginHeader) -> Result<Library, LoadError> {
+/// Validates the header at `ptr` (a loaded library's, or a built-in
+/// plugin's) in the order that keeps every read safe: the always-present
+/// prefix first, then the size, then the rest.
+pub fn check_header(path: &Path, ptr: *const PluginHeader) -> Result<Library, LoadError> {
     let bad = |why: String| LoadError::BadHeader {
         path: path.to_owned(),
         why,

@@ -1,6 +1,7 @@
 //! Native plugins: finding, loading, initialising, calling and stopping them.
 //!
-//! `discovery` lists the files, `loader` opens one and checks its header,
+//! `discovery` lists the candidates, `built_in` holds the plugins linked
+//! into the binary, `loader` opens a file and checks its header,
 //! `instance` wraps an initialised plugin, `bridge` implements the callbacks
 //! the host offers, and `sink` the buffers plugins write answers into. This
 //! file ties them together as a [`PluginSet`]: every plugin that was found,
@@ -10,6 +11,7 @@
 //! its config table says `required = true`.
 
 mod bridge;
+mod built_in;
 mod discovery;
 mod instance;
 mod loader;
@@ -56,10 +58,27 @@ pub struct Report {
 pub enum PluginState {
     /// Loaded and serving.
     Active,
-    /// Found but `enabled = false` in its config table.
-    Disabled,
+    /// Found but not started, and never loaded; the text says why
+    /// (`enabled = false`, or a channel with no settings).
+    Off(String),
     /// Not loaded, or disabled at run time; the text says why.
     Failed(String),
+}
+
+/// Why a plugin switched off in config is off.
+const DISABLED: &str = "enabled = false in its config table";
+
+impl Report {
+    fn new(path: PathBuf) -> Report {
+        Report {
+            path,
+            name: None,
+            version: None,
+            state: PluginState::Active,
+            tools: Vec::new(),
+            channel: None,
+        }
+    }
 }
 
 /// A plugin marked `required = true` did not load.
@@ -95,17 +114,25 @@ impl PluginSet {
             reports: Vec::new(),
             warnings,
         };
-        for path in files {
-            set.load_one(path, config, bridge);
+        for candidate in files {
+            match candidate {
+                discovery::Candidate::File(path) => set.load_file(path, config, bridge),
+                discovery::Candidate::BuiltIn(plugin) => {
+                    set.load_built_in(plugin, exe_dir, config, bridge)
+                }
+            }
         }
         for (name, entry) in &config.entries {
             let report = set.reports.iter().find(|r| r.name.as_deref() == Some(name));
             match (report, entry.required) {
-                (Some(r), true) if r.state != PluginState::Active => {
-                    let why = match &r.state {
-                        PluginState::Failed(why) => why.clone(),
-                        _ => "it is disabled (`enabled = false`)".into(),
-                    };
+                (
+                    Some(Report {
+                        state: PluginState::Failed(why) | PluginState::Off(why),
+                        ..
+                    }),
+                    true,
+                ) => {
+                    let why = why.clone();
                     set.shutdown(Duration::from_secs(5)).ok();
                     return Err(RequiredPluginError {
                         name: name.clone(),
@@ -191,26 +218,72 @@ impl PluginSet {
             })
     }
 
-    fn load_one(&mut self, path: PathBuf, config: &PluginsConfig, bridge: &Arc<Bridge>) {
-        let mut report = Report {
-            path: path.clone(),
-            name: None,
-            version: None,
-            state: PluginState::Active,
-            tools: Vec::new(),
-            channel: None,
+    fn load_file(&mut self, path: PathBuf, config: &PluginsConfig, bridge: &Arc<Bridge>) {
+        let report = Report::new(path.clone());
+        // A plugin switched off is never mapped: loading a library relocates
+        // and touches its pages, which is most of what it costs.
+        if let Some(name) = discovery::name_from_file(&path)
+            && [name.to_owned(), name.replace('_', "-")]
+                .iter()
+                .any(|n| config.entries.get(n).is_some_and(|e| !e.enabled))
+        {
+            return self.off(
+                Report {
+                    name: Some(name.to_owned()),
+                    ..report
+                },
+                DISABLED.into(),
+            );
+        }
+        match loader::open(&path) {
+            Ok(library) => self.start(library, report, config, bridge),
+            Err(e) => self.fail(report, e.to_string()),
+        }
+    }
+
+    fn load_built_in(
+        &mut self,
+        plugin: &'static built_in::BuiltIn,
+        exe_dir: Option<&Path>,
+        config: &PluginsConfig,
+        bridge: &Arc<Bridge>,
+    ) {
+        let path = exe_dir.map_or_else(|| PathBuf::from("hearth"), |d| d.join("hearth"));
+        let report = Report {
+            name: Some(plugin.name.to_owned()),
+            ..Report::new(path.clone())
         };
-        let library = match loader::open(&path) {
-            Ok(lib) => lib,
-            Err(e) => return self.fail(report, e.to_string()),
-        };
+        if let Some(other) = self.named(plugin.name) {
+            let why = format!(
+                "built in, but the plugin file {} replaces it",
+                other.path.display()
+            );
+            return self.off(report, why);
+        }
+        let entry = config.entries.get(plugin.name);
+        if entry.is_some_and(|e| !e.enabled) {
+            return self.off(report, DISABLED.into());
+        }
+        if let Some(why) = plugin.off_reason(entry) {
+            return self.off(report, why);
+        }
+        match loader::check_header(&path, plugin.header()) {
+            Ok(library) => self.start(library, report, config, bridge),
+            Err(e) => self.fail(report, e.to_string()),
+        }
+    }
+
+    fn start(
+        &mut self,
+        library: loader::Library,
+        mut report: Report,
+        config: &PluginsConfig,
+        bridge: &Arc<Bridge>,
+    ) {
+        let path = report.path.clone();
         report.name = Some(library.name.clone());
         report.version = Some(library.version.clone());
-        if let Some(other) = self
-            .reports
-            .iter()
-            .find(|r| r.name.as_deref() == Some(&library.name))
-        {
+        if let Some(other) = self.named(&library.name) {
             let why = format!(
                 "{}: another plugin named {} was already loaded from {}",
                 path.display(),
@@ -225,10 +298,7 @@ impl PluginSet {
             .cloned()
             .unwrap_or_default();
         if !entry.enabled {
-            tracing::info!(plugin = %library.name, "plugin disabled by config");
-            report.state = PluginState::Disabled;
-            self.reports.push(report);
-            return;
+            return self.off(report, DISABLED.into());
         }
         match ActivePlugin::start(library, bridge, &entry.settings) {
             Ok(plugin) => {
@@ -246,6 +316,19 @@ impl PluginSet {
             }
             Err(e) => self.fail(report, e.to_string()),
         }
+    }
+
+    /// The report of a plugin already loaded (or switched off) under `name`.
+    fn named(&self, name: &str) -> Option<&Report> {
+        self.reports
+            .iter()
+            .find(|r| r.name.as_deref() == Some(name) && r.state == PluginState::Active)
+    }
+
+    fn off(&mut self, mut report: Report, why: String) {
+        tracing::info!(plugin = ?report.name, "plugin not loaded: {why}");
+        report.state = PluginState::Off(why);
+        self.reports.push(report);
     }
 
     fn fail(&mut self, mut report: Report, why: String) {

@@ -12,7 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
-use crossbeam_channel::{Sender, TrySendError, bounded};
+use crate::queue::{self, BoundedSender, TrySendError};
 use hearth_sdk::protocol::{ChannelEvent, method};
 
 use crate::plugins::ActivePlugin;
@@ -31,7 +31,7 @@ enum Item {
 /// The event queues of every event-capable channel.
 #[derive(Default)]
 pub struct ChannelEvents {
-    queues: Mutex<Vec<(String, Sender<Item>)>>,
+    queues: Mutex<Vec<(String, BoundedSender<Item>)>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
 }
 
@@ -46,7 +46,7 @@ impl ChannelEvents {
             if !channel.events {
                 continue;
             }
-            let (tx, rx) = bounded::<Item>(QUEUE);
+            let (tx, rx) = queue::bounded::<Item>(QUEUE);
             let target = Arc::clone(plugin);
             let spawned = std::thread::Builder::new()
                 .name(format!("hearth-events-{}", channel.name))

@@ -102,7 +102,7 @@ impl Scripts {
             pool: Pool::new(program, config.memory_mb, config.workers),
             catalog: RwLock::new(Arc::new(Catalog::default())),
             reserved,
-            kv: Mutex::new(crate::store::open_connection(db)?),
+            kv: Mutex::new(crate::store::open_cold_connection(db)?),
             http: host_calls::Http::new(&config.http),
             reload: Mutex::new(()),
         });

@@ -90,7 +90,8 @@ impl Store {
                 source,
             })?;
         }
-        let conn = open_connection(path)?;
+        // Kept for migrations, the stop's checkpoint and the odd CLI query.
+        let conn = open_cold_connection(path)?;
         migrate(&conn, path)?;
         Ok(Store {
             conn,
@@ -128,11 +129,43 @@ impl Store {
 /// Opens another connection to an existing store, for a thread that writes
 /// on its own (the inbox writer).
 pub fn open_connection(path: &Path) -> Result<Connection, StoreError> {
+    open_with(path, false)
+}
+
+/// Opens a connection for a cold path, one that runs a statement now and
+/// then (standing grants, confirmation records, control-socket messages,
+/// the Lua kv store). It gives up SQLite's per-connection lookaside
+/// allocator (about 120 KiB, taken at open whether used or not) and keeps
+/// a small page cache: an idle daemon holds several such connections.
+pub fn open_cold_connection(path: &Path) -> Result<Connection, StoreError> {
+    open_with(path, true)
+}
+
+fn open_with(path: &Path, cold: bool) -> Result<Connection, StoreError> {
     let open_err = |source| StoreError::Open {
         path: path.to_owned(),
         source,
     };
     let mut conn = Connection::open(path).map_err(open_err)?;
+    if cold {
+        // SAFETY: the handle is valid while `conn` lives; no statement has
+        // run yet, so no lookaside slot is in use (SQLite's precondition),
+        // and the variadic arguments are the documented (void*, int, int).
+        let code = unsafe {
+            rusqlite::ffi::sqlite3_db_config(
+                conn.handle(),
+                rusqlite::ffi::SQLITE_DBCONFIG_LOOKASIDE,
+                std::ptr::null_mut::<std::ffi::c_void>(),
+                0,
+                0,
+            )
+        };
+        if code != rusqlite::ffi::SQLITE_OK {
+            tracing::debug!(code, "lookaside left on for a cold connection");
+        }
+        conn.execute_batch("PRAGMA cache_size = -256")
+            .map_err(open_err)?;
+    }
     conn.busy_handler(Some(wait_for_lock)).map_err(open_err)?;
     // `journal_mode` answers with a row, so it is read, not executed; this is
     // also the first statement that touches the file, so a file that is not
@@ -201,6 +234,45 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Lookaside slots a connection holds (`SQLITE_DBSTATUS_LOOKASIDE_USED`).
+    fn lookaside_in_use(conn: &Connection) -> i32 {
+        let (mut current, mut highest) = (0, 0);
+        // SAFETY: a valid handle and two out-pointers, as documented.
+        let code = unsafe {
+            rusqlite::ffi::sqlite3_db_status(
+                conn.handle(),
+                rusqlite::ffi::SQLITE_DBSTATUS_LOOKASIDE_USED,
+                &mut current,
+                &mut highest,
+                0,
+            )
+        };
+        assert_eq!(code, rusqlite::ffi::SQLITE_OK);
+        highest
+    }
+
+    #[test]
+    fn a_cold_connection_has_no_lookaside_and_a_small_cache() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hearth.db");
+        let store = Store::open(&path).unwrap();
+        let hot = open_connection(&path).unwrap();
+        let cold = open_cold_connection(&path).unwrap();
+        for conn in [store.conn(), &hot, &cold] {
+            conn.query_row("SELECT count(*) FROM sqlite_schema", [], |r| {
+                r.get::<_, i64>(0)
+            })
+            .unwrap();
+        }
+        assert!(lookaside_in_use(&hot) > 0);
+        assert_eq!(lookaside_in_use(&cold), 0);
+        assert_eq!(lookaside_in_use(store.conn()), 0);
+        let cache: i64 = cold
+            .query_row("PRAGMA cache_size", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(cache, -256);
+    }
 
     #[test]
     fn fresh_database_is_migrated_to_the_latest_version_in_wal_mode() {

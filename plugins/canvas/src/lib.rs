@@ -36,7 +36,7 @@ use hearth_sdk::protocol::{
     ChannelEvent, ChannelSpec, ChannelState, ChannelStatus, Description, OutboundMessage,
     SendReceipt, Submission,
 };
-use hearth_sdk::{Host, Plugin, PluginError, export_plugin};
+use hearth_sdk::{Host, Plugin, PluginError};
 use serde_json::{Value, json};
 
 use hub::Hub;
@@ -196,8 +196,6 @@ impl Plugin for Canvas {
         }
     }
 }
-
-export_plugin!(Canvas);
 
 /// The login link for a canvas at `address`.
 pub fn login_url(address: SocketAddr, token: &str) -> String {

@@ -104,8 +104,6 @@ impl Plugin for Fs {
     }
 }
 
-hearth_sdk::export_plugin!(Fs);
-
 /// The tools' specs; `max_read_bytes` appears in `read_file`'s description.
 pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
     let path = json!({ "type": "string", "minLength": 1,

@@ -177,8 +177,6 @@ impl Plugin for Shell {
     }
 }
 
-hearth_sdk::export_plugin!(Shell);
-
 /// The tools' specs; the caps appear in `shell_exec`'s description.
 pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
     let command = json!({ "type": "string", "minLength": 1,

@@ -8,7 +8,7 @@ mod common;
 use std::time::Duration;
 
 use common::{Fixture, eventually};
-use hearth_plugin_shell::{Config, landlock_abi, landlock_status};
+use hearth_shell::{Config, landlock_abi, landlock_status};
 use serde_json::json;
 
 /// A fixture confined to its home and `extra`, or `None` (with a message)

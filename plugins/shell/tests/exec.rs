@@ -9,7 +9,7 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Fixture, alive, eventually};
-use hearth_plugin_shell::Config;
+use hearth_shell::Config;
 use serde_json::json;
 
 #[test]

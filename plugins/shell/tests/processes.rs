@@ -9,8 +9,8 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Fixture, alive, eventually, instance, kill_group};
-use hearth_plugin_shell::Config;
-use hearth_plugin_shell::meta::{self, Meta};
+use hearth_shell::Config;
+use hearth_shell::meta::{self, Meta};
 use serde_json::{Value, json};
 
 fn pid_of(record: &Value) -> i32 {

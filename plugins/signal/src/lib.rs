@@ -38,7 +38,7 @@ use hearth_sdk::protocol::{
     ChannelEvent, ChannelSpec, ConfirmationRequest, ConfirmationState, Description,
     OutboundMessage, SendReceipt,
 };
-use hearth_sdk::{Host, Plugin, PluginError, export_plugin};
+use hearth_sdk::{Host, Plugin, PluginError};
 use serde_json::{Value, json};
 
 use config::Settings;
@@ -261,8 +261,6 @@ impl Plugin for Signal {
         }
     }
 }
-
-export_plugin!(Signal);
 
 impl Signal {
     fn core(&self) -> Result<&Core, PluginError> {

@@ -42,7 +42,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hearth_sdk::protocol::{ChannelEvent, ChannelSpec, Description, OutboundMessage, SendReceipt};
-use hearth_sdk::{Host, Plugin, PluginError, export_plugin};
+use hearth_sdk::{Host, Plugin, PluginError};
 use serde_json::Value;
 use tokio::sync::{mpsc, watch};
 
@@ -162,8 +162,6 @@ impl Plugin for Telegram {
         }
     }
 }
-
-export_plugin!(Telegram);
 
 impl Running {
     /// Starts the runtime, the transport and the event task.

@@ -170,5 +170,3 @@ impl Plugin for Web {
         }
     }
 }
-
-hearth_sdk::export_plugin!(Web);

@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hearth_plugin_shell::{Config, Setup, Shell};
 use hearth_sdk::protocol::Notice;
+use hearth_shell::{Config, Setup, Shell};
 use serde_json::Value;
 
 /// A shell plugin instance and what it has told the agent.
@@ -91,7 +91,7 @@ pub fn eventually(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
 
 /// Whether `pid` is a live process (not a zombie).
 pub fn alive(pid: i32) -> bool {
-    hearth_plugin_shell::meta::proc_stat(pid).is_ok_and(|s| s.state != 'Z')
+    hearth_shell::meta::proc_stat(pid).is_ok_and(|s| s.state != 'Z')
 }
 
 /// Kills a whole process group, ignoring errors: test clean-up.
