@@ -77,7 +77,8 @@ pub struct Ruling {
     pub decision: &'static str,
     /// Why it asked or denied.
     pub reason: Option<String>,
-    /// `approved`, `granted`, `denied`, `expired` or `unavailable`, when
+    /// `approved`, `granted`, `denied`, `expired`, `withdrawn` or
+    /// `unavailable`, when
     /// it asked.
     pub approval: Option<&'static str>,
     /// Who answered.
@@ -213,6 +214,13 @@ impl Policy {
                 ruling.refusal = Some(format!(
                     "the owner did not answer within {} s, so {tool} was not run",
                     self.gate.timeout().as_secs()
+                ));
+            }
+            Answer::Withdrawn => {
+                ruling.approval = Some("withdrawn");
+                ruling.refusal = Some(format!(
+                    "the request to run {tool} was withdrawn before the owner answered; it was \
+                     not run"
                 ));
             }
             Answer::Unavailable => {
