@@ -176,6 +176,33 @@ fn production_mode_asks_only_for_guarded_actions() {
         ),
         ("probe_write", json!({ "path": "notes/a.md" }), Expect::Runs),
         ("probe_exec", json!({ "marker": "m" }), Expect::Runs),
+        // The command's `env` argument is judged as the line's own
+        // `export`s are.
+        (
+            "probe_shell",
+            json!({ "command": "ls", "env": { "LD_PRELOAD": "/tmp/evil.so" } }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "perl x.pl", "env": { "PERL5OPT": "-Mx" } }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "git commit", "env": { "GIT_EDITOR": "sh -c x" } }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "ls", "env": { "PATH": 1 } }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "sort x", "env": { "LANG": "C" } }),
+            Expect::Runs,
+        ),
     ];
     for (tool, args, expected) in cases {
         let (got, text) = outcome(&rt, tool, args.clone());
@@ -183,7 +210,7 @@ fn production_mode_asks_only_for_guarded_actions() {
     }
     assert_eq!(
         lines(&exec_log),
-        ["ls -la", "git status", "notes/a.md", "m"],
+        ["ls -la", "git status", "notes/a.md", "m", "sort x"],
         "exactly the allowed calls ran"
     );
     rt.stop(std::time::Duration::from_secs(5)).unwrap();

@@ -285,7 +285,7 @@ impl Policy {
                 let flagged = call.command.as_deref().and_then(|command| {
                     match self
                         .guards
-                        .check(command, call.cwd_or_home(&self.hearth_home))
+                        .check(command, call.cwd_or_home(&self.hearth_home), &call.env)
                     {
                         Verdict::Ask(why) => Some(why),
                         Verdict::Allow => None,
@@ -302,7 +302,7 @@ impl Policy {
     fn production(&self, call: &Call) -> Decision {
         let cwd = call.cwd_or_home(&self.hearth_home);
         if let Some(command) = &call.command
-            && let Verdict::Ask(why) = self.guards.check(command, cwd)
+            && let Verdict::Ask(why) = self.guards.check(command, cwd, &call.env)
         {
             return Decision::Ask(why);
         }
@@ -315,10 +315,19 @@ impl Policy {
     }
 }
 
+/// The argument that holds a command's environment variables, beside its
+/// command target.
+const ENV_ARGUMENT: &str = "env";
+
 /// The parts of a call the rules look at, read through the tool's targets.
 struct Call {
     command: Option<String>,
     cwd: Option<PathBuf>,
+    /// The variables the command runs with: a tool with a command target
+    /// may take them in an `env` argument (as `shell_exec` and
+    /// `process_start` do), and the guard judges them as it judges
+    /// `export`s in the line.
+    env: Vec<(String, String)>,
     /// Each written path as given and as resolved.
     writes: Vec<(String, PathBuf)>,
 }
@@ -358,6 +367,21 @@ impl Call {
             (None, Some(_)) => Some(hearth_home.to_owned()),
             (None, None) => None,
         };
+        let env = match (&command, args.get(ENV_ARGUMENT)) {
+            (None, _) | (_, None | Some(Value::Null)) => Vec::new(),
+            (Some(_), Some(Value::Object(vars))) => vars
+                .iter()
+                .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    format!("argument `{ENV_ARGUMENT}` holds a value that is not a string")
+                })?,
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "argument `{ENV_ARGUMENT}` is not an object of strings, so it cannot be checked"
+                ));
+            }
+        };
         let mut writes = Vec::new();
         for key in &t.writes {
             let values: Vec<String> = match args.get(key) {
@@ -378,6 +402,7 @@ impl Call {
         Ok(Call {
             command,
             cwd,
+            env,
             writes,
         })
     }
