@@ -361,6 +361,27 @@ fn without_a_daemon_audit_and_approvals_open_the_store_alone() {
 }
 
 #[test]
+fn a_command_during_the_daemons_start_waits_for_it() {
+    let home = Home::new(&[], "init_sleep_ms = 1500");
+    let mut cmd = home.h.command(&["run"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut starting = cmd.spawn().expect("start hearth run");
+    // The socket is bound before the plugins start.
+    let socket = home.h.home().join("hearth.sock");
+    let since = Instant::now();
+    while !socket.exists() {
+        assert!(since.elapsed() < WAIT, "no control socket");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let rows = home.h.cmd(&["plugins", "--json"]).json();
+    assert!(rows.as_array().unwrap().iter().any(|r| r["name"] == "probe"));
+    assert_eq!(home.inits(), 1, "the command started its own copy");
+    // SAFETY: kill(2) on the child this test started.
+    assert_eq!(unsafe { libc::kill(starting.id() as i32, libc::SIGTERM) }, 0);
+    assert!(starting.wait().unwrap().success());
+}
+
+#[test]
 fn a_stale_socket_file_is_not_a_daemon() {
     let home = Home::new(&[], "");
     // A socket file nobody listens on, as a crash leaves it.
