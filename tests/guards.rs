@@ -104,6 +104,25 @@ fn the_reason_says_what_was_found() {
         ("find / -delete", "find -delete"),
         ("xargs rm", "protected path"),
         ("rm -rf /\r", "U+000D"),
+        (
+            "rm --rec --forc /home/owner",
+            "deletes recursively or by force",
+        ),
+        ("timeout -vs KILL 5 rm -rf /", "deletes recursively"),
+        ("timeout --bogus 5 ls", "--bogus"),
+        ("cd / && rm -rf etc", "(etc)"),
+        ("cd -; rm -rf x", "unknown"),
+        ("sed '1e id' f", "runs shell commands"),
+        ("git -c alias.x='!id' x", "alias.x"),
+        (
+            "bash -o errexit -c x",
+            "runs code given on its command line",
+        ),
+        ("python3 -m timeit x", "python -m timeit"),
+        ("LD_PRELOAD=/tmp/x.so ls", "LD_PRELOAD"),
+        ("mv ~/Documents /tmp/d && rm -rf /tmp/d", "brought in"),
+        ("fuser -k /tmp/x", "kills"),
+        ("tar -C / -xf a.tar", "protected path"),
     ];
     for (command, expected) in cases {
         match guard.check(command, cwd) {
@@ -133,5 +152,59 @@ fn when_the_owner_is_root_their_home_is_theirs_but_its_dotfiles_stay_guarded() {
     for (command, allowed) in cases {
         let verdict = guard.check(command, cwd);
         assert_eq!(verdict == Verdict::Allow, allowed, "{command}: {verdict:?}");
+    }
+}
+
+#[test]
+fn a_link_in_an_allowed_root_to_outside_it_is_deleted_through_only_with_asking() {
+    let home = tempfile::tempdir().unwrap();
+    let hearth_home = home.path().join(".hearth");
+    let outside = hearth_tests::outside_roots();
+    std::fs::create_dir_all(hearth_home.join("work")).unwrap();
+    std::os::unix::fs::symlink(outside.path(), hearth_home.join("work/link")).unwrap();
+    let guard = Guard::new(Rules::defaults(), home.path(), &hearth_home);
+    let cwd = hearth_home.join("work");
+    let cases = [
+        ("rm -rf link/", false),
+        ("rm -rf link/*", false),
+        ("rm -rf link/sub", false),
+        ("rm -rf ./link/.", false),
+        ("find link/ -delete", false),
+        ("cd link && rm -rf x", false),
+        // The link itself is inside the root: removing it is fine.
+        ("rm -rf link", true),
+        ("rm -rf other", true),
+    ];
+    for (command, allowed) in cases {
+        let verdict = guard.check(command, &cwd);
+        assert_eq!(verdict == Verdict::Allow, allowed, "{command}: {verdict:?}");
+    }
+    let through = hearth_home.join("work/link/");
+    match guard.check(&format!("rm -rf {}", through.display()), Path::new("/")) {
+        Verdict::Ask(why) => assert!(why.contains("through a link"), "{why}"),
+        Verdict::Allow => panic!("deleting through the link was allowed"),
+    }
+}
+
+#[test]
+fn the_env_argument_is_judged_like_an_export() {
+    let guard = guard();
+    let cwd = Path::new("/home/owner/project");
+    let env = |k: &str, v: &str| vec![(k.to_owned(), v.to_owned())];
+    let cases = [
+        ("ls", env("LD_PRELOAD", "/tmp/x.so"), false),
+        ("bash build.sh", env("BASH_ENV", "/tmp/x"), false),
+        ("git log", env("PAGER", "sh -c x"), false),
+        ("git log", env("GIT_CONFIG_COUNT", "1"), false),
+        ("ls", env("LANG", "C"), true),
+        ("cargo build", env("RUST_LOG", "debug"), true),
+    ];
+    for (command, vars, allowed) in cases {
+        let verdict = guard.check_in(command, cwd, &vars);
+        assert_eq!(
+            verdict == Verdict::Allow,
+            allowed,
+            "{command} {vars:?}: {verdict:?}"
+        );
     }
 }

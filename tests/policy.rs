@@ -176,6 +176,33 @@ fn production_mode_asks_only_for_guarded_actions() {
         ),
         ("probe_write", json!({ "path": "notes/a.md" }), Expect::Runs),
         ("probe_exec", json!({ "marker": "m" }), Expect::Runs),
+        // The command's `env` argument is judged as the line's own
+        // `export`s are.
+        (
+            "probe_shell",
+            json!({ "command": "ls", "env": { "LD_PRELOAD": "/tmp/evil.so" } }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "perl x.pl", "env": { "PERL5OPT": "-Mx" } }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "git commit", "env": { "GIT_EDITOR": "sh -c x" } }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "ls", "env": { "PATH": 1 } }),
+            Expect::Asks,
+        ),
+        (
+            "probe_shell",
+            json!({ "command": "sort x", "env": { "LANG": "C" } }),
+            Expect::Runs,
+        ),
     ];
     for (tool, args, expected) in cases {
         let (got, text) = outcome(&rt, tool, args.clone());
@@ -183,7 +210,7 @@ fn production_mode_asks_only_for_guarded_actions() {
     }
     assert_eq!(
         lines(&exec_log),
-        ["ls -la", "git status", "notes/a.md", "m"],
+        ["ls -la", "git status", "notes/a.md", "m", "sort x"],
         "exactly the allowed calls ran"
     );
     rt.stop(std::time::Duration::from_secs(5)).unwrap();
@@ -330,7 +357,7 @@ fn an_always_grant_covers_one_exact_call_until_it_is_revoked() {
             .filter(|l| l.contains("\"kind\":\"confirmation\""))
             .count()
     };
-    {
+    let audit = {
         let _daemon = h.daemon_with(|cmd| {
             cmd.env("HEARTH_TEST_API_KEY", "sk-test");
         });
@@ -357,9 +384,12 @@ fn an_always_grant_covers_one_exact_call_until_it_is_revoked() {
 
         h.chat("four").ok();
         assert_eq!(cards(), 3, "a revoked grant asks again");
-    }
+        // Asked of the running daemon, which commits its queued rows
+        // first: the test's daemon is killed, not stopped, at the block's
+        // end, and could take the last row with it.
+        h.cmd(&["audit", "--json", "--tool", "probe_shell"]).json()
+    };
     assert_eq!(lines(&exec_log), ["echo a", "echo a", "echo b", "echo a"]);
-    let audit = h.cmd(&["audit", "--json", "--tool", "probe_shell"]).json();
     let approvals: Vec<&str> = audit
         .as_array()
         .unwrap()

@@ -29,8 +29,9 @@ pub struct Runtime {
     pub config: Config,
     /// The store.
     pub store: Store,
-    /// Every plugin found.
-    pub plugins: PluginSet,
+    /// Every plugin found; shared with the control socket, which reports
+    /// their live state.
+    pub plugins: Arc<PluginSet>,
     /// Every tool; shared with whatever calls tools from other threads.
     pub tools: Arc<ToolRegistry>,
     /// Warnings from building the registry (name clashes).
@@ -178,7 +179,7 @@ impl Runtime {
         Ok(Runtime {
             config,
             store,
-            plugins,
+            plugins: Arc::new(plugins),
             tools: Arc::new(tools),
             tool_warnings,
             router,

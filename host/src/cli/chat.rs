@@ -7,10 +7,10 @@ use std::time::Duration;
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
-use tokio::net::UnixStream;
+use tokio::io::{AsyncBufReadExt, BufReader, Lines};
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
+use super::client::{Daemon, next, send};
 use crate::daemon::control::SOCKET;
 
 /// The chat the terminal uses: one conversation for every `hearth chat`.
@@ -18,8 +18,8 @@ const CHAT: &str = "terminal";
 
 /// `hearth chat -m TEXT`: sends one message, prints the reply.
 pub fn once(home: &Path, text: &str, timeout: Duration) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
-        let (mut lines, mut write) = connect(home).await?;
+    let (rt, mut lines, mut write) = connect(home)?;
+    rt.block_on(async {
         send(&mut write, json!({ "op": "subscribe", "chat": CHAT })).await?;
         send(
             &mut write,
@@ -56,8 +56,8 @@ pub fn once(home: &Path, text: &str, timeout: Duration) -> anyhow::Result<ExitCo
 
 /// `hearth chat`: an interactive session; Ctrl-D ends it.
 pub fn interactive(home: &Path) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
-        let (mut lines, mut write) = connect(home).await?;
+    let (rt, mut lines, mut write) = connect(home)?;
+    rt.block_on(async {
         send(&mut write, json!({ "op": "subscribe", "chat": CHAT })).await?;
         eprintln!("connected; type a message, /help for commands, Ctrl-D to leave");
         let mut stdin = BufReader::new(tokio::io::stdin()).lines();
@@ -96,8 +96,8 @@ pub fn interactive(home: &Path) -> anyhow::Result<ExitCode> {
 
 /// `hearth status`: what `/status` shows, from the running daemon.
 pub fn status(home: &Path) -> anyhow::Result<ExitCode> {
-    runtime()?.block_on(async {
-        let (mut lines, mut write) = connect(home).await?;
+    let (rt, mut lines, mut write) = connect(home)?;
+    rt.block_on(async {
         send(&mut write, json!({ "op": "status" })).await?;
         loop {
             let message = next(&mut lines).await?;
@@ -109,62 +109,19 @@ pub fn status(home: &Path) -> anyhow::Result<ExitCode> {
     })
 }
 
-/// The running daemon's status document, or `None` when no daemon answers
-/// within a second (`hearth plugins` then shows no live channel health).
-pub fn daemon_status(home: &Path) -> Option<Value> {
-    let rt = runtime().ok()?;
-    rt.block_on(async {
-        let ask = async {
-            let (mut lines, mut write) = connect(home).await?;
-            send(&mut write, json!({ "op": "status" })).await?;
-            loop {
-                let message = next(&mut lines).await?;
-                if message["op"] == "status" {
-                    return anyhow::Ok(message["status"].clone());
-                }
-            }
-        };
-        tokio::time::timeout(Duration::from_secs(1), ask)
-            .await
-            .ok()?
-            .ok()
-    })
-}
-
-fn runtime() -> anyhow::Result<tokio::runtime::Runtime> {
-    tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")
-}
-
-async fn connect(
+/// The running daemon's connection, split for a wait that also reads stdin.
+fn connect(
     home: &Path,
-) -> anyhow::Result<(tokio::io::Lines<BufReader<OwnedReadHalf>>, OwnedWriteHalf)> {
-    let path = home.join(SOCKET);
-    let stream = UnixStream::connect(&path).await.with_context(|| {
-        format!(
+) -> anyhow::Result<(
+    tokio::runtime::Runtime,
+    Lines<BufReader<OwnedReadHalf>>,
+    OwnedWriteHalf,
+)> {
+    match Daemon::find(home)? {
+        Some(daemon) => Ok(daemon.into_parts()),
+        None => bail!(
             "cannot reach the daemon at {} (is `hearth run` running?)",
-            path.display()
-        )
-    })?;
-    let (read, write) = stream.into_split();
-    Ok((BufReader::new(read).lines(), write))
-}
-
-async fn send(write: &mut OwnedWriteHalf, message: Value) -> anyhow::Result<()> {
-    let mut line = message.to_string();
-    line.push('\n');
-    write
-        .write_all(line.as_bytes())
-        .await
-        .context("the daemon closed the connection")
-}
-
-async fn next(lines: &mut tokio::io::Lines<BufReader<OwnedReadHalf>>) -> anyhow::Result<Value> {
-    let line = lines
-        .next_line()
-        .await?
-        .context("the daemon closed the connection")?;
-    serde_json::from_str(&line).context("the daemon sent a malformed line")
+            home.join(SOCKET).display()
+        ),
+    }
 }

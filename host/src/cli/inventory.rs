@@ -1,125 +1,41 @@
-//! Printing the plugin and tool inventory, as tables or JSON.
+//! `hearth plugins` and `hearth tools`: the plugin and tool inventory, as
+//! tables or JSON.
+//!
+//! With a daemon running, the rows are its own (asked over the control
+//! socket): its live plugins, their channels' health, its tool registry.
+//! Without one, they come from the command's own runtime, with the same
+//! row builders, so the output has one shape either way.
 
 use std::process::ExitCode;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
+use super::client::Daemon;
+use crate::daemon::control::{plugin_rows, script_problems, tool_rows};
 use crate::plugins::PluginState;
 use crate::runtime::Runtime;
-use crate::scripting::describe_problem;
 
-/// `hearth plugins`. A channel's health is the running daemon's (this
-/// command's own copy of a channel plugin does not serve it); without a
-/// running daemon it is `null`.
+/// `hearth plugins` from the running daemon.
+pub fn plugins_live(daemon: &mut Daemon, as_json: bool) -> anyhow::Result<ExitCode> {
+    let answer = daemon.ask(json!({ "op": "plugins" }))?;
+    print_plugins(rows(&answer["plugins"]), true, as_json)
+}
+
+/// `hearth plugins` from this command's own runtime (no daemon runs, so
+/// no channel health is known).
 pub fn plugins(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
-    let reports = rt.plugins.reports();
-    let live = super::chat::daemon_status(&rt.config.home);
-    let health_of = |name: Option<&String>| -> Option<serde_json::Value> {
-        let channels = live.as_ref()?["channels"].as_array()?;
-        channels
-            .iter()
-            .find(|c| c["plugin"].as_str() == name.map(String::as_str))
-            .filter(|c| !c["state"].is_null())
-            .map(|c| json!({ "state": c["state"], "detail": c["detail"] }))
-    };
-    if as_json {
-        let rows: Vec<_> = reports
-            .iter()
-            .map(|r| {
-                let (state, reason) = state_parts(&r.state);
-                let health = health_of(r.name.as_ref());
-                json!({
-                    "name": r.name, "version": r.version, "path": r.path,
-                    "state": state, "reason": reason,
-                    "tools": r.tools, "channel": r.channel, "channel_status": health,
-                })
-            })
-            .collect();
-        println!("{}", serde_json::to_string_pretty(&rows)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!("plugins ({}):", reports.len());
-    for r in &reports {
-        let (state, reason) = state_parts(&r.state);
-        println!(
-            "  {:<12} {:<8} {:<8} tools: {:<3} {}",
-            r.name.as_deref().unwrap_or("?"),
-            r.version.as_deref().unwrap_or("-"),
-            state,
-            r.tools.len(),
-            r.path.display()
-        );
-        if let Some(reason) = reason {
-            println!("      reason: {reason}");
-        }
-        if let Some(channel) = &r.channel {
-            let health = match (&live, health_of(r.name.as_ref())) {
-                (None, _) => "the daemon is not running".to_owned(),
-                (Some(_), None) => "no report yet".to_owned(),
-                (Some(_), Some(h)) => match h["detail"].as_str().filter(|d| !d.is_empty()) {
-                    Some(detail) => format!("{} ({detail})", h["state"].as_str().unwrap_or("?")),
-                    None => h["state"].as_str().unwrap_or("?").to_owned(),
-                },
-            };
-            println!("      channel {channel}: {health}");
-        }
-    }
-    Ok(ExitCode::SUCCESS)
+    print_plugins(&plugin_rows(&rt.plugins, false), false, as_json)
 }
 
-/// `hearth tools`: every tool with its source, then scripts that failed to
-/// load (file, line, error).
+/// `hearth tools` from the running daemon.
+pub fn tools_live(daemon: &mut Daemon, as_json: bool) -> anyhow::Result<ExitCode> {
+    let answer = daemon.ask(json!({ "op": "tools" }))?;
+    print_tools(&answer, as_json)
+}
+
+/// `hearth tools` from this command's own runtime.
 pub fn tools(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
-    let listed = rt.tools.list();
-    let problems = script_problems(rt);
-    if as_json {
-        let rows: Vec<_> = listed
-            .iter()
-            .map(|t| json!({ "spec": t.spec, "source": t.source }))
-            .collect();
-        let out = json!({ "tools": rows, "script_errors": problems });
-        println!("{}", serde_json::to_string_pretty(&out)?);
-        return Ok(ExitCode::SUCCESS);
-    }
-    println!("tools ({}):", listed.len());
-    for t in &listed {
-        let risk = serde_json::to_value(t.spec.risk)?;
-        println!(
-            "  {:<20} {:<6} {:<24} {}",
-            t.spec.name,
-            risk.as_str().unwrap_or("?"),
-            t.source,
-            t.spec.description
-        );
-    }
-    if !problems.is_empty() {
-        println!("\nscripts that did not load ({}):", problems.len());
-        for p in &problems {
-            println!("  {p}");
-        }
-    }
-    if let Some(scripts) = rt.tools.scripts() {
-        let catalog = scripts.catalog();
-        let skills: Vec<_> = catalog.skills().collect();
-        println!("\nskills ({}):", skills.len());
-        for s in skills {
-            println!("  {:<20} {}", s.doc.name, s.doc.description);
-        }
-    }
-    Ok(ExitCode::SUCCESS)
-}
-
-fn script_problems(rt: &Runtime) -> Vec<String> {
-    rt.tools
-        .scripts()
-        .map(|s| {
-            s.catalog()
-                .problems()
-                .iter()
-                .map(describe_problem)
-                .collect()
-        })
-        .unwrap_or_default()
+    print_tools(&tool_rows(&rt.tools), as_json)
 }
 
 /// Everything `hearth check` counts as a failure.
@@ -135,14 +51,94 @@ pub fn problems(rt: &Runtime) -> Vec<String> {
     failed
         .chain(rt.plugins.warnings().iter().cloned())
         .chain(rt.tool_warnings.iter().cloned())
-        .chain(script_problems(rt))
+        .chain(script_problems(&rt.tools))
         .collect()
 }
 
-fn state_parts(state: &PluginState) -> (&'static str, Option<&str>) {
-    match state {
-        PluginState::Active => ("active", None),
-        PluginState::Off(why) => ("off", Some(why.as_str())),
-        PluginState::Failed(why) => ("failed", Some(why.as_str())),
+/// Prints plugin rows; `live` says whether they are the daemon's (only
+/// then can a channel's health be known).
+fn print_plugins(rows: &[Value], live: bool, as_json: bool) -> anyhow::Result<ExitCode> {
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(rows)?);
+        return Ok(ExitCode::SUCCESS);
     }
+    println!("plugins ({}):", rows.len());
+    for r in rows {
+        println!(
+            "  {:<12} {:<8} {:<8} tools: {:<3} {}",
+            r["name"].as_str().unwrap_or("?"),
+            r["version"].as_str().unwrap_or("-"),
+            r["state"].as_str().unwrap_or("?"),
+            rows_len(&r["tools"]),
+            r["path"].as_str().unwrap_or("?")
+        );
+        if let Some(reason) = r["reason"].as_str() {
+            println!("      reason: {reason}");
+        }
+        if let Some(channel) = r["channel"].as_str() {
+            let health = &r["channel_status"];
+            let shown = match (live, health["state"].as_str()) {
+                (false, _) => "the daemon is not running".to_owned(),
+                (true, None) => "no report yet".to_owned(),
+                (true, Some(state)) => match health["detail"].as_str().filter(|d| !d.is_empty()) {
+                    Some(detail) => format!("{state} ({detail})"),
+                    None => state.to_owned(),
+                },
+            };
+            println!("      channel {channel}: {shown}");
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Prints `{"tools","script_errors","skills"}`: every tool with its
+/// source, then scripts that failed to load (file, line, error), then
+/// the skills.
+fn print_tools(doc: &Value, as_json: bool) -> anyhow::Result<ExitCode> {
+    let (tools, problems, skills) = (
+        rows(&doc["tools"]),
+        rows(&doc["script_errors"]),
+        rows(&doc["skills"]),
+    );
+    if as_json {
+        let out = json!({ "tools": tools, "script_errors": problems });
+        println!("{}", serde_json::to_string_pretty(&out)?);
+        return Ok(ExitCode::SUCCESS);
+    }
+    println!("tools ({}):", tools.len());
+    for t in tools {
+        let spec = &t["spec"];
+        println!(
+            "  {:<20} {:<6} {:<24} {}",
+            spec["name"].as_str().unwrap_or("?"),
+            spec["risk"].as_str().unwrap_or("?"),
+            t["source"].as_str().unwrap_or("?"),
+            spec["description"].as_str().unwrap_or("")
+        );
+    }
+    if !problems.is_empty() {
+        println!("\nscripts that did not load ({}):", problems.len());
+        for p in problems {
+            println!("  {}", p.as_str().unwrap_or("?"));
+        }
+    }
+    if doc["skills"].is_array() {
+        println!("\nskills ({}):", skills.len());
+        for s in skills {
+            println!(
+                "  {:<20} {}",
+                s["name"].as_str().unwrap_or("?"),
+                s["description"].as_str().unwrap_or("")
+            );
+        }
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+fn rows(value: &Value) -> &[Value] {
+    value.as_array().map_or(&[], Vec::as_slice)
+}
+
+fn rows_len(value: &Value) -> usize {
+    rows(value).len()
 }

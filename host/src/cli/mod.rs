@@ -6,16 +6,19 @@
 //! `error: ...` with the causes, and the exit code says whether it worked.
 
 mod chat;
+mod client;
 mod inventory;
 mod records;
+mod tool_call;
 
-use std::io::Read;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::time::Instant;
 
-use anyhow::{Context, bail};
+use anyhow::Context;
 use clap::{Parser, Subcommand};
+
+use client::Daemon;
 
 use crate::config::{self, Config, LogFormat, LogLevel};
 use crate::runtime::Runtime;
@@ -116,7 +119,8 @@ enum ApprovalAction {
 
 #[derive(Subcommand, Debug)]
 enum ToolAction {
-    /// Call a tool through the registry and print its JSON result.
+    /// Call a tool through the registry and print its JSON result (run by
+    /// the daemon when it runs; Ctrl-C withdraws a call waiting for approval).
     Call {
         /// The tool's name.
         name: String,
@@ -172,23 +176,44 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Command::Check => check(config),
-        Command::Plugins { json } => with_runtime(config, |rt| inventory::plugins(rt, json)),
-        Command::Tools { json } => with_runtime(config, |rt| inventory::tools(rt, json)),
+        // These go to the daemon when it runs, so they show its live state
+        // and never start a second copy of its plugins.
+        Command::Plugins { json } => match Daemon::find(&config.home)? {
+            Some(mut daemon) => inventory::plugins_live(&mut daemon, json),
+            None => with_runtime(config, |rt| inventory::plugins(rt, json)),
+        },
+        Command::Tools { json } => match Daemon::find(&config.home)? {
+            Some(mut daemon) => inventory::tools_live(&mut daemon, json),
+            None => with_runtime(config, |rt| inventory::tools(rt, json)),
+        },
         Command::Tool {
             action: ToolAction::Call { name, args },
-        } => with_runtime(config, |rt| call_tool(rt, &name, &args)),
+        } => {
+            let args = tool_call::parse_args(&args)?;
+            match Daemon::find(&config.home)? {
+                Some(daemon) => tool_call::call_live(daemon, &name, args),
+                None => with_runtime(config, |rt| tool_call::call(rt, &name, args)),
+            }
+        }
         Command::Chat { message, timeout } => match message {
             Some(text) => chat::once(&config.home, &text, std::time::Duration::from_secs(timeout)),
             None => chat::interactive(&config.home),
         },
         Command::Status => chat::status(&config.home),
         Command::CanvasUrl => canvas_url(&config),
-        Command::Approvals { action, all, json } => match action {
-            Some(ApprovalAction::Revoke { id }) => records::revoke(&config, id),
-            None => records::approvals(&config, all, json),
-        },
+        // Without a daemon these open the store and nothing else.
+        Command::Approvals { action, all, json } => {
+            let mut daemon = Daemon::find(&config.home)?;
+            match action {
+                Some(ApprovalAction::Revoke { id }) => {
+                    records::revoke(&config, daemon.as_mut(), id)
+                }
+                None => records::approvals(&config, daemon.as_mut(), all, json),
+            }
+        }
         Command::Audit { tool, limit, json } => {
-            records::audit(&config, tool.as_deref(), limit, json)
+            let mut daemon = Daemon::find(&config.home)?;
+            records::audit(&config, daemon.as_mut(), tool.as_deref(), limit, json)
         }
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
@@ -236,26 +261,6 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::FAILURE)
         }
     })
-}
-
-fn call_tool(rt: &Runtime, name: &str, args: &str) -> anyhow::Result<ExitCode> {
-    let text = if args == "-" {
-        let mut buf = String::new();
-        std::io::stdin()
-            .read_to_string(&mut buf)
-            .context("cannot read the arguments from stdin")?;
-        buf
-    } else {
-        args.to_owned()
-    };
-    let args: serde_json::Value = serde_json::from_str(&text)
-        .with_context(|| format!("the arguments are not valid JSON ({text:?})"))?;
-    if !args.is_object() {
-        bail!("the arguments must be a JSON object, like '{{\"text\":\"hi\"}}'");
-    }
-    let result = rt.tools.call(name, args)?;
-    println!("{}", serde_json::to_string_pretty(&result)?);
-    Ok(ExitCode::SUCCESS)
 }
 
 /// `hearth canvas-url`: the login link, from the token the canvas made on

@@ -1,24 +1,39 @@
-//! `hearth approvals` and `hearth audit`: the policy's records, read
-//! straight from the store.
+//! `hearth approvals` and `hearth audit`: the policy's records.
 //!
-//! They open `hearth.db` themselves rather than asking the daemon: SQLite
-//! in WAL mode lets them read (and revoke) while it runs, and they work
-//! when it does not. A revoked grant stops counting at the daemon's next
-//! ask, since grants are read per ask.
+//! With a daemon running they ask it over the control socket (it commits
+//! its queued audit rows first, so the answer is current). Without one
+//! they open `hearth.db` and nothing else: no plugin, no Lua worker. A
+//! revoked grant stops counting at the daemon's next ask, since grants are
+//! read per ask.
 
 use std::process::ExitCode;
 
 use anyhow::{Context, bail};
+use serde_json::json;
 
+use super::client::Daemon;
 use crate::config::Config;
+use crate::policy::audit::Record;
+use crate::policy::grants::Grant;
 use crate::policy::{audit, grants};
 use crate::scripting::worker::time_format;
 use crate::store::{self, Store};
 
 /// `hearth approvals [--all] [--json]`.
-pub fn approvals(config: &Config, all: bool, as_json: bool) -> anyhow::Result<ExitCode> {
-    let store = open(config)?;
-    let list = grants::list(store.conn(), all).context("cannot read the grants")?;
+pub fn approvals(
+    config: &Config,
+    daemon: Option<&mut Daemon>,
+    all: bool,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
+    let list: Vec<Grant> = match daemon {
+        Some(d) => {
+            let answer = d.ask(json!({ "op": "approvals", "all": all }))?;
+            serde_json::from_value(answer["grants"].clone())
+                .context("the daemon sent malformed grants")?
+        }
+        None => grants::list(open(config)?.conn(), all).context("cannot read the grants")?,
+    };
     if as_json {
         println!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
@@ -50,10 +65,16 @@ pub fn approvals(config: &Config, all: bool, as_json: bool) -> anyhow::Result<Ex
 }
 
 /// `hearth approvals revoke ID`.
-pub fn revoke(config: &Config, id: i64) -> anyhow::Result<ExitCode> {
-    let store = open(config)?;
-    if !grants::revoke(store.conn(), id).context("cannot revoke the grant")? {
-        bail!("there is no active grant {id}; `hearth approvals` lists them");
+pub fn revoke(config: &Config, daemon: Option<&mut Daemon>, id: i64) -> anyhow::Result<ExitCode> {
+    match daemon {
+        Some(d) => {
+            d.ask(json!({ "op": "revoke", "id": id }))?;
+        }
+        None => {
+            if !grants::revoke(open(config)?.conn(), id).context("cannot revoke the grant")? {
+                bail!("there is no active grant {id}; `hearth approvals` lists them");
+            }
+        }
     }
     println!("grant {id} revoked: that call asks again from now on");
     Ok(ExitCode::SUCCESS)
@@ -62,12 +83,21 @@ pub fn revoke(config: &Config, id: i64) -> anyhow::Result<ExitCode> {
 /// `hearth audit [--tool T] [--limit N] [--json]`.
 pub fn audit(
     config: &Config,
+    daemon: Option<&mut Daemon>,
     tool: Option<&str>,
     limit: u32,
     as_json: bool,
 ) -> anyhow::Result<ExitCode> {
-    let store = open(config)?;
-    let records = audit::recent(store.conn(), tool, limit).context("cannot read the audit")?;
+    let records: Vec<Record> = match daemon {
+        Some(d) => {
+            let answer = d.ask(json!({ "op": "audit", "tool": tool, "limit": limit }))?;
+            serde_json::from_value(answer["records"].clone())
+                .context("the daemon sent malformed audit rows")?
+        }
+        None => {
+            audit::recent(open(config)?.conn(), tool, limit).context("cannot read the audit")?
+        }
+    };
     if as_json {
         println!("{}", serde_json::to_string_pretty(&records)?);
         return Ok(ExitCode::SUCCESS);

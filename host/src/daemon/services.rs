@@ -100,6 +100,9 @@ impl Services {
             hub,
             outbox: Arc::clone(&outbox),
             agent: Arc::clone(&agent),
+            plugins: Arc::clone(&runtime.plugins),
+            tools: Arc::clone(&runtime.tools),
+            db: db.clone(),
         });
         let tasks = vec![
             Arc::clone(&agent).spawn(),

@@ -20,7 +20,7 @@ use std::borrow::Cow;
 use std::time::Duration;
 
 use rusqlite::{Connection, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::store::now_ms;
@@ -43,7 +43,8 @@ pub struct Entry<'a> {
     pub decision: &'static str,
     /// Why the policy asked or denied.
     pub reason: Option<&'a str>,
-    /// `approved`, `granted`, `denied` or `expired`, when it asked.
+    /// `approved`, `granted`, `denied`, `expired`, `withdrawn` or
+    /// `unavailable`, when it asked.
     pub approval: Option<&'static str>,
     /// Who answered.
     pub approver: Option<&'a str>,
@@ -56,7 +57,7 @@ pub struct Entry<'a> {
 }
 
 /// One row, as `hearth audit` shows it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Record {
     /// Its number.
     pub id: i64,
@@ -134,6 +135,12 @@ impl Caller {
     /// The owner, typing `/tool` on a channel.
     pub fn owner(channel: &str) -> Caller {
         Caller(format!("owner via {channel}"))
+    }
+
+    /// The owner's `hearth tool call`, run by the daemon through its
+    /// control socket.
+    pub fn owner_cli() -> Caller {
+        Caller::owner("cli")
     }
 
     /// Someone at this machine: `hearth tool call`, or a program that

@@ -6,12 +6,18 @@
 //! to the [`Board`] after the router has checked that the sender is the
 //! owner. The request is bound to a fingerprint of the exact tool and
 //! arguments: the approval unblocks this call and nothing else.
+//!
+//! A call made on behalf of someone waiting elsewhere (the owner's
+//! `hearth tool call`, through the control socket) runs inside
+//! [`watched`]: the gate tells the [`Watch`] when its question is shown,
+//! and the watcher can withdraw the question before anyone answers.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::{Sender, bounded};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select};
 use hearth_sdk::protocol::{ChannelEvent, ConfirmationRequest, ConfirmationState};
 use rusqlite::{Connection, params};
 use serde_json::Value;
@@ -32,6 +38,42 @@ pub struct ConfirmGate {
     conn: Mutex<Connection>,
     timeout: Duration,
     mode: String,
+}
+
+/// Someone waiting for a call made on their behalf.
+pub struct Watch {
+    /// Told the request and the channels that show it, once it is shown.
+    pub shown: Box<Shown>,
+    /// Withdraws the question when a message comes or every sender is
+    /// dropped (the watcher went away): the call is then not run.
+    pub withdraw: Receiver<()>,
+}
+
+/// What a [`Watch`] is told once its question is shown: the request and
+/// the channels that show it.
+pub type Shown = dyn Fn(&ConfirmationRequest, &[String]) + Send;
+
+/// Runs `f` (a tool call) with `watch` told about, and able to withdraw,
+/// any question the call asks on this thread.
+pub fn watched<R>(watch: Watch, f: impl FnOnce() -> R) -> R {
+    /// Clears the watch even if `f` panics: the thread (a pooled one) may
+    /// run other calls later, which nobody watches.
+    struct Clear;
+    impl Drop for Clear {
+        fn drop(&mut self) {
+            WATCH.with(|w| w.borrow_mut().take());
+        }
+    }
+    WATCH.with(|w| *w.borrow_mut() = Some(watch));
+    let _clear = Clear;
+    f()
+}
+
+thread_local! {
+    /// The watch of the call running on this thread, if any. A thread
+    /// local, so the many layers between the caller and the gate (registry,
+    /// policy) need not carry it.
+    static WATCH: RefCell<Option<Watch>> = const { RefCell::new(None) };
 }
 
 /// What the owner is asked about.
@@ -67,10 +109,19 @@ pub enum Answer {
     },
     /// Nobody answered within the timeout.
     Expired,
+    /// The one who asked withdrew the question before it was answered.
+    Withdrawn,
     /// No channel that can show the question is running.
     Unavailable,
     /// The question could not be recorded.
     Failed(String),
+}
+
+/// How the wait for an answer ended.
+enum Waited {
+    Reply(Reply),
+    Withdrawn,
+    TimedOut,
 }
 
 /// An answer on its way from a channel to the waiting call.
@@ -138,6 +189,14 @@ impl ConfirmGate {
         if !self.events.can_confirm() {
             return Answer::Unavailable;
         }
+        let withdrawn_already = WATCH.with(|w| {
+            w.borrow()
+                .as_ref()
+                .is_some_and(|w| w.withdraw.try_recv() != Err(TryRecvError::Empty))
+        });
+        if withdrawn_already {
+            return Answer::Withdrawn;
+        }
         let at_ms = now_ms();
         let request = ConfirmationRequest {
             id: random_id(),
@@ -160,10 +219,22 @@ impl ConfirmGate {
             .broadcast(&ChannelEvent::Confirmation(request.clone()));
         let tool = question.tool;
         tracing::info!(id = %request.id, tool, fingerprint = %request.fingerprint, "waiting for the owner's approval");
-        let reply = rx.recv_timeout(self.timeout);
+        let waited = WATCH.with(|w| match w.borrow().as_ref() {
+            Some(watch) => {
+                (watch.shown)(&request, &self.events.channels());
+                select! {
+                    recv(rx) -> reply => reply.map_or(Waited::TimedOut, Waited::Reply),
+                    recv(watch.withdraw) -> _ => Waited::Withdrawn,
+                    default(self.timeout) => Waited::TimedOut,
+                }
+            }
+            None => rx
+                .recv_timeout(self.timeout)
+                .map_or(Waited::TimedOut, Waited::Reply),
+        });
         super::lock(&self.board.waiting).remove(&request.id);
-        let (state, by, answer) = match reply {
-            Ok(Reply {
+        let (state, by, answer) = match waited {
+            Waited::Reply(Reply {
                 approve: true,
                 always,
                 by,
@@ -172,8 +243,17 @@ impl ConfirmGate {
                 by.clone(),
                 Answer::Approved { by, always },
             ),
-            Ok(Reply { by, .. }) => (ConfirmationState::Denied, by.clone(), Answer::Denied { by }),
-            Err(_) => (
+            Waited::Reply(Reply { by, .. }) => {
+                (ConfirmationState::Denied, by.clone(), Answer::Denied { by })
+            }
+            // The card is taken down as expired: the protocol's states
+            // have no "withdrawn", and `decided_by` says who withdrew it.
+            Waited::Withdrawn => (
+                ConfirmationState::Expired,
+                "withdrawn".to_owned(),
+                Answer::Withdrawn,
+            ),
+            Waited::TimedOut => (
                 ConfirmationState::Expired,
                 "timeout".to_owned(),
                 Answer::Expired,

@@ -9,13 +9,13 @@
 use std::sync::Mutex;
 
 use rusqlite::{Connection, OptionalExtension, params};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::store::now_ms;
 
 /// One grant, as `hearth approvals` lists it.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Grant {
     /// Its number, for `revoke`.
     pub id: i64,

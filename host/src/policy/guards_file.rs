@@ -98,11 +98,11 @@ impl GuardsFile {
         }
     }
 
-    /// Checks `command` as it would run in `cwd`, against the file as it
-    /// is now.
-    pub fn check(&self, command: &str, cwd: &Path) -> Verdict {
+    /// Checks `command` as it would run in `cwd` with the variables `env`
+    /// set, against the file as it is now.
+    pub fn check(&self, command: &str, cwd: &Path, env: &[(String, String)]) -> Verdict {
         match self.current() {
-            Ok(guard) => guard.check(command, cwd),
+            Ok(guard) => guard.check_in(command, cwd, env),
             Err(why) => Verdict::Ask(format!("{} is invalid ({why})", self.path.display())),
         }
     }

@@ -87,7 +87,8 @@ pub struct Ruling {
     pub decision: &'static str,
     /// Why it asked or denied.
     pub reason: Option<String>,
-    /// `approved`, `granted`, `denied`, `expired` or `unavailable`, when
+    /// `approved`, `granted`, `denied`, `expired`, `withdrawn` or
+    /// `unavailable`, when
     /// it asked.
     pub approval: Option<&'static str>,
     /// Who answered.
@@ -236,6 +237,13 @@ impl Policy {
                     self.gate.timeout().as_secs()
                 ));
             }
+            Answer::Withdrawn => {
+                ruling.approval = Some("withdrawn");
+                ruling.refusal = Some(format!(
+                    "the request to run {tool} was withdrawn before the owner answered; it was \
+                     not run"
+                ));
+            }
             Answer::Unavailable => {
                 ruling.approval = Some("unavailable");
                 ruling.refusal = Some(format!(
@@ -298,7 +306,7 @@ impl Policy {
                 let flagged = call.command.as_deref().and_then(|command| {
                     match self
                         .guards
-                        .check(command, call.cwd_or_home(&self.hearth_home))
+                        .check(command, call.cwd_or_home(&self.hearth_home), &call.env)
                     {
                         Verdict::Ask(why) => Some(why),
                         Verdict::Allow => None,
@@ -327,7 +335,7 @@ impl Policy {
     fn production(&self, spec: &ToolSpec, call: &Call) -> Decision {
         let cwd = call.cwd_or_home(&self.hearth_home);
         if let Some(command) = &call.command {
-            if let Verdict::Ask(why) = self.guards.check(command, cwd) {
+            if let Verdict::Ask(why) = self.guards.check(command, cwd, &call.env) {
                 return Decision::Ask(why);
             }
             if !spec.targets.floor && self.landlock.is_ok() {
@@ -347,10 +355,19 @@ impl Policy {
     }
 }
 
+/// The argument that holds a command's environment variables, beside its
+/// command target.
+const ENV_ARGUMENT: &str = "env";
+
 /// The parts of a call the rules look at, read through the tool's targets.
 struct Call {
     command: Option<String>,
     cwd: Option<PathBuf>,
+    /// The variables the command runs with: a tool with a command target
+    /// may take them in an `env` argument (as `shell_exec` and
+    /// `process_start` do), and the guard judges them as it judges
+    /// `export`s in the line.
+    env: Vec<(String, String)>,
     /// Each written path as given and as resolved.
     writes: Vec<(String, PathBuf)>,
 }
@@ -390,6 +407,21 @@ impl Call {
             (None, Some(_)) => Some(hearth_home.to_owned()),
             (None, None) => None,
         };
+        let env = match (&command, args.get(ENV_ARGUMENT)) {
+            (None, _) | (_, None | Some(Value::Null)) => Vec::new(),
+            (Some(_), Some(Value::Object(vars))) => vars
+                .iter()
+                .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    format!("argument `{ENV_ARGUMENT}` holds a value that is not a string")
+                })?,
+            (Some(_), Some(_)) => {
+                return Err(format!(
+                    "argument `{ENV_ARGUMENT}` is not an object of strings, so it cannot be checked"
+                ));
+            }
+        };
         let mut writes = Vec::new();
         for key in &t.writes {
             let values: Vec<String> = match args.get(key) {
@@ -410,6 +442,7 @@ impl Call {
         Ok(Call {
             command,
             cwd,
+            env,
             writes,
         })
     }

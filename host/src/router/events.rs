@@ -82,6 +82,14 @@ impl ChannelEvents {
         !lock(&self.queues).is_empty()
     }
 
+    /// The channels that take events (and so show confirmations).
+    pub fn channels(&self) -> Vec<String> {
+        lock(&self.queues)
+            .iter()
+            .map(|(name, _)| name.clone())
+            .collect()
+    }
+
     /// Whether `channel` takes events.
     pub fn takes_events(&self, channel: &str) -> bool {
         lock(&self.queues).iter().any(|(name, _)| name == channel)

@@ -1,24 +1,45 @@
 //! The shell guard: whether a command line may run without asking.
 //!
-//! `Guard::check` parses the line with a real shell parser (`words`),
-//! resolves every word statically, and checks each simple command against
-//! the rules of `guards.toml` (`rules`): commands that always ask,
-//! interpreters fed code, wrappers (`env`, `nohup`, `xargs`, `find -exec`,
-//! ...) whose inner command is checked in turn, recursive or forced
-//! deletes outside `$HEARTH_HOME` and `/tmp`, and writes into protected
-//! paths. What the parser cannot fully resolve asks.
+//! `Guard::check` parses the line with a real shell parser (`words`) into
+//! a tree, resolves every word statically, and walks the tree (`walk`)
+//! keeping the working directory and exported environment of every
+//! command, through `cd`, `pushd`, subshells, groups and pipelines. Each
+//! simple command is then read the way it would read itself:
+//!
+//! - its options through the command's own grammar (`options`,
+//!   `grammars`): bundles, long-option prefixes, option arguments, `--`;
+//! - wrappers (`wrappers`: `env`, `timeout`, `xargs`, `find -exec`, ...)
+//!   are unwrapped and the command they run is checked in turn;
+//! - commands that run code from their arguments, stdin or environment
+//!   (`programs`, `interpreters`, `sed`, `env`) ask unless their payload
+//!   is read completely and found harmless;
+//! - deletes outside `$HEARTH_HOME` and `/tmp`, and writes into protected
+//!   paths, ask, with every path resolved through the real filesystem's
+//!   symbolic links (`paths`);
+//! - the owner's lists in `guards.toml` (`rules`) apply on top.
 //!
 //! Architecture invariant: the guard fails closed. It answers `Allow` only
 //! for a command it has read completely and found no rule for; every doubt
-//! (a parse error, an expansion, an unknown wrapper form) is `Ask`.
+//! (a parse error, an expansion, an option a wrapper is not known to take,
+//! a relative path after an unknowable `cd`) is `Ask`.
 
+mod env;
+mod grammars;
+mod interpreters;
+mod options;
+mod paths;
+mod programs;
 pub mod rules;
+mod sed;
+mod walk;
 mod words;
+mod wrappers;
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
+use paths::{Facts, absolute, goes_through, normalize, real};
 use rules::{Rules, flag_given};
-use words::{Arg, DANGEROUS_ASSIGNMENTS, Invocation, Unresolved, invocations};
+use words::{Arg, Unresolved};
 
 /// The longest command line the guard reads; longer ones ask.
 pub const MAX_COMMAND_BYTES: usize = 4096;
@@ -42,9 +63,27 @@ pub enum Verdict {
 pub struct Guard {
     rules: Rules,
     home: PathBuf,
+    hearth_home: PathBuf,
+    /// Where deleting is fine: `$HEARTH_HOME` and `/tmp`, as written and
+    /// as the filesystem resolves them.
     roots: Vec<PathBuf>,
+    /// Protected paths, as written and as resolved.
     protected: Vec<PathBuf>,
     writable: Vec<PathBuf>,
+}
+
+/// Where and how one command runs, as far as the line tells.
+#[derive(Clone, Debug)]
+struct Ctx {
+    /// Its working directory; `None` when the line made it unknowable.
+    cwd: Option<PathBuf>,
+    /// Variables set for it (inline, exported earlier in the line, or by
+    /// the tool's `env` argument).
+    env: Vec<(String, String)>,
+    /// Whether its standard input is fed by the line.
+    stdin_fed: bool,
+    /// How many wrappers it is inside.
+    depth: usize,
 }
 
 impl Guard {
@@ -58,17 +97,35 @@ impl Guard {
                 None => PathBuf::from(p),
             }
         };
+        let with_real = |paths: Vec<PathBuf>| -> Vec<PathBuf> {
+            let facts = Facts::default();
+            let mut out = paths.clone();
+            for p in paths {
+                let r = real(&normalize(&p), true, &facts);
+                if !out.contains(&r) {
+                    out.push(r);
+                }
+            }
+            out
+        };
         Guard {
-            protected: rules.protected_paths.iter().map(expand).collect(),
+            protected: with_real(rules.protected_paths.iter().map(expand).collect()),
             writable: rules.writable_devices.iter().map(expand).collect(),
-            roots: vec![normalize(hearth_home), PathBuf::from("/tmp")],
+            roots: with_real(vec![normalize(hearth_home), PathBuf::from("/tmp")]),
             home: home.to_owned(),
+            hearth_home: normalize(hearth_home),
             rules,
         }
     }
 
     /// Checks `command` as it would run in `cwd`.
     pub fn check(&self, command: &str, cwd: &Path) -> Verdict {
+        self.check_in(command, cwd, &[])
+    }
+
+    /// Checks `command` as it would run in `cwd` with the variables `env`
+    /// set (a tool's `env` argument).
+    pub fn check_in(&self, command: &str, cwd: &Path, env: &[(String, String)]) -> Verdict {
         if command.len() > MAX_COMMAND_BYTES {
             return Verdict::Ask(format!(
                 "the command is {} bytes, over the {MAX_COMMAND_BYTES}-byte limit the guard reads",
@@ -84,45 +141,36 @@ impl Guard {
                 c as u32
             ));
         }
-        let home = self.home.to_string_lossy();
-        let found = match invocations(command, &home) {
-            Ok(found) => found,
-            Err(Unresolved(why)) => return Verdict::Ask(format!("cannot check it fully: {why}")),
-        };
-        for invocation in &found {
-            if let Some(why) = self.invocation(invocation, cwd, 0) {
-                return Verdict::Ask(why);
+        for (name, value) in env {
+            if let Some(why) = env::injection(name, value, None) {
+                return Verdict::Ask(format!("the `env` argument: {why}"));
             }
         }
-        Verdict::Allow
+        let home = self.home.to_string_lossy();
+        let tree = match words::parse(command, &home) {
+            Ok(tree) => tree,
+            Err(Unresolved(why)) => return Verdict::Ask(format!("cannot check it fully: {why}")),
+        };
+        match self.walk(&tree, cwd, env) {
+            Ok(()) => Verdict::Allow,
+            Err(why) => Verdict::Ask(why),
+        }
     }
 
     /// Checks a write of `path` (a file tool's target) as it would happen
     /// from `cwd`: writes into protected paths ask.
     pub fn check_write(&self, path: &str, cwd: &Path) -> Verdict {
-        let target = Arg {
-            text: path.to_owned(),
-            glob_at: None,
-        };
-        match self.write_target(&target, cwd) {
+        match self.write_target(&Arg::plain(path), Some(cwd), &Facts::default()) {
             Some(why) => Verdict::Ask(why),
             None => Verdict::Allow,
         }
     }
 
-    /// Why `inv` asks, if it does.
-    fn invocation(&self, inv: &Invocation, cwd: &Path, depth: usize) -> Option<String> {
-        for target in &inv.writes {
-            if let Some(why) = self.write_target(target, cwd) {
-                return Some(why);
-            }
-        }
-        self.argv(&inv.argv, inv.stdin_fed, cwd, depth)
-    }
-
-    fn argv(&self, argv: &[Arg], stdin_fed: bool, cwd: &Path, depth: usize) -> Option<String> {
+    /// Why one simple command (`argv`, run as `ctx` says) asks, if it
+    /// does. `facts` learns what it does to the filesystem.
+    fn argv(&self, argv: &[Arg], ctx: &Ctx, facts: &mut Facts) -> Option<String> {
         let first = argv.first()?;
-        if depth > MAX_DEPTH {
+        if ctx.depth > MAX_DEPTH {
             return Some("wrappers nest too deep to check".into());
         }
         let name = first.text.as_str();
@@ -133,19 +181,17 @@ impl Guard {
             return Some(format!("the command name {name:?} is a file pattern"));
         }
         let base = name.rsplit('/').next().unwrap_or(name);
+        for (var, value) in &ctx.env {
+            if let Some(why) = env::injection(var, value, Some(base)) {
+                return Some(why);
+            }
+        }
         let args: Vec<&str> = argv[1..].iter().map(|a| a.text.as_str()).collect();
-        if let Some(inner) = self.unwrap(base, &args) {
+        if let Some(inner) = wrappers::unwrap(self, base, &argv[1..], ctx) {
             return match inner {
-                Inner::Ask(why) => Some(why),
-                Inner::Run(start, extra) => {
-                    let mut rest: Vec<Arg> = argv[1 + start..].to_vec();
-                    rest.extend(extra.map(|t| Arg {
-                        text: t.into(),
-                        glob_at: Some(1),
-                    }));
-                    self.argv(&rest, stdin_fed, cwd, depth + 1)
-                }
-                Inner::Nothing => None,
+                wrappers::Inner::Ask(why) => Some(why),
+                wrappers::Inner::Nothing => None,
+                wrappers::Inner::Run(rest, inner_ctx) => self.argv(&rest, &inner_ctx, facts),
             };
         }
         if self.rules.always.iter().any(|c| c == base)
@@ -162,48 +208,31 @@ impl Guard {
                 return Some(format!("`{base}`: {}", rule.reason));
             }
         }
-        if let Some(why) = self.interpreter(base, &args, stdin_fed) {
+        if let Some(verdict) = programs::judge(self, base, &argv[1..], ctx, facts) {
+            return verdict;
+        }
+        if let Some(why) = interpreters::judge(self, base, &args, ctx) {
             return Some(why);
         }
         if base == "find" {
-            return self.find(&argv[1..], cwd, depth);
+            return wrappers::find(self, &argv[1..], ctx, facts);
         }
-        if self.rules.delete_commands.iter().any(|c| c == base) {
-            let forced = args.iter().any(|a| {
-                ["-r", "-R", "-f", "--recursive", "--force"]
-                    .iter()
-                    .any(|f| flag_given(a, f))
-            });
-            if forced
-                && let Some(path) = self
-                    .operands(&argv[1..])
-                    .find(|p| !self.inside_roots(p, cwd))
-            {
-                return Some(format!(
-                    "`{base}` deletes recursively or by force outside $HEARTH_HOME and /tmp ({})",
-                    path.text
-                ));
-            }
+        if self.rules.delete_commands.iter().any(|c| c == base)
+            && let Some(why) = self.delete(base, &argv[1..], ctx, facts)
+        {
+            return Some(why);
+        }
+        if let Some(why) = self.moves_and_links(base, &argv[1..], ctx, facts) {
+            return Some(why);
         }
         if self.writes_paths(base, &args) {
-            for operand in self.operands(&argv[1..]) {
-                if let Some(why) = self.write_target(operand, cwd) {
+            for operand in self.loose_operands(&argv[1..]) {
+                if let Some(why) = self.write_target(&operand, ctx.cwd.as_deref(), facts) {
                     return Some(format!("`{base}` {why}"));
                 }
             }
-            for a in &argv[1..] {
-                if let Some(value) = a.text.strip_prefix("of=") {
-                    let target = Arg {
-                        text: value.into(),
-                        glob_at: None,
-                    };
-                    if let Some(why) = self.write_target(&target, cwd) {
-                        return Some(format!("`{base}` {why}"));
-                    }
-                }
-            }
         }
-        if matches!(base, "awk" | "gawk" | "mawk" | "nawk")
+        if matches!(base, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk")
             && args.iter().any(|a| a.contains("system") || a.contains('|'))
         {
             return Some(format!("`{base}` runs commands from its program"));
@@ -211,158 +240,95 @@ impl Guard {
         None
     }
 
-    /// What a wrapper runs: `Some` when `base` is a wrapper.
-    fn unwrap(&self, base: &str, args: &[&str]) -> Option<Inner> {
-        // Flags of each wrapper that take a value (which is not the command).
-        let valued: &[&str] = match base {
-            "env" => &["-u", "--unset", "-C", "--chdir"],
-            "nice" => &["-n", "--adjustment"],
-            "ionice" => &["-c", "-n", "-p", "--class", "--classdata"],
-            "timeout" => &["-s", "--signal", "-k", "--kill-after"],
-            "stdbuf" => &["-i", "-o", "-e"],
-            "xargs" => &[
-                "-I",
-                "-i",
-                "-n",
-                "-P",
-                "-d",
-                "-L",
-                "-l",
-                "-s",
-                "-a",
-                "-E",
-                "-e",
-                "--max-args",
-                "--max-procs",
-                "--delimiter",
-                "--arg-file",
-                "--replace",
-            ],
-            "flock" => &["-w", "--timeout", "-E", "--conflict-exit-code"],
-            "chrt" | "taskset" | "setsid" | "nohup" | "time" | "unbuffer" | "command"
-            | "builtin" | "exec" | "strace" | "ltrace" | "caffeinate" => &["-o", "-p", "-e", "-s"],
-            _ => return None,
+    /// Why a delete by `base` asks: recursive or forced outside the roots.
+    fn delete(&self, base: &str, args: &[Arg], ctx: &Ctx, facts: &Facts) -> Option<String> {
+        let (forced, operands): (bool, Vec<Arg>) = match grammars::grammar(base) {
+            Some(grammar) => match options::parse(grammar, args) {
+                Ok(parsed) => (
+                    base == "shred" || ["r", "R", "f", "remove"].iter().any(|o| parsed.has(o)),
+                    parsed.operands.iter().map(|&i| args[i].clone()).collect(),
+                ),
+                Err(why) => return Some(format!("`{base}`: {why}, so it cannot be read")),
+            },
+            None => (
+                args.iter().any(|a| {
+                    ["-r", "-R", "-f", "--recursive", "--force"]
+                        .iter()
+                        .any(|f| flag_given(&a.text, f))
+                }),
+                self.loose_operands(args).collect(),
+            ),
         };
-        if matches!(base, "env")
-            && args
-                .iter()
-                .any(|a| flag_given(a, "-S") || a.starts_with("--split-string"))
-        {
-            return Some(Inner::Ask(
-                "`env -S` splits a string into a command line".into(),
-            ));
+        if !forced {
+            return None;
         }
-        if matches!(base, "command" | "builtin") && args.iter().any(|a| *a == "-v" || *a == "-V") {
-            return Some(Inner::Nothing);
-        }
-        if base == "flock"
-            && args
-                .iter()
-                .any(|a| flag_given(a, "-c") || a.starts_with("--command"))
-        {
-            return Some(Inner::Ask("`flock -c` runs a shell command line".into()));
-        }
-        let mut i = 0;
-        while i < args.len() {
-            let a = args[i];
-            if a == "--" {
-                i += 1;
-                break;
+        for target in &operands {
+            if let Some(why) = self.delete_target(target, ctx.cwd.as_deref(), facts) {
+                return Some(format!("`{base}` {why}"));
             }
-            if base == "env" && a.contains('=') && !a.starts_with('-') {
-                let name = a.split('=').next().unwrap_or_default();
-                if DANGEROUS_ASSIGNMENTS.contains(&name) {
-                    return Some(Inner::Ask(format!(
-                        "`env` sets {name}, which changes what runs"
-                    )));
-                }
-                i += 1;
-                continue;
-            }
-            if !a.starts_with('-') || a == "-" {
-                break;
-            }
-            let takes_value = valued.contains(&a) && !a.contains('=');
-            i += if takes_value { 2 } else { 1 };
-        }
-        // Positional arguments before the command.
-        match base {
-            "timeout" | "chrt" | "taskset" | "flock" => i += 1,
-            _ => {}
-        }
-        if i >= args.len() {
-            return Some(Inner::Nothing);
-        }
-        let extra = matches!(base, "xargs").then_some(UNKNOWN_PATH);
-        Some(Inner::Run(i, extra))
-    }
-
-    fn interpreter(&self, base: &str, args: &[&str], stdin_fed: bool) -> Option<String> {
-        let family = base.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
-        let flags = self
-            .rules
-            .interpreters
-            .get(base)
-            .or_else(|| self.rules.interpreters.get(family))?;
-        let before_script = args
-            .iter()
-            .take_while(|a| a.starts_with('-') || flags.iter().any(|f| f == *a));
-        for a in before_script {
-            if *a == "-" || flags.iter().any(|f| flag_given(a, f) || f == a) {
-                return Some(format!(
-                    "`{base}` runs code given on its command line ({a})"
-                ));
-            }
-        }
-        let has_script = args.iter().any(|a| !a.starts_with('-'));
-        if stdin_fed && !has_script {
-            return Some(format!("`{base}` runs the code piped into it"));
         }
         None
     }
 
-    fn find(&self, args: &[Arg], cwd: &Path, depth: usize) -> Option<String> {
-        let starts: Vec<&Arg> = args
-            .iter()
-            .take_while(|a| !a.text.starts_with('-') && a.text != "(" && a.text != "!")
-            .collect();
-        let mut i = starts.len();
-        while i < args.len() {
-            match args[i].text.as_str() {
-                "-delete" => {
-                    let outside = starts.is_empty() && !self.inside_roots(&dot(), cwd)
-                        || starts.iter().any(|s| !self.inside_roots(s, cwd));
-                    if outside {
-                        return Some("`find -delete` deletes outside $HEARTH_HOME and /tmp".into());
-                    }
+    /// Records what `mv` and `ln -s` do to later paths of the line, and
+    /// asks for moving an allowed root itself.
+    fn moves_and_links(
+        &self,
+        base: &str,
+        args: &[Arg],
+        ctx: &Ctx,
+        facts: &mut Facts,
+    ) -> Option<String> {
+        if !matches!(base, "mv" | "ln") {
+            return None;
+        }
+        let grammar = grammars::grammar(base)?;
+        let parsed = match options::parse(grammar, args) {
+            Ok(p) => p,
+            Err(why) => return Some(format!("`{base}`: {why}, so it cannot be read")),
+        };
+        let mut operands: Vec<&Arg> = parsed.operands.iter().map(|&i| &args[i]).collect();
+        let target_dir = parsed.values("t").next().map(Arg::plain);
+        let dest = match &target_dir {
+            Some(t) => t.clone(),
+            None => operands.pop()?.clone(),
+        };
+        let cwd = ctx.cwd.as_deref();
+        let Ok(dest_path) = absolute(&dest.text, cwd, &self.home) else {
+            return Some(format!(
+                "`{base}` writes to {:?}, relative to a directory the line makes unknown",
+                dest.text
+            ));
+        };
+        let dest_real = real(&dest_path, false, facts);
+        for source in operands {
+            let Ok(source_path) = absolute(&source.text, cwd, &self.home) else {
+                return Some(format!(
+                    "`{base}` names {:?}, relative to a directory the line makes unknown",
+                    source.text
+                ));
+            };
+            if base == "ln" {
+                if parsed.has("s") {
+                    let link = if target_dir.is_some() || dest.text.ends_with('/') {
+                        dest_real.join(source_path.file_name().unwrap_or_default())
+                    } else {
+                        dest_real.clone()
+                    };
+                    facts.links.push((link, source_path));
                 }
-                "-exec" | "-execdir" | "-ok" | "-okdir" => {
-                    let inner: Vec<Arg> = args[i + 1..]
-                        .iter()
-                        .take_while(|a| a.text != ";" && a.text != "+")
-                        .map(|a| match a.text.find("{}") {
-                            Some(at) => Arg {
-                                text: a.text.replace("{}", UNKNOWN_PATH),
-                                glob_at: Some(at + 1),
-                            },
-                            None => a.clone(),
-                        })
-                        .collect();
-                    if let Some(why) = self.argv(&inner, false, cwd, depth + 1) {
-                        return Some(format!("`find {}` runs {why}", args[i].text));
-                    }
-                    i += inner.len();
-                }
-                "-fprint" | "-fprint0" | "-fprintf" | "-fls" => {
-                    if let Some(target) = args.get(i + 1)
-                        && let Some(why) = self.write_target(target, cwd)
-                    {
-                        return Some(format!("`find` {why}"));
-                    }
-                }
-                _ => {}
+                continue;
             }
-            i += 1;
+            let source_real = real(&source_path, false, facts);
+            if self.roots.iter().any(|r| r.starts_with(&source_real)) {
+                return Some(format!(
+                    "`mv` moves {} away, which holds an allowed root",
+                    source_real.display()
+                ));
+            }
+            if source.glob_at.is_some() || !self.inside_roots(&source_real) {
+                facts.moved_in.push(dest_real.clone());
+            }
         }
         None
     }
@@ -375,24 +341,37 @@ impl Guard {
             })
     }
 
-    /// Arguments that are not flags (everything after `--`).
-    fn operands<'a>(&self, args: &'a [Arg]) -> impl Iterator<Item = &'a Arg> {
+    /// The arguments of a command without a grammar that may be paths:
+    /// every non-option (everything after `--`), and the value of every
+    /// `--option=value`.
+    fn loose_operands<'a>(&self, args: &'a [Arg]) -> impl Iterator<Item = Arg> + 'a {
         let mut after_dashes = false;
-        args.iter().filter(move |a| {
+        args.iter().filter_map(move |a| {
             if after_dashes {
-                return true;
+                return Some(a.clone());
             }
             if a.text == "--" {
                 after_dashes = true;
-                return false;
+                return None;
             }
-            !a.text.starts_with('-')
+            if let Some((_, value)) = a.text.split_once('=')
+                && a.text.starts_with("--")
+            {
+                return Some(Arg::plain(value));
+            }
+            (!a.text.starts_with('-')).then(|| a.clone())
         })
     }
 
     /// Why writing `target` asks, if it does.
-    fn write_target(&self, target: &Arg, cwd: &Path) -> Option<String> {
-        let path = resolve(&target.text, cwd, &self.home);
+    fn write_target(&self, target: &Arg, cwd: Option<&Path>, facts: &Facts) -> Option<String> {
+        if target.text.starts_with("of=") {
+            return self.write_target(&Arg::plain(&target.text[3..]), cwd, facts);
+        }
+        let path = match absolute(&target.text, cwd, &self.home) {
+            Ok(p) => p,
+            Err(why) => return Some(format!("writes where it cannot be known: {why}")),
+        };
         if self.writable.contains(&path) || path.starts_with("/dev/fd") {
             return None;
         }
@@ -401,18 +380,16 @@ impl Guard {
             Some(at) => {
                 let prefix = &target.text[..at];
                 let dir = prefix.rsplit_once('/').map_or("", |(d, _)| d);
-                Some(resolve(
-                    if dir.is_empty() && prefix.starts_with('/') {
-                        "/"
-                    } else {
-                        dir
-                    },
-                    cwd,
-                    &self.home,
-                ))
+                let dir = if dir.is_empty() && prefix.starts_with('/') {
+                    "/"
+                } else {
+                    dir
+                };
+                absolute(dir, cwd, &self.home).ok()
             }
             None => None,
         };
+        let resolved = real(&path, true, facts);
         for protected in &self.protected {
             // A protected folder that holds the owner's own home (`/root`
             // when hearth runs as root) guards other users' files, not the
@@ -422,6 +399,7 @@ impl Guard {
                 continue;
             }
             let hit = path.starts_with(protected)
+                || resolved.starts_with(protected)
                 || fixed.as_ref().is_some_and(|f| protected.starts_with(f));
             if hit {
                 return Some(format!(
@@ -433,58 +411,82 @@ impl Guard {
         None
     }
 
-    fn inside_roots(&self, arg: &Arg, cwd: &Path) -> bool {
-        let path = resolve(&arg.text, cwd, &self.home);
-        self.roots.iter().any(|r| path.starts_with(r) && path != *r)
-    }
-}
-
-/// What a wrapper runs.
-enum Inner {
-    /// Nothing (it only prints, or has no command).
-    Nothing,
-    /// The command starting at this argument index, plus an argument only
-    /// known at run time.
-    Run(usize, Option<&'static str>),
-    /// The wrapper's own form asks.
-    Ask(String),
-}
-
-fn dot() -> Arg {
-    Arg {
-        text: ".".into(),
-        glob_at: None,
-    }
-}
-
-/// `text` as an absolute path, `..` and `.` taken out, `~` expanded.
-fn resolve(text: &str, cwd: &Path, home: &Path) -> PathBuf {
-    let path = match text.strip_prefix('~') {
-        Some(rest) if rest.is_empty() || rest.starts_with('/') => {
-            home.join(rest.trim_start_matches('/'))
-        }
-        _ => PathBuf::from(text),
-    };
-    let absolute = if path.is_absolute() {
-        path
-    } else {
-        cwd.join(path)
-    };
-    normalize(&absolute)
-}
-
-fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
+    /// Why writing anywhere under the directory `root` (an archive being
+    /// unpacked) asks: it is protected, or holds a protected path. The
+    /// protected files inside `$HEARTH_HOME` are left to the kernel floor
+    /// there, so unpacking into `$HEARTH_HOME` runs.
+    fn write_tree(&self, root: &Path, facts: &Facts) -> Option<String> {
+        let resolved = real(root, true, facts);
+        for protected in &self.protected {
+            if self.home.starts_with(protected) && root.starts_with(&self.home) {
+                continue;
             }
-            Component::Normal(p) => out.push(p),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+            let inside = root.starts_with(protected) || resolved.starts_with(protected);
+            let holds = (protected.starts_with(root) || protected.starts_with(&resolved))
+                && !protected.starts_with(&self.hearth_home);
+            if inside || holds {
+                return Some(format!(
+                    "writes files under {}, which reaches {} (a protected path)",
+                    root.display(),
+                    protected.display()
+                ));
+            }
         }
+        None
     }
-    out
+
+    /// Why deleting `target` recursively or by force asks, if it does.
+    fn delete_target(&self, target: &Arg, cwd: Option<&Path>, facts: &Facts) -> Option<String> {
+        let path = match absolute(&target.text, cwd, &self.home) {
+            Ok(p) => p,
+            Err(why) => return Some(format!("deletes where it cannot be known: {why}")),
+        };
+        let follow = target.glob_at.is_some() || goes_through(&target.text);
+        let resolved = real(&path, follow, facts);
+        let outside = |p: &Path| !self.inside_roots(p);
+        if target.glob_at.is_some() {
+            // `/tmp/x*` stays in /tmp; `/tm*` does not.
+            let prefix = &target.text[..target.glob_at.unwrap_or(0)];
+            let dir = prefix.rsplit_once('/').map_or(".", |(d, _)| d);
+            let dir = if dir.is_empty() { "/" } else { dir };
+            let fixed = absolute(dir, cwd, &self.home).unwrap_or_else(|_| PathBuf::from("/"));
+            let fixed_real = real(&fixed, true, facts);
+            // `..` in the pattern climbs out; `.*` matches `..` in older shells.
+            let segment_start = prefix.rfind('/').map_or(0, |i| i + 1);
+            let tail = &target.text[segment_start..];
+            let climbs = tail.contains("..") || tail.split('/').any(|s| s.starts_with('.'));
+            let root_level = |p: &Path| self.roots.iter().any(|r| p.starts_with(r)) && !climbs;
+            if !root_level(&fixed) || !root_level(&fixed_real) {
+                return Some(format!(
+                    "deletes recursively or by force outside $HEARTH_HOME and /tmp ({})",
+                    target.text
+                ));
+            }
+        } else if outside(&path) || outside(&resolved) {
+            let through = if resolved != path && !outside(&path) {
+                format!(", through a link to {}", resolved.display())
+            } else {
+                String::new()
+            };
+            return Some(format!(
+                "deletes recursively or by force outside $HEARTH_HOME and /tmp ({}{through})",
+                target.text
+            ));
+        }
+        for moved in &facts.moved_in {
+            if moved.starts_with(&resolved) || resolved.starts_with(moved) {
+                return Some(format!(
+                    "deletes {}, where `mv` put what it brought in from outside $HEARTH_HOME and /tmp",
+                    target.text
+                ));
+            }
+        }
+        None
+    }
+
+    fn inside_roots(&self, path: &Path) -> bool {
+        self.roots.iter().any(|r| path.starts_with(r) && path != r)
+    }
 }
 
 /// Characters that render as nothing and could hide what a word is.

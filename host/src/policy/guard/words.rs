@@ -15,9 +15,35 @@ use brush_parser::ast::{
 };
 use brush_parser::word::{self, TildeExpr, WordPiece};
 
+/// A command line as a tree: what runs in order, what runs only on
+/// success or failure, and what runs in a subshell (where a `cd` or an
+/// `export` does not outlive it). The guard walks it to know the working
+/// directory and environment of every command.
+#[derive(Debug, PartialEq)]
+pub enum Node {
+    /// One simple command.
+    Command(Invocation),
+    /// Parts run one after the other (`a; b`, a newline, a brace group).
+    Seq(Vec<Node>),
+    /// `a && b || c`: each later part runs on the earlier one's success
+    /// (`true`) or failure (`false`).
+    AndOr(Box<Node>, Vec<(bool, Node)>),
+    /// Runs in a child shell: `( ... )`, a pipeline stage, `a &`.
+    Subshell(Box<Node>),
+    /// At most one of these runs (`if` and `case` arms).
+    Branches(Vec<Node>),
+    /// Runs any number of times, maybe none (loop bodies).
+    Loop(Box<Node>),
+    /// The exit status is negated (`! a`).
+    Not(Box<Node>),
+}
+
 /// One simple command, its words resolved.
 #[derive(Debug, Default, PartialEq)]
 pub struct Invocation {
+    /// Variables assigned before the command name (`X=1 cmd`), or on
+    /// their own (`X=1`) when there is no command.
+    pub assignments: Vec<(String, String)>,
     /// The command and its arguments.
     pub argv: Vec<Arg>,
     /// Files it writes through redirections.
@@ -37,120 +63,154 @@ pub struct Arg {
     pub glob_at: Option<usize>,
 }
 
+impl AsRef<str> for Arg {
+    fn as_ref(&self) -> &str {
+        &self.text
+    }
+}
+
+impl Arg {
+    /// A word with no file pattern in it.
+    pub fn plain(text: impl Into<String>) -> Arg {
+        Arg {
+            text: text.into(),
+            glob_at: None,
+        }
+    }
+}
+
 /// Why a command line cannot be resolved.
 #[derive(Debug, PartialEq)]
 pub struct Unresolved(pub String);
 
-/// Environment variables whose value changes what a command runs.
-pub const DANGEROUS_ASSIGNMENTS: [&str; 10] = [
-    "PATH",
-    "LD_PRELOAD",
-    "LD_LIBRARY_PATH",
-    "LD_AUDIT",
-    "BASH_ENV",
-    "ENV",
-    "IFS",
-    "PROMPT_COMMAND",
-    "SHELLOPTS",
-    "PS4",
-];
-
-/// The simple commands of `line`, with `home` for `~`.
-pub fn invocations(line: &str, home: &str) -> Result<Vec<Invocation>, Unresolved> {
+/// The command line `line` as a tree, with `home` for `~`.
+pub fn parse(line: &str, home: &str) -> Result<Node, Unresolved> {
     let options = brush_parser::ParserOptions::default();
     let mut parser = brush_parser::Parser::new(std::io::Cursor::new(line), &options);
     let program = parser
         .parse_program()
         .map_err(|e| Unresolved(format!("the shell parser cannot read it ({e})")))?;
-    let mut walker = Walker {
-        home,
-        options,
-        out: Vec::new(),
-    };
+    let walker = Walker { home, options };
+    let mut parts = Vec::new();
     for list in &program.complete_commands {
-        walker.list(list)?;
+        parts.push(walker.list(list)?);
     }
-    Ok(walker.out)
+    Ok(Node::Seq(parts))
 }
 
 struct Walker<'a> {
     home: &'a str,
     options: brush_parser::ParserOptions,
-    out: Vec<Invocation>,
 }
 
 impl Walker<'_> {
-    fn list(&mut self, list: &CompoundList) -> Result<(), Unresolved> {
+    fn list(&self, list: &CompoundList) -> Result<Node, Unresolved> {
+        let mut parts = Vec::with_capacity(list.0.len());
         for item in &list.0 {
             let and_or = &item.0;
-            self.pipeline(&and_or.first)?;
-            for next in &and_or.additional {
-                match next {
-                    ast::AndOr::And(p) | ast::AndOr::Or(p) => self.pipeline(p)?,
+            let first = self.pipeline(&and_or.first)?;
+            let node = if and_or.additional.is_empty() {
+                first
+            } else {
+                let mut rest = Vec::with_capacity(and_or.additional.len());
+                for next in &and_or.additional {
+                    rest.push(match next {
+                        ast::AndOr::And(p) => (true, self.pipeline(p)?),
+                        ast::AndOr::Or(p) => (false, self.pipeline(p)?),
+                    });
                 }
+                Node::AndOr(Box::new(first), rest)
+            };
+            // `a &` runs `a` in a child shell.
+            parts.push(match item.1 {
+                ast::SeparatorOperator::Async => Node::Subshell(Box::new(node)),
+                ast::SeparatorOperator::Sequence => node,
+            });
+        }
+        Ok(Node::Seq(parts))
+    }
+
+    fn pipeline(&self, pipeline: &Pipeline) -> Result<Node, Unresolved> {
+        let node = if pipeline.seq.len() == 1 {
+            self.command(&pipeline.seq[0], false)?
+        } else {
+            // Each stage of a pipeline runs in a child shell.
+            let mut stages = Vec::with_capacity(pipeline.seq.len());
+            for (stage, command) in pipeline.seq.iter().enumerate() {
+                stages.push(Node::Subshell(Box::new(self.command(command, stage > 0)?)));
             }
-        }
-        Ok(())
+            Node::Seq(stages)
+        };
+        Ok(if pipeline.bang {
+            Node::Not(Box::new(node))
+        } else {
+            node
+        })
     }
 
-    fn pipeline(&mut self, pipeline: &Pipeline) -> Result<(), Unresolved> {
-        for (stage, command) in pipeline.seq.iter().enumerate() {
-            self.command(command, stage > 0)?;
-        }
-        Ok(())
-    }
-
-    fn command(&mut self, command: &Command, stdin_fed: bool) -> Result<(), Unresolved> {
+    fn command(&self, command: &Command, stdin_fed: bool) -> Result<Node, Unresolved> {
         match command {
-            Command::Simple(simple) => self.simple(simple, stdin_fed),
+            Command::Simple(simple) => self.simple(simple, stdin_fed).map(Node::Command),
             Command::Compound(compound, redirects) => {
-                if let Some(redirects) = redirects {
-                    let mut holder = Invocation::default();
-                    for r in &redirects.0 {
-                        self.redirect(r, &mut holder)?;
+                let body = self.compound(compound)?;
+                match redirects {
+                    Some(redirects) => {
+                        let mut holder = Invocation::default();
+                        for r in &redirects.0 {
+                            self.redirect(r, &mut holder)?;
+                        }
+                        Ok(Node::Seq(vec![Node::Command(holder), body]))
                     }
-                    self.out.push(holder);
+                    None => Ok(body),
                 }
-                self.compound(compound)
             }
             Command::Function(_) => Err(Unresolved("it defines a shell function".into())),
             Command::ExtendedTest(..) => Err(Unresolved("it uses a [[ ... ]] test".into())),
         }
     }
 
-    fn compound(&mut self, compound: &CompoundCommand) -> Result<(), Unresolved> {
+    fn compound(&self, compound: &CompoundCommand) -> Result<Node, Unresolved> {
         match compound {
             CompoundCommand::BraceGroup(g) => self.list(&g.list),
-            CompoundCommand::Subshell(s) => self.list(&s.list),
+            CompoundCommand::Subshell(s) => Ok(Node::Subshell(Box::new(self.list(&s.list)?))),
             CompoundCommand::IfClause(c) => {
-                self.list(&c.condition)?;
-                self.list(&c.then)?;
+                let mut arms = vec![self.list(&c.then)?];
                 for e in c.elses.iter().flatten() {
-                    if let Some(condition) = &e.condition {
-                        self.list(condition)?;
-                    }
-                    self.list(&e.body)?;
+                    let body = self.list(&e.body)?;
+                    arms.push(match &e.condition {
+                        Some(condition) => Node::Seq(vec![self.list(condition)?, body]),
+                        None => body,
+                    });
                 }
-                Ok(())
+                arms.push(Node::Seq(Vec::new()));
+                Ok(Node::Seq(vec![
+                    self.list(&c.condition)?,
+                    Node::Branches(arms),
+                ]))
             }
             CompoundCommand::WhileClause(w) | CompoundCommand::UntilClause(w) => {
-                self.list(&w.0)?;
-                self.list(&w.1.list)
+                let body = Node::Seq(vec![self.list(&w.0)?, self.list(&w.1.list)?]);
+                Ok(Node::Seq(vec![
+                    self.list(&w.0)?,
+                    Node::Loop(Box::new(body)),
+                ]))
             }
             CompoundCommand::ForClause(f) => {
                 for w in f.values.iter().flatten() {
                     self.word(&w.value)?;
                 }
-                self.list(&f.body.list)
+                Ok(Node::Loop(Box::new(self.list(&f.body.list)?)))
             }
             CompoundCommand::CaseClause(c) => {
                 self.word(&c.value.value)?;
+                let mut arms = Vec::with_capacity(c.cases.len() + 1);
                 for item in &c.cases {
                     if let Some(cmd) = &item.cmd {
-                        self.list(cmd)?;
+                        arms.push(self.list(cmd)?);
                     }
                 }
-                Ok(())
+                arms.push(Node::Seq(Vec::new()));
+                Ok(Node::Branches(arms))
             }
             CompoundCommand::Arithmetic(_) | CompoundCommand::ArithmeticForClause(_) => {
                 Err(Unresolved("it uses shell arithmetic".into()))
@@ -159,7 +219,7 @@ impl Walker<'_> {
         }
     }
 
-    fn simple(&mut self, simple: &SimpleCommand, stdin_fed: bool) -> Result<(), Unresolved> {
+    fn simple(&self, simple: &SimpleCommand, stdin_fed: bool) -> Result<Invocation, Unresolved> {
         let mut invocation = Invocation {
             stdin_fed,
             ..Invocation::default()
@@ -169,14 +229,10 @@ impl Walker<'_> {
         for item in prefix.clone() {
             if let CommandPrefixOrSuffixItem::AssignmentWord(assignment, _) = item {
                 let name = assignment.name.to_string();
-                if DANGEROUS_ASSIGNMENTS.contains(&name.as_str()) {
-                    return Err(Unresolved(format!(
-                        "it sets {name}, which changes what runs"
-                    )));
-                }
                 match &assignment.value {
                     ast::AssignmentValue::Scalar(w) => {
-                        self.word(&w.value)?;
+                        let value = self.word(&w.value)?;
+                        invocation.assignments.push((name, value.text));
                     }
                     ast::AssignmentValue::Array(_) => {
                         return Err(Unresolved("it assigns an array".into()));
@@ -212,8 +268,7 @@ impl Walker<'_> {
                 Item::Other(CommandPrefixOrSuffixItem::AssignmentWord(..)) => {}
             }
         }
-        self.out.push(invocation);
-        Ok(())
+        Ok(invocation)
     }
 
     fn redirect(&self, redirect: &IoRedirect, to: &mut Invocation) -> Result<(), Unresolved> {

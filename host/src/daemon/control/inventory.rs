@@ -1,0 +1,73 @@
+//! The plugin and tool inventory as JSON rows: what the daemon answers to
+//! `plugins` and `tools`, and what a CLI command without a daemon builds
+//! from its own runtime, so both print from the same rows.
+
+use serde_json::{Value, json};
+
+use crate::plugins::{PluginSet, PluginState};
+use crate::scripting::describe_problem;
+use crate::tools::ToolRegistry;
+
+/// One row per plugin found. `live` says whether the plugins are the
+/// running daemon's: only then is a channel's health known
+/// (`channel_status`, `null` until the channel reports).
+pub fn plugins(set: &PluginSet, live: bool) -> Vec<Value> {
+    set.reports()
+        .iter()
+        .map(|r| {
+            let (state, reason) = state_parts(&r.state);
+            let health = set
+                .active()
+                .iter()
+                .filter(|_| live)
+                .find(|p| Some(&p.name) == r.name.as_ref())
+                .and_then(|p| p.channel_status())
+                .map(|h| json!({ "state": h.state, "detail": h.detail }));
+            json!({
+                "name": r.name, "version": r.version, "path": r.path,
+                "state": state, "reason": reason,
+                "tools": r.tools, "channel": r.channel, "channel_status": health,
+            })
+        })
+        .collect()
+}
+
+/// Every tool with its source, the scripts that failed to load, and the
+/// skills: `{"tools":[{"spec","source"}],"script_errors":[..],"skills":[..]}`.
+pub fn tools(registry: &ToolRegistry) -> Value {
+    let tools: Vec<Value> = registry
+        .list()
+        .iter()
+        .map(|t| json!({ "spec": t.spec, "source": t.source }))
+        .collect();
+    // `null` without a script subsystem, so no empty section is shown.
+    let skills: Option<Vec<Value>> = registry.scripts().map(|s| {
+        s.catalog()
+            .skills()
+            .map(|s| json!({ "name": s.doc.name, "description": s.doc.description }))
+            .collect()
+    });
+    json!({ "tools": tools, "script_errors": script_problems(registry), "skills": skills })
+}
+
+/// The scripts that failed to load: file, line, error.
+pub fn script_problems(registry: &ToolRegistry) -> Vec<String> {
+    registry
+        .scripts()
+        .map(|s| {
+            s.catalog()
+                .problems()
+                .iter()
+                .map(describe_problem)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn state_parts(state: &PluginState) -> (&'static str, Option<&str>) {
+    match state {
+        PluginState::Active => ("active", None),
+        PluginState::Off(why) => ("off", Some(why.as_str())),
+        PluginState::Failed(why) => ("failed", Some(why.as_str())),
+    }
+}

@@ -1,0 +1,367 @@
+//! The control socket, `$HEARTH_HOME/hearth.sock`: the owner's local channel.
+//!
+//! `hearth chat`, `status`, `plugins`, `tools`, `tool call`, `approvals`
+//! and `audit` talk to the running daemon here, one JSON object per line,
+//! so that they show its live state and never start a second copy of its
+//! plugins. The socket is created with mode 0600 inside the owner-only
+//! home directory: whoever can open it is the owner.
+//!
+//! docs/control.md describes every request and answer. `protocol` holds
+//! the version and the errors, `inventory` the plugin and tool rows, and
+//! `tool_call` the owner's tool calls with their confirmations. A bad line
+//! (not JSON, too long, an unknown request, another version) is answered
+//! with an `error` saying what was wrong; the daemon serves on.
+
+mod inventory;
+pub mod protocol;
+mod tool_call;
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use hearth_sdk::protocol::InboundMessage;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::net::{UnixListener, UnixStream};
+use tokio::sync::mpsc;
+
+pub use inventory::{plugins as plugin_rows, script_problems, tools as tool_rows};
+use protocol::{Code, error};
+
+use crate::agent::Agent;
+use crate::plugins::{Bridge, PluginSet};
+use crate::policy::{audit, grants};
+use crate::router::LOCAL_CHANNEL;
+use crate::router::local::LocalHub;
+use crate::router::outbox::Outbox;
+use crate::store;
+use crate::tools::ToolRegistry;
+
+/// The socket's file name in `$HEARTH_HOME`.
+pub const SOCKET: &str = "hearth.sock";
+/// The longest request line.
+const MAX_LINE: usize = 1 << 20;
+
+/// What the control socket serves.
+pub struct Control {
+    /// Stores the owner's messages.
+    pub bridge: Arc<Bridge>,
+    /// Local reply listeners.
+    pub hub: Arc<LocalHub>,
+    /// For delivering pending replies when a client subscribes.
+    pub outbox: Arc<Outbox>,
+    /// For `status`.
+    pub agent: Arc<Agent>,
+    /// For `plugins`.
+    pub plugins: Arc<PluginSet>,
+    /// For `tools` and `tool_call`.
+    pub tools: Arc<ToolRegistry>,
+    /// `hearth.db`, for `approvals`, `revoke` and `audit` (a connection per
+    /// request: they are rare).
+    pub db: PathBuf,
+}
+
+/// How long a closing connection may take to write its last answers.
+const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(1);
+/// The most audit rows one `audit` request returns.
+const MAX_AUDIT_ROWS: u32 = 10_000;
+
+/// Binds the socket (replacing a stale one) with mode 0600.
+pub fn bind(home: &Path) -> std::io::Result<(UnixListener, PathBuf)> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = home.join(SOCKET);
+    if path.exists() {
+        // A live daemon answers; a stale file from a crash does not.
+        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
+            return Err(std::io::Error::new(
+                std::io::ErrorKind::AddrInUse,
+                format!(
+                    "{} is in use: is another hearth running with this home?",
+                    path.display()
+                ),
+            ));
+        }
+        std::fs::remove_file(&path)?;
+    }
+    let listener = UnixListener::bind(&path)?;
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+    Ok((listener, path))
+}
+
+/// Accepts clients until the task is aborted.
+pub async fn serve(listener: UnixListener, control: Arc<Control>) {
+    loop {
+        match listener.accept().await {
+            Ok((stream, _)) => {
+                let control = Arc::clone(&control);
+                tokio::spawn(async move { client(stream, control).await });
+            }
+            Err(e) => {
+                tracing::warn!("control socket accept failed: {e}");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    }
+}
+
+async fn client(stream: UnixStream, control: Arc<Control>) {
+    tracing::debug!("control client connected");
+    let (read, mut write) = stream.into_split();
+    let (tx, mut rx) = mpsc::channel::<Value>(256);
+    let writer = tokio::spawn(async move {
+        // `null` is the last word: everything queued before it is written.
+        while let Some(message) = rx.recv().await.filter(|m| !m.is_null()) {
+            let mut line = message.to_string();
+            line.push('\n');
+            if write.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut session = Session {
+        hello: false,
+        in_flight: Arc::new(Mutex::new(tool_call::InFlight::default())),
+    };
+    let mut lines = BufReader::new(read);
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match AsyncReadExt::take(&mut lines, MAX_LINE as u64 + 1)
+            .read_line(&mut line)
+            .await
+        {
+            Ok(0) => break,
+            Err(e) => {
+                // Bytes that are not UTF-8 end the line reader; say so.
+                let _ = tx
+                    .send(error(Code::BadRequest, &format!("unreadable request: {e}")))
+                    .await;
+                break;
+            }
+            Ok(n) if n > MAX_LINE => {
+                let _ = tx
+                    .send(error(
+                        Code::TooLong,
+                        "the request is over 1 MiB; the connection is closed",
+                    ))
+                    .await;
+                break;
+            }
+            Ok(_) => {}
+        }
+        if line.trim().is_empty() {
+            continue;
+        }
+        tracing::debug!(request = %line.trim_end(), "control request");
+        let (answer, close) = match serde_json::from_str::<Value>(&line) {
+            Ok(request) => handle(&control, &mut session, &request, &tx).await,
+            Err(e) => (
+                Some(error(
+                    Code::BadRequest,
+                    &format!("the request is not JSON: {e}"),
+                )),
+                false,
+            ),
+        };
+        if let Some(answer) = answer
+            && tx.send(answer).await.is_err()
+        {
+            break;
+        }
+        if close {
+            break;
+        }
+    }
+    // A client that leaves withdraws the question its call waits on.
+    tool_call::abandon(&session.in_flight);
+    // The hub and a running call hold senders too: end the writer
+    // (dropping its receiver) so the hub sees this client is gone and stops
+    // counting it as a listener. The last answers (an error before the
+    // close) are written first, unless the client does not read them.
+    let _ = tx.try_send(Value::Null);
+    let abort = writer.abort_handle();
+    if tokio::time::timeout(LAST_WORDS, writer).await.is_err() {
+        abort.abort();
+    }
+}
+
+/// What one connection has said so far.
+struct Session {
+    /// The client sent a valid hello.
+    hello: bool,
+    /// Its tool call, if one runs.
+    in_flight: Arc<Mutex<tool_call::InFlight>>,
+}
+
+/// Answers one request; the flag says whether to close the connection.
+async fn handle(
+    control: &Control,
+    session: &mut Session,
+    request: &Value,
+    tx: &mpsc::Sender<Value>,
+) -> (Option<Value>, bool) {
+    let Some(op) = request["op"].as_str() else {
+        return (
+            Some(error(Code::BadRequest, "the request has no `op` string")),
+            false,
+        );
+    };
+    if op == "hello" {
+        return match protocol::hello(request) {
+            Ok(answer) => {
+                session.hello = true;
+                (Some(answer), false)
+            }
+            Err(refusal) => {
+                let close = refusal["code"] == Code::Version.name();
+                (Some(refusal), close)
+            }
+        };
+    }
+    if !session.hello && protocol::OPS.contains(&op) && !protocol::V1_OPS.contains(&op) {
+        return (Some(protocol::hello_first(op)), false);
+    }
+    let answer = match op {
+        "status" | "subscribe" | "chat" => v1(control, op, request, tx),
+        "plugins" => {
+            Some(json!({ "op": "plugins", "plugins": plugin_rows(&control.plugins, true) }))
+        }
+        "tools" => {
+            let mut answer = tool_rows(&control.tools);
+            answer["op"] = "tools".into();
+            Some(answer)
+        }
+        "tool_call" => tool_call::start(&control.tools, request, &session.in_flight, tx),
+        "withdraw" => tool_call::withdraw(&session.in_flight),
+        "approvals" | "revoke" | "audit" => Some(records(control, op, request).await),
+        other => Some(protocol::unknown(other)),
+    };
+    (answer, false)
+}
+
+/// The requests of protocol 1: chat, subscribe, status.
+fn v1(control: &Control, op: &str, request: &Value, tx: &mpsc::Sender<Value>) -> Option<Value> {
+    let chat = request["chat"].as_str().unwrap_or("terminal");
+    match op {
+        "status" => Some(
+            json!({ "op": "status", "status": control.agent.status(), "text": control.agent.status_text() }),
+        ),
+        "subscribe" => {
+            control.hub.subscribe(chat, tx.clone());
+            control.outbox.retry_local_now(chat);
+            control.agent.router.outbox_wake.notify_one();
+            Some(json!({ "op": "subscribed", "chat": chat }))
+        }
+        _ => {
+            let Some(text) = request["text"].as_str().filter(|t| !t.trim().is_empty()) else {
+                return Some(error(Code::BadRequest, "`text` must be a non-empty string"));
+            };
+            let key = new_key();
+            let message = InboundMessage {
+                channel: LOCAL_CHANNEL.into(),
+                idempotency_key: key.clone(),
+                sender: "owner".into(),
+                chat: Some(chat.to_owned()),
+                text: text.to_owned(),
+                attachments: Vec::new(),
+            };
+            // One insert on the local connection, well under a millisecond:
+            // done in place, it saves a hop to the blocking pool.
+            let stored = control.bridge.submit_local(message);
+            Some(match stored {
+                Ok(()) => json!({ "op": "accepted", "key": key }),
+                Err(e) => error(Code::Store, &e),
+            })
+        }
+    }
+}
+
+/// `approvals`, `revoke` and `audit`: read (or, for `revoke`, written) on
+/// a connection of their own, on the blocking pool.
+async fn records(control: &Control, op: &str, request: &Value) -> Value {
+    let parsed = match op {
+        "approvals" => match &request["all"] {
+            Value::Null => Ok(Records::Approvals { all: false }),
+            Value::Bool(all) => Ok(Records::Approvals { all: *all }),
+            _ => Err("`all` must be true or false"),
+        },
+        "revoke" => request["id"]
+            .as_i64()
+            .map(|id| Records::Revoke { id })
+            .ok_or("`revoke` needs `id`, a grant's number"),
+        _ => {
+            let tool = match &request["tool"] {
+                Value::Null => Ok(None),
+                Value::String(t) => Ok(Some(t.clone())),
+                _ => Err("`tool` must be a string"),
+            };
+            let limit = match &request["limit"] {
+                Value::Null => Ok(50),
+                v => v
+                    .as_u64()
+                    .filter(|n| *n <= u64::from(MAX_AUDIT_ROWS))
+                    .map(|n| n as u32)
+                    .ok_or("`limit` must be a whole number up to 10000"),
+            };
+            tool.and_then(|tool| limit.map(|limit| Records::Audit { tool, limit }))
+        }
+    };
+    let query = match parsed {
+        Ok(query) => query,
+        Err(why) => return error(Code::BadRequest, why),
+    };
+    let (db, tools) = (control.db.clone(), Arc::clone(&control.tools));
+    tokio::task::spawn_blocking(move || query.run(&db, &tools))
+        .await
+        .unwrap_or_else(|e| error(Code::Store, &format!("the query failed: {e}")))
+}
+
+/// A records request, checked.
+enum Records {
+    Approvals { all: bool },
+    Revoke { id: i64 },
+    Audit { tool: Option<String>, limit: u32 },
+}
+
+impl Records {
+    fn run(self, db: &Path, tools: &ToolRegistry) -> Value {
+        let conn = match store::open_cold_connection(db) {
+            Ok(conn) => conn,
+            Err(e) => return error(Code::Store, &format!("cannot open the store: {e}")),
+        };
+        let store_error = |e: rusqlite::Error| error(Code::Store, &e.to_string());
+        match self {
+            Records::Approvals { all } => grants::list(&conn, all)
+                .map(|grants| json!({ "op": "approvals", "grants": grants }))
+                .unwrap_or_else(store_error),
+            Records::Revoke { id } => match grants::revoke(&conn, id) {
+                Ok(true) => json!({ "op": "revoked", "id": id }),
+                Ok(false) => error(
+                    Code::NotFound,
+                    &format!("there is no active grant {id}; `hearth approvals` lists them"),
+                ),
+                Err(e) => store_error(e),
+            },
+            Records::Audit { tool, limit } => {
+                // The rows of calls just made are still with the writer
+                // thread: commit them first, so the answer is current.
+                tools.flush_audit();
+                audit::recent(&conn, tool.as_deref(), limit)
+                    .map(|records| json!({ "op": "audit", "records": records }))
+                    .unwrap_or_else(store_error)
+            }
+        }
+    }
+}
+
+/// A key unique across restarts: time, process and a counter.
+fn new_key() -> String {
+    static COUNTER: AtomicU64 = AtomicU64::new(0);
+    format!(
+        "local-{}-{}-{}",
+        crate::store::now_ms(),
+        std::process::id(),
+        COUNTER.fetch_add(1, Ordering::Relaxed)
+    )
+}

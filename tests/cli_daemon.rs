@@ -1,0 +1,466 @@
+//! One-shot CLI commands beside a running daemon: `hearth plugins`, `tools`,
+//! `tool call`, `approvals` and `audit` go through the control socket, show
+//! the daemon's live state, and never start a second copy of its plugins
+//! (the probe counts its inits in a file). A guarded `tool call` waits for
+//! the owner's answer on the canvas, and Ctrl-C withdraws it. Without a
+//! daemon the commands work on their own, `audit` and `approvals` with the
+//! store alone. Hostile socket input gets a clear error and the daemon
+//! serves on.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::os::unix::net::UnixStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hearth_tests::canvas::{self, Canvas};
+use hearth_tests::{Daemon, Hearth, Run, outside_roots, plugin, probe};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(20);
+
+/// A home with the probe (counting its inits) and `plugins`, `extra` in
+/// its config.
+struct Home {
+    h: Hearth,
+    dir: tempfile::TempDir,
+}
+
+impl Home {
+    fn new(plugins: &[PathBuf], extra: &str) -> Home {
+        let dir = tempfile::tempdir().unwrap();
+        let (inits, exec) = (dir.path().join("inits"), dir.path().join("exec"));
+        let mut paths = plugins.to_vec();
+        paths.push(probe());
+        let h = Hearth::with_plugins(
+            &paths,
+            &format!("[plugins.probe]\ninit_log = {inits:?}\nexec_log = {exec:?}\n{extra}"),
+        );
+        Home { h, dir }
+    }
+
+    /// How many times the probe was initialised, in any process.
+    fn inits(&self) -> usize {
+        std::fs::read_to_string(self.dir.path().join("inits"))
+            .map_or(0, |text| text.lines().count())
+    }
+
+    /// Runs `hearth <args>` and checks it started no plugin.
+    fn cli(&self, args: &[&str]) -> Run {
+        let before = self.inits();
+        let run = self.h.cmd(args);
+        assert_eq!(
+            self.inits(),
+            before,
+            "`hearth {}` initialised a plugin\nstderr: {}",
+            args.join(" "),
+            run.stderr
+        );
+        run
+    }
+}
+
+/// Asserts the daemon logged a control request of `op`.
+fn served(daemon: &Daemon, op: &str) {
+    let needle = format!("\\\"op\\\":\\\"{op}\\\"");
+    daemon.wait_for_log(
+        |l| l.contains("control request") && l.contains(&needle),
+        WAIT,
+    );
+}
+
+#[test]
+fn each_command_beside_a_daemon_goes_through_the_socket_and_shows_live_state() {
+    let home = Home::new(&[], "");
+    let daemon = home.h.daemon();
+    assert_eq!(home.inits(), 1);
+
+    // The call runs in the daemon's probe: the health it submits is what
+    // the daemon's `plugins` then shows.
+    let status = r#"{"type":"channel_status","state":"degraded","detail":"set by the cli"}"#;
+    let args = json!({ "raw": status }).to_string();
+    let out = home.cli(&["tool", "call", "probe_submit", &args]);
+    assert!(out.ok().contains("Ok"), "{}", out.stdout);
+    served(&daemon, "tool_call");
+
+    let rows = home.cli(&["plugins", "--json"]).json();
+    let probe = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "probe")
+        .expect("the probe is listed");
+    assert_eq!(probe["state"], "active");
+    assert_eq!(probe["channel_status"]["state"], "degraded", "{probe}");
+    let table = home.cli(&["plugins"]);
+    assert!(
+        table
+            .ok()
+            .contains("channel probe: degraded (set by the cli)"),
+        "{}",
+        table.stdout
+    );
+    served(&daemon, "plugins");
+
+    let tools = home.cli(&["tools", "--json"]).json();
+    let names: Vec<&str> = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["spec"]["name"].as_str())
+        .collect();
+    assert!(names.contains(&"probe_exec"), "{names:?}");
+    assert!(home.cli(&["tools"]).ok().contains("plugin probe"));
+    served(&daemon, "tools");
+
+    // The audit is the daemon's, current to the call just made.
+    let audit = home
+        .cli(&["audit", "--json", "--tool", "probe_submit"])
+        .json();
+    let row = &audit.as_array().unwrap()[0];
+    assert_eq!(row["caller"], "owner via cli", "{row}");
+    assert_eq!(row["outcome"], "ok");
+    assert!(home.cli(&["audit"]).ok().contains("owner via cli"));
+    served(&daemon, "audit");
+
+    let granted = json!({ "marker": "m1" });
+    home.h.grant("probe_exec", &granted);
+    let grants = home.cli(&["approvals", "--json"]).json();
+    assert_eq!(grants[0]["tool"], "probe_exec", "{grants}");
+    let id = grants[0]["id"].to_string();
+    served(&daemon, "approvals");
+    assert!(
+        home.cli(&["approvals", "revoke", &id])
+            .ok()
+            .contains("revoked")
+    );
+    served(&daemon, "revoke");
+    let missing = home.cli(&["approvals", "revoke", &id]).fails();
+    assert!(missing.contains("no active grant"), "{missing}");
+    let all = home.cli(&["approvals", "--all", "--json"]).json();
+    assert!(!all[0]["revoked_at_ms"].is_null(), "{all}");
+
+    // A refused call is an error from the daemon, not a second runtime's.
+    let refused = home.cli(&["tool", "call", "no_such_tool"]).fails();
+    assert!(refused.contains("unknown tool"), "{refused}");
+    assert_eq!(home.inits(), 1);
+}
+
+/// A `hearth tool call` running in the background, its stderr collected.
+struct Pending {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+}
+
+impl Pending {
+    fn start(h: &Hearth, tool: &str, args: &Value) -> Pending {
+        let mut child = h
+            .command(&["tool", "call", tool, &args.to_string()])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("start hearth tool call");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let sink = Arc::clone(&stderr);
+        let pipe = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut all = sink.lock().unwrap();
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        Pending { child, stderr }
+    }
+
+    /// Waits until stderr holds `text`; returns all of stderr.
+    fn wait_for(&self, text: &str) -> String {
+        let start = Instant::now();
+        loop {
+            let all = self.stderr.lock().unwrap().clone();
+            if all.contains(text) {
+                return all;
+            }
+            assert!(start.elapsed() < WAIT, "no {text:?} on stderr:\n{all}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// Waits for the exit; returns the code and stdout.
+    fn finish(mut self) -> (Option<i32>, String, String) {
+        let start = Instant::now();
+        let status = loop {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                break status;
+            }
+            assert!(start.elapsed() < WAIT, "hearth tool call did not end");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        let mut stdout = String::new();
+        self.child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut stdout)
+            .unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let stderr = self.stderr.lock().unwrap().clone();
+        (status.code(), stdout, stderr)
+    }
+}
+
+/// A daemon with the canvas and the shell, a directory outside
+/// `$HEARTH_HOME` to delete, and the guarded command that deletes it.
+fn guarded_setup() -> (Home, Daemon, Canvas, tempfile::TempDir, PathBuf, Value) {
+    let home = Home::new(&[plugin("canvas"), plugin("shell")], canvas::CONFIG);
+    let daemon = home.h.daemon();
+    let canvas = Canvas::of(home.h.home());
+    let outside = outside_roots();
+    let victim = outside.path().join("victim");
+    std::fs::create_dir_all(victim.join("inside")).unwrap();
+    let args = json!({ "command": format!("rm -r {}", victim.display()) });
+    (home, daemon, canvas, outside, victim, args)
+}
+
+fn pending_card(ws: &mut canvas::Ws) -> Value {
+    let frame = ws.wait_for(WAIT, |f| {
+        f["type"] == "confirmation" && f["confirmation"]["state"] == "pending"
+    });
+    frame["confirmation"].clone()
+}
+
+#[test]
+fn a_guarded_tool_call_waits_for_approval_on_the_canvas_and_runs_only_after_it() {
+    let (home, _daemon, canvas, _outside, victim, args) = guarded_setup();
+    let (mut ws, _) = canvas.connect();
+    let call = Pending::start(&home.h, "shell_exec", &args);
+    let card = pending_card(&mut ws);
+    assert_eq!(card["tool"], "shell_exec");
+    assert_eq!(card["command"], args["command"], "{card}");
+    let waiting = call.wait_for("waiting for approval on canvas:");
+    assert!(
+        waiting.contains(&format!("rm -r {}", victim.display())),
+        "{waiting}"
+    );
+    // Nothing ran while the owner had not answered.
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(victim.exists(), "the command ran before the approval");
+
+    ws.send(&json!({ "type": "confirm", "id": card["id"], "approve": true }).to_string());
+    let (code, stdout, stderr) = call.finish();
+    assert_eq!(code, Some(0), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(!victim.exists(), "the approved command did not run");
+    let result: Value = serde_json::from_str(&stdout).expect("the result is JSON");
+    assert!(result.is_object(), "{result}");
+
+    let audit = home
+        .cli(&["audit", "--json", "--tool", "shell_exec"])
+        .json();
+    let row = &audit.as_array().unwrap()[0];
+    assert_eq!(row["caller"], "owner via cli");
+    assert_eq!(row["approval"], "approved", "{row}");
+    assert_eq!(home.inits(), 1);
+}
+
+#[test]
+fn ctrl_c_withdraws_the_request_and_the_command_never_runs() {
+    let (home, _daemon, canvas, _outside, victim, args) = guarded_setup();
+    let (mut ws, _) = canvas.connect();
+    let call = Pending::start(&home.h, "shell_exec", &args);
+    let card = pending_card(&mut ws);
+    call.wait_for("Ctrl-C withdraws the request");
+    // SAFETY: kill(2) on the child this test started.
+    assert_eq!(
+        unsafe { libc::kill(call.child.id() as i32, libc::SIGINT) },
+        0
+    );
+    let (code, stdout, stderr) = call.finish();
+    assert_eq!(code, Some(130), "stdout: {stdout}\nstderr: {stderr}");
+    assert!(stderr.contains("error: interrupted"), "{stderr}");
+    assert!(stderr.contains("withdrawn"), "{stderr}");
+
+    // The card is taken down, and a late approval runs nothing.
+    let decided = ws.wait_for(WAIT, |f| {
+        f["type"] == "confirmation"
+            && f["confirmation"]["id"] == card["id"]
+            && f["confirmation"]["state"] != "pending"
+    });
+    assert_eq!(decided["confirmation"]["state"], "expired", "{decided}");
+    assert_eq!(decided["confirmation"]["decided_by"], "withdrawn");
+    ws.send(&json!({ "type": "confirm", "id": card["id"], "approve": true }).to_string());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(victim.exists(), "a withdrawn command ran");
+
+    let audit = home
+        .cli(&["audit", "--json", "--tool", "shell_exec"])
+        .json();
+    let row = &audit.as_array().unwrap()[0];
+    assert_eq!(row["approval"], "withdrawn", "{row}");
+    assert_eq!(row["outcome"], "refused");
+}
+
+#[test]
+fn a_call_that_needs_no_approval_runs_on_and_a_second_ctrl_c_stops_waiting() {
+    let home = Home::new(&[plugin("shell")], "");
+    let daemon = home.h.daemon();
+    let marker = home.h.home().join("ran");
+    let args = json!({ "command": format!("sleep 3 && touch {}", marker.display()) });
+    let call = Pending::start(&home.h, "shell_exec", &args);
+    // The CLI hooks Ctrl-C before it sends the request.
+    served(&daemon, "tool_call");
+    let interrupt = || {
+        // SAFETY: kill(2) on the child this test started.
+        assert_eq!(
+            unsafe { libc::kill(call.child.id() as i32, libc::SIGINT) },
+            0
+        );
+    };
+    interrupt();
+    call.wait_for("withdrawing the request");
+    interrupt();
+    let started = Instant::now();
+    let (code, _, stderr) = call.finish();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("goes on in the daemon"), "{stderr}");
+    // Nothing asked, so nothing was withdrawn: the command runs to its end.
+    while !marker.exists() {
+        assert!(started.elapsed() < WAIT, "the running call was stopped");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn without_a_daemon_audit_and_approvals_open_the_store_alone() {
+    let home = Home::new(&[], "");
+    // No daemon has ever run here: the commands make the store themselves.
+    assert!(home.cli(&["audit"]).ok().contains("no tool calls recorded"));
+    assert!(home.cli(&["approvals"]).ok().contains("no standing grants"));
+    assert_eq!(home.inits(), 0);
+
+    // `tool call` loads the plugins it needs, as it always did; a guarded
+    // command is refused at once, since no channel can ask the owner.
+    let out = home
+        .h
+        .cmd(&["tool", "call", "probe_shell", r#"{"command":"sudo true"}"#]);
+    let refused = out.fails();
+    assert!(refused.contains("approval"), "{refused}");
+    assert_eq!(home.inits(), 1);
+    let audit = home.cli(&["audit", "--json"]).json();
+    assert_eq!(audit[0]["caller"], "local", "{audit}");
+    home.h
+        .grant("probe_shell", &json!({ "command": "sudo true" }));
+    let grants = home.cli(&["approvals", "--json"]).json();
+    let id = grants[0]["id"].to_string();
+    assert!(
+        home.cli(&["approvals", "revoke", &id])
+            .ok()
+            .contains("revoked")
+    );
+    assert_eq!(home.inits(), 1);
+}
+
+#[test]
+fn a_stale_socket_file_is_not_a_daemon() {
+    let home = Home::new(&[], "");
+    // A socket file nobody listens on, as a crash leaves it.
+    drop(std::os::unix::net::UnixListener::bind(home.h.home().join("hearth.sock")).unwrap());
+    let rows = home.h.cmd(&["plugins", "--json"]).json();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "probe")
+    );
+    assert_eq!(home.inits(), 1, "the command works on its own");
+    assert!(home.cli(&["audit"]).ok().contains("no tool calls recorded"));
+}
+
+/// A raw connection to the control socket.
+fn connect(home: &Path) -> (UnixStream, BufReader<UnixStream>) {
+    let stream = UnixStream::connect(home.join("hearth.sock")).unwrap();
+    stream.set_read_timeout(Some(WAIT)).unwrap();
+    let reader = BufReader::new(stream.try_clone().unwrap());
+    (stream, reader)
+}
+
+/// The next answer, or `None` once the daemon closed the connection.
+fn answer(reader: &mut BufReader<UnixStream>) -> Option<Value> {
+    let mut line = String::new();
+    match reader.read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(serde_json::from_str(&line).expect("the daemon answers JSON")),
+    }
+}
+
+#[test]
+fn hostile_socket_input_gets_a_clear_error_and_the_daemon_serves_on() {
+    let home = Home::new(&[], "");
+    let _daemon = home.h.daemon();
+    let oversized = {
+        let mut line = vec![b'x'; (1 << 20) + 10];
+        line.push(b'\n');
+        line
+    };
+    // (what is sent, the error code, whether the connection is then closed)
+    let cases: Vec<(Vec<u8>, &str, bool)> = vec![
+        (b"garbage\n".to_vec(), "bad_request", false),
+        (b"{\"no_op\":1}\n".to_vec(), "bad_request", false),
+        (b"{\"op\":\"format_disk\"}\n".to_vec(), "unknown_op", false),
+        (b"{\"op\":\"tools\"}\n".to_vec(), "hello_first", false),
+        (b"{\"op\":\"hello\"}\n".to_vec(), "bad_request", false),
+        (
+            b"{\"op\":\"hello\",\"version\":99}\n".to_vec(),
+            "version",
+            true,
+        ),
+        (
+            b"{\"op\":\"hello\",\"version\":1}\n".to_vec(),
+            "version",
+            true,
+        ),
+        (b"\xff\xfe{}\n".to_vec(), "bad_request", true),
+        (oversized, "too_long", true),
+    ];
+    for (input, code, closes) in cases {
+        let shown = String::from_utf8_lossy(&input[..input.len().min(40)]).into_owned();
+        let (mut stream, mut reader) = connect(home.h.home());
+        stream.write_all(&input).unwrap();
+        let error = answer(&mut reader).unwrap_or_else(|| panic!("no answer to {shown:?}"));
+        assert_eq!(error["op"], "error", "{shown:?}: {error}");
+        assert_eq!(error["code"], code, "{shown:?}: {error}");
+        assert!(
+            error["message"].as_str().is_some_and(|m| m.len() > 10),
+            "{error}"
+        );
+        if closes {
+            assert!(answer(&mut reader).is_none(), "{shown:?} left it open");
+        } else {
+            // The same connection still serves a request of protocol 1.
+            stream.write_all(b"{\"op\":\"status\"}\n").unwrap();
+            let status = answer(&mut reader).unwrap();
+            assert_eq!(status["op"], "status", "after {shown:?}: {status}");
+        }
+    }
+    // Requests after a hello, on one connection; `withdraw` with no call.
+    let (mut stream, mut reader) = connect(home.h.home());
+    for (request, op) in [
+        (json!({ "op": "hello", "version": 2 }), "hello"),
+        (json!({ "op": "withdraw" }), "error"),
+        (json!({ "op": "tool_call", "args": {} }), "error"),
+        (
+            json!({ "op": "tool_call", "name": "probe_host", "args": [] }),
+            "error",
+        ),
+        (json!({ "op": "audit", "limit": -1 }), "error"),
+        (json!({ "op": "revoke" }), "error"),
+        (json!({ "op": "plugins" }), "plugins"),
+    ] {
+        writeln!(stream, "{request}").unwrap();
+        let got = answer(&mut reader).expect("an answer");
+        assert_eq!(got["op"], op, "{request}: {got}");
+    }
+    // And the CLI still works.
+    assert!(home.cli(&["plugins"]).ok().contains("probe"));
+    assert_eq!(home.inits(), 1);
+}
