@@ -66,6 +66,10 @@ impl Services {
                 )
             })
             .collect();
+        let (floor, short) = crate::policy::landlock::floor_status(runtime.config.mode);
+        if short {
+            tracing::warn!("the kernel floor is {floor}");
+        }
         let conversations = Conversations::new(store::open_connection(&db)?);
         let agent = Arc::new(Agent {
             conversations,
@@ -77,6 +81,7 @@ impl Services {
             identity,
             owner: runtime.config.owner.name.clone(),
             plugins,
+            floor,
             channels: runtime
                 .plugins
                 .active()
