@@ -374,10 +374,18 @@ fn a_command_during_the_daemons_start_waits_for_it() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let rows = home.h.cmd(&["plugins", "--json"]).json();
-    assert!(rows.as_array().unwrap().iter().any(|r| r["name"] == "probe"));
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "probe")
+    );
     assert_eq!(home.inits(), 1, "the command started its own copy");
     // SAFETY: kill(2) on the child this test started.
-    assert_eq!(unsafe { libc::kill(starting.id() as i32, libc::SIGTERM) }, 0);
+    assert_eq!(
+        unsafe { libc::kill(starting.id() as i32, libc::SIGTERM) },
+        0
+    );
     assert!(starting.wait().unwrap().success());
 }
 
