@@ -109,7 +109,7 @@ fn shell_exec_returns_stdout_stderr_and_the_exit_code() {
         .filter(|s| s.name.starts_with("shell") || s.name.starts_with("process"))
         .map(|s| json!([s.name, s.risk, s.targets]))
         .collect();
-    let targets = json!({"command": "command", "cwd": "cwd"});
+    let targets = json!({"command": "command", "cwd": "cwd", "floor": true});
     assert_eq!(
         specs,
         [
