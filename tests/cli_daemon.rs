@@ -301,6 +301,28 @@ fn ctrl_c_withdraws_the_request_and_the_command_never_runs() {
 }
 
 #[test]
+fn a_cli_that_dies_while_waiting_withdraws_its_request() {
+    let (home, _daemon, canvas, _outside, victim, args) = guarded_setup();
+    let (mut ws, _) = canvas.connect();
+    let mut call = Pending::start(&home.h, "shell_exec", &args);
+    let card = pending_card(&mut ws);
+    call.wait_for("waiting for approval");
+    call.child.kill().unwrap();
+    let decided = ws.wait_for(WAIT, |f| {
+        f["type"] == "confirmation"
+            && f["confirmation"]["id"] == card["id"]
+            && f["confirmation"]["state"] != "pending"
+    });
+    assert_eq!(
+        decided["confirmation"]["decided_by"], "withdrawn",
+        "{decided}"
+    );
+    ws.send(&json!({ "type": "confirm", "id": card["id"], "approve": true }).to_string());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(victim.exists(), "the request of a dead CLI ran");
+}
+
+#[test]
 fn a_call_that_needs_no_approval_runs_on_and_a_second_ctrl_c_stops_waiting() {
     let home = Home::new(&[plugin("shell")], "");
     let daemon = home.h.daemon();
