@@ -236,7 +236,7 @@ fn known_secrets(config: &Config) -> Vec<String> {
 
 /// Creates `$HEARTH_HOME` readable by the owner alone: it holds the
 /// conversation history and, later, tokens.
-fn create_home(home: &Path) -> Result<(), StartError> {
+pub fn create_home(home: &Path) -> Result<(), StartError> {
     use std::os::unix::fs::DirBuilderExt;
     let err = |source| StartError::Home {
         path: home.to_owned(),
