@@ -63,7 +63,7 @@ impl Home {
 
 /// Asserts the daemon logged a control request of `op`.
 fn served(daemon: &Daemon, op: &str) {
-    let needle = format!("\\\"op\\\":\\\"{op}\\\"");
+    let needle = format!("\"op\":\"{op}\"");
     daemon.wait_for_log(
         |l| l.contains("control request") && l.contains(&needle),
         WAIT,

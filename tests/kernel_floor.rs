@@ -271,6 +271,7 @@ fn hearth_check_and_status_report_the_floor_and_what_it_protects() {
         s.protected.display().to_string(),
         "/etc".into(),
         s.h.home().join("hearth.db-wal").display().to_string(),
+        s.h.config().display().to_string(),
     ] {
         assert!(protects.contains(&path), "{path} not in {protects}");
     }

@@ -170,6 +170,7 @@ impl Runtime {
             mode: config.mode,
             hearth_home: config.home.clone(),
             user_home: user_home(),
+            config_file: config.source.clone(),
             guards,
             gate,
             grants: Grants::new(store::open_cold_connection(&db)?),

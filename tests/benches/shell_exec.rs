@@ -7,6 +7,11 @@
 //! the same `bash -c true` is also started bare with `std::process`, so
 //! the difference is what hearth adds. Prints the median and p90 of each.
 //!
+//! `true` is not guarded, so it runs under the kernel floor where the
+//! kernel has Landlock: the plugin builds the floor's ruleset for every
+//! call. What that costs is measured on its own too (building the ruleset
+//! for the floor the policy sends, as the plugin does per call).
+//!
 //! Run with `cargo build --release --workspace && cargo bench -p hearth-tests --bench shell_exec`.
 
 use std::process::{Command, Stdio};
@@ -39,11 +44,25 @@ fn main() {
             .status;
         assert!(status.success());
     };
+    let floor = rt.tools.floor().expect("a policy");
+    let prepare = || {
+        if let Err(e) = hearth_sdk::floor::prepare(&floor) {
+            panic!("the floor cannot be built here: {e}");
+        }
+    };
+    let floored = hearth_sdk::landlock::abi_version().is_ok();
     let mut through_hearth = measure(call);
     let mut bare_bash = measure(bare);
     let (h50, h90) = percentiles(&mut through_hearth);
     let (b50, b90) = percentiles(&mut bare_bash);
-    println!("shell_exec: {RUNS} runs of `true` after {WARM_UP} warm-up runs, production mode");
+    println!(
+        "shell_exec: {RUNS} runs of `true` after {WARM_UP} warm-up runs, production mode, {}",
+        if floored {
+            "under the kernel floor"
+        } else {
+            "no Landlock, so no floor"
+        }
+    );
     println!(
         "  registry + policy + plugin   median {:>7.3} ms   p90 {:>7.3} ms",
         ms(h50),
@@ -58,6 +77,20 @@ fn main() {
         "figure: shell_exec true median: {:.3} ms (target <= 3)",
         ms(h50)
     );
+    if floored {
+        let mut build = measure(prepare);
+        let (f50, f90) = percentiles(&mut build);
+        println!(
+            "  floor ruleset, built per call median {:>7.3} ms   p90 {:>7.3} ms ({} rules)",
+            ms(f50),
+            ms(f90),
+            hearth_sdk::floor::plan(&floor).map_or(0, |rules| rules.len())
+        );
+        println!(
+            "figure: kernel floor ruleset build median: {:.3} ms (target <= 0.5)",
+            ms(f50)
+        );
+    }
     rt.stop(Duration::from_secs(5)).expect("stop the runtime");
 }
 

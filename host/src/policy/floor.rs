@@ -5,8 +5,8 @@
 //!
 //! The protected paths are the guards file's `protected_paths`, `~` and
 //! `$HEARTH_HOME` expanded, plus what the floor always protects whatever
-//! the file says: the guards file itself and `hearth.db` with its `-wal`
-//! and `-shm`. The writable places are the file's `writable_devices`, the
+//! the file says: the guards file itself, the config file the daemon runs
+//! with, and `hearth.db` with its `-wal` and `-shm`. The writable places are the file's `writable_devices`, the
 //! few device paths every program needs, and the owner's home and
 //! `$HEARTH_HOME` when a protected path holds them (hearth running as root
 //! under a protected `/root`): a protected path guards what lies around
@@ -30,6 +30,8 @@ pub struct Homes<'a> {
     pub user_home: Option<&'a Path>,
     /// The guards file.
     pub guards_file: &'a Path,
+    /// The config file the daemon runs with, if any.
+    pub config_file: Option<&'a Path>,
 }
 
 /// The floor for the guards file's `lists` as they are now.
@@ -48,12 +50,19 @@ pub fn build(lists: &PathLists, homes: &Homes) -> Floor {
     };
     let db = homes.hearth_home.join(crate::store::FILE_NAME);
     let mut protect: Vec<PathBuf> = lists.protected.iter().filter_map(expand).collect();
+    protect.extend(homes.config_file.map(Path::to_owned));
     protect.extend([
         homes.guards_file.to_owned(),
         db.clone(),
         suffixed(&db, "-wal"),
         suffixed(&db, "-shm"),
     ]);
+    // The files hearth names itself may come relative from the command
+    // line; the floor takes absolute paths only.
+    let mut protect: Vec<PathBuf> = protect
+        .into_iter()
+        .filter_map(|p| std::path::absolute(p).ok())
+        .collect();
     protect.sort();
     protect.dedup();
     let mut writable: Vec<PathBuf> = lists.writable.iter().filter_map(expand).collect();
@@ -108,6 +117,7 @@ mod tests {
                 hearth_home: Path::new("/root/.hearth"),
                 user_home: Some(Path::new("/root")),
                 guards_file: Path::new("/root/.hearth/config/guards.toml"),
+                config_file: Some(Path::new("/srv/hearth.toml")),
             },
         );
         let expected = [
@@ -119,6 +129,7 @@ mod tests {
             "/root/.hearth/hearth.db-wal",
             "/root/.hearth/hearth.toml",
             "/root/.ssh",
+            "/srv/hearth.toml",
         ];
         assert_eq!(floor.protect, expected);
         assert_eq!(

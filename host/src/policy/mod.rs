@@ -105,6 +105,7 @@ pub struct Policy {
     mode: Mode,
     hearth_home: PathBuf,
     user_home: Option<PathBuf>,
+    config_file: Option<PathBuf>,
     roots: Vec<PathBuf>,
     guards: GuardsFile,
     gate: ConfirmGate,
@@ -122,6 +123,8 @@ pub struct Parts {
     pub hearth_home: PathBuf,
     /// `$HOME`, for `~/` paths.
     pub user_home: Option<PathBuf>,
+    /// The config file the daemon runs with, if any: the floor protects it.
+    pub config_file: Option<PathBuf>,
     /// The shell guard's rules.
     pub guards: GuardsFile,
     /// Where asks wait.
@@ -143,6 +146,7 @@ impl Policy {
             mode: parts.mode,
             hearth_home,
             user_home: parts.user_home,
+            config_file: parts.config_file,
             roots,
             guards: parts.guards,
             gate: parts.gate,
@@ -328,6 +332,7 @@ impl Policy {
                 hearth_home: &self.hearth_home,
                 user_home: self.user_home.as_deref(),
                 guards_file: self.guards.path(),
+                config_file: self.config_file.as_deref(),
             },
         )
     }
