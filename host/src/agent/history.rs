@@ -152,7 +152,23 @@ impl Conversations {
 
     /// Appends a message to a session.
     pub fn append(&self, session: i64, inbox_id: i64, message: &Message) -> rusqlite::Result<i64> {
-        append_on(&self.conn(), session, inbox_id, message)
+        append_on(&self.conn(), session, inbox_id, message).map(|(id, _)| id)
+    }
+
+    /// Appends `message` to the session and to `history`, the turn's copy
+    /// of it, so the next step of the turn builds its request without
+    /// reading and parsing the whole session again.
+    pub fn append_to(
+        &self,
+        history: &mut History,
+        session: i64,
+        inbox_id: i64,
+        message: Message,
+    ) -> rusqlite::Result<()> {
+        let (id, stored) = append_on(&self.conn(), session, inbox_id, &message)?;
+        history.chars += stored;
+        history.messages.push((id, message));
+        Ok(())
     }
 
     /// The session's prompt history: the latest compaction's summary and
@@ -250,7 +266,7 @@ fn append_on(
     session: i64,
     inbox_id: i64,
     message: &Message,
-) -> rusqlite::Result<i64> {
+) -> rusqlite::Result<(i64, usize)> {
     let content = serde_json::to_string(&message.content).unwrap_or_else(|_| "[]".into());
     let role = match message.role {
         Role::User => "user",
@@ -260,5 +276,5 @@ fn append_on(
         "INSERT INTO messages (session_id, inbox_id, role, content, created_at_ms) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
     .execute(params![session, inbox_id, role, content, now_ms()])?;
-    Ok(conn.last_insert_rowid())
+    Ok((conn.last_insert_rowid(), content.len()))
 }

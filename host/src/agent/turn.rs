@@ -114,12 +114,13 @@ impl Agent {
             };
             self.events.send(&claimed.channel, &event);
         };
+        // Read once; each step appends to this copy as it stores.
+        let mut history = self.conversations.history(session)?;
         for _ in 0..self.config.max_steps {
-            let mut history = self.conversations.history(session)?;
             if self.maybe_compact(llm, session, &history).await {
                 history = self.conversations.history(session)?;
             }
-            let request = self.request(llm, history)?;
+            let request = self.request(llm, &history)?;
             let response = tokio::select! {
                 r = llm.stream(&request, &on_text) => r,
                 () = self.router.stopped_since(stop_at_start) => return Ok(stopped()),
@@ -151,7 +152,8 @@ impl Agent {
                 };
                 return Ok((text, Some((session, answer))));
             }
-            self.conversations.append(session, claimed.id, &answer)?;
+            self.conversations
+                .append_to(&mut history, session, claimed.id, answer)?;
             let mut results = Vec::with_capacity(calls.len());
             for (id, name, input) in calls {
                 if self.router.stop_generation() != stop_at_start {
@@ -163,7 +165,8 @@ impl Agent {
                 role: Role::User,
                 content: results,
             };
-            self.conversations.append(session, claimed.id, &results)?;
+            self.conversations
+                .append_to(&mut history, session, claimed.id, results)?;
         }
         let text = format!(
             "I stopped after {} steps without finishing; ask me to continue if you want me to go on.",
@@ -205,7 +208,7 @@ impl Agent {
     }
 
     /// The request for the next model call.
-    fn request(&self, llm: &Llm, history: History) -> rusqlite::Result<ChatRequest> {
+    fn request(&self, llm: &Llm, history: &History) -> rusqlite::Result<ChatRequest> {
         let tools = self.tool_defs.current(&self.tools);
         let memory = self.memory.facts()?;
         let system = system_prompt(&PromptParts {
@@ -218,7 +221,7 @@ impl Agent {
         });
         Ok(ChatRequest {
             system,
-            messages: history.messages.into_iter().map(|(_, m)| m).collect(),
+            messages: history.messages.iter().map(|(_, m)| m.clone()).collect(),
             tools: tools.tools,
             max_tokens: llm.max_tokens(),
         })
