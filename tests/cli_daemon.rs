@@ -63,7 +63,7 @@ impl Home {
 
 /// Asserts the daemon logged a control request of `op`.
 fn served(daemon: &Daemon, op: &str) {
-    let needle = format!("\\\"op\\\":\\\"{op}\\\"");
+    let needle = format!("\"op\":\"{op}\"");
     daemon.wait_for_log(
         |l| l.contains("control request") && l.contains(&needle),
         WAIT,
@@ -301,6 +301,58 @@ fn ctrl_c_withdraws_the_request_and_the_command_never_runs() {
 }
 
 #[test]
+fn a_cli_that_dies_while_waiting_withdraws_its_request() {
+    let (home, _daemon, canvas, _outside, victim, args) = guarded_setup();
+    let (mut ws, _) = canvas.connect();
+    let mut call = Pending::start(&home.h, "shell_exec", &args);
+    let card = pending_card(&mut ws);
+    call.wait_for("waiting for approval");
+    call.child.kill().unwrap();
+    let decided = ws.wait_for(WAIT, |f| {
+        f["type"] == "confirmation"
+            && f["confirmation"]["id"] == card["id"]
+            && f["confirmation"]["state"] != "pending"
+    });
+    assert_eq!(
+        decided["confirmation"]["decided_by"], "withdrawn",
+        "{decided}"
+    );
+    ws.send(&json!({ "type": "confirm", "id": card["id"], "approve": true }).to_string());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(victim.exists(), "the request of a dead CLI ran");
+}
+
+#[test]
+fn a_call_that_needs_no_approval_runs_on_and_a_second_ctrl_c_stops_waiting() {
+    let home = Home::new(&[plugin("shell")], "");
+    let daemon = home.h.daemon();
+    let marker = home.h.home().join("ran");
+    let args = json!({ "command": format!("sleep 3 && touch {}", marker.display()) });
+    let call = Pending::start(&home.h, "shell_exec", &args);
+    // The CLI hooks Ctrl-C before it sends the request.
+    served(&daemon, "tool_call");
+    let interrupt = || {
+        // SAFETY: kill(2) on the child this test started.
+        assert_eq!(
+            unsafe { libc::kill(call.child.id() as i32, libc::SIGINT) },
+            0
+        );
+    };
+    interrupt();
+    call.wait_for("withdrawing the request");
+    interrupt();
+    let started = Instant::now();
+    let (code, _, stderr) = call.finish();
+    assert_eq!(code, Some(130), "{stderr}");
+    assert!(stderr.contains("goes on in the daemon"), "{stderr}");
+    // Nothing asked, so nothing was withdrawn: the command runs to its end.
+    while !marker.exists() {
+        assert!(started.elapsed() < WAIT, "the running call was stopped");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
 fn without_a_daemon_audit_and_approvals_open_the_store_alone() {
     let home = Home::new(&[], "");
     // No daemon has ever run here: the commands make the store themselves.
@@ -328,6 +380,35 @@ fn without_a_daemon_audit_and_approvals_open_the_store_alone() {
             .contains("revoked")
     );
     assert_eq!(home.inits(), 1);
+}
+
+#[test]
+fn a_command_during_the_daemons_start_waits_for_it() {
+    let home = Home::new(&[], "init_sleep_ms = 1500");
+    let mut cmd = home.h.command(&["run"]);
+    cmd.stdout(Stdio::null()).stderr(Stdio::null());
+    let mut starting = cmd.spawn().expect("start hearth run");
+    // The socket is bound before the plugins start.
+    let socket = home.h.home().join("hearth.sock");
+    let since = Instant::now();
+    while !socket.exists() {
+        assert!(since.elapsed() < WAIT, "no control socket");
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    let rows = home.h.cmd(&["plugins", "--json"]).json();
+    assert!(
+        rows.as_array()
+            .unwrap()
+            .iter()
+            .any(|r| r["name"] == "probe")
+    );
+    assert_eq!(home.inits(), 1, "the command started its own copy");
+    // SAFETY: kill(2) on the child this test started.
+    assert_eq!(
+        unsafe { libc::kill(starting.id() as i32, libc::SIGTERM) },
+        0
+    );
+    assert!(starting.wait().unwrap().success());
 }
 
 #[test]

@@ -357,7 +357,7 @@ fn an_always_grant_covers_one_exact_call_until_it_is_revoked() {
             .filter(|l| l.contains("\"kind\":\"confirmation\""))
             .count()
     };
-    {
+    let audit = {
         let _daemon = h.daemon_with(|cmd| {
             cmd.env("HEARTH_TEST_API_KEY", "sk-test");
         });
@@ -384,9 +384,12 @@ fn an_always_grant_covers_one_exact_call_until_it_is_revoked() {
 
         h.chat("four").ok();
         assert_eq!(cards(), 3, "a revoked grant asks again");
-    }
+        // Asked of the running daemon, which commits its queued rows
+        // first: the test's daemon is killed, not stopped, at the block's
+        // end, and could take the last row with it.
+        h.cmd(&["audit", "--json", "--tool", "probe_shell"]).json()
+    };
     assert_eq!(lines(&exec_log), ["echo a", "echo a", "echo b", "echo a"]);
-    let audit = h.cmd(&["audit", "--json", "--tool", "probe_shell"]).json();
     let approvals: Vec<&str> = audit
         .as_array()
         .unwrap()

@@ -170,6 +170,7 @@ impl Runtime {
             mode: config.mode,
             hearth_home: config.home.clone(),
             user_home: user_home(),
+            config_file: config.source.clone(),
             guards,
             gate,
             grants: Grants::new(store::open_cold_connection(&db)?),
@@ -235,7 +236,7 @@ fn known_secrets(config: &Config) -> Vec<String> {
 
 /// Creates `$HEARTH_HOME` readable by the owner alone: it holds the
 /// conversation history and, later, tokens.
-fn create_home(home: &Path) -> Result<(), StartError> {
+pub fn create_home(home: &Path) -> Result<(), StartError> {
     use std::os::unix::fs::DirBuilderExt;
     let err = |source| StartError::Home {
         path: home.to_owned(),

@@ -144,7 +144,7 @@ unsafe extern "C" fn invoke<P: Plugin>(
         match method_name {
             m if m == method::TOOL_CALL.as_bytes() => {
                 let call: protocol::ToolCall = parse_payload(payload)?;
-                let result = plugin.call_tool(&call.tool, call.args)?;
+                let result = plugin.call_tool_floored(&call.tool, call.args, call.floor)?;
                 serde_json::to_vec(&result).map_err(|e| PluginError::failed(e.to_string()))
             }
             m if m == method::CHANNEL_SEND.as_bytes() => {

@@ -2,7 +2,9 @@
 //! programs they spawn and for the host's `hearth check`.
 //!
 //! One probe for both, so the report the owner reads and the confinement a
-//! plugin applies can never disagree about what the kernel offers.
+//! plugin applies can never disagree about what the kernel offers; and the
+//! one call a child makes to restrict itself, shared by development mode's
+//! confinement and production mode's floor ([`crate::floor`]).
 
 /// `landlock_create_ruleset`'s flag that asks for the ABI version.
 const CREATE_RULESET_VERSION: libc::c_uint = 1;
@@ -32,4 +34,25 @@ pub fn abi_version() -> Result<i32, String> {
             .into(),
         _ => format!("the Landlock probe failed: {error}"),
     })
+}
+
+/// Restricts the calling process with the Landlock ruleset `fd`: no new
+/// privileges, then the ruleset. Meant for a child between `fork` and
+/// `exec`, where only async-signal-safe work is allowed.
+///
+/// # Safety
+///
+/// `fd` must be an open Landlock ruleset descriptor. This function makes
+/// two syscalls and allocates nothing, so it is async-signal-safe.
+pub unsafe fn restrict_self(fd: std::os::fd::RawFd) -> std::io::Result<()> {
+    // SAFETY: plain syscalls with integer arguments.
+    unsafe {
+        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+    }
+    Ok(())
 }

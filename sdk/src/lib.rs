@@ -28,6 +28,7 @@ pub mod abi;
 pub mod args;
 pub mod export;
 pub mod files;
+pub mod floor;
 mod host;
 pub mod landlock;
 mod logging;

@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::Host;
-use crate::protocol::{ChannelEvent, Description, OutboundMessage, SendReceipt};
+use crate::protocol::{ChannelEvent, Description, Floor, OutboundMessage, SendReceipt};
 
 /// A native plugin written in Rust. Export it with [`crate::export_plugin!`].
 ///
@@ -25,6 +25,28 @@ pub trait Plugin: Sized + Send + Sync + 'static {
 
     /// Runs one of its tools with arguments the host has validated.
     fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError>;
+
+    /// Runs one of its tools under the kernel floor the host asked for
+    /// (`Some` only for tools whose targets declare `floor`). A plugin
+    /// that declares the floor overrides this and applies it to every
+    /// program the call starts. The default runs [`Plugin::call_tool`]
+    /// when there is no floor, and refuses the call when there is one:
+    /// a floor the plugin does not apply must not be taken for granted.
+    fn call_tool_floored(
+        &self,
+        tool: &str,
+        args: Value,
+        floor: Option<Floor>,
+    ) -> Result<Value, PluginError> {
+        match floor {
+            None => self.call_tool(tool, args),
+            Some(_) => Err(PluginError::Unsupported(format!(
+                "plugin {} was asked to run {tool} under the kernel floor, which it does not \
+                 apply; it was not run",
+                Self::NAME
+            ))),
+        }
+    }
 
     /// Sends a message on its channel. The default says it serves none.
     fn send(&self, message: OutboundMessage) -> Result<SendReceipt, PluginError> {

@@ -88,13 +88,24 @@ pub struct Targets {
     /// Arguments holding paths the tool creates, changes or deletes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<String>,
+    /// Whether the tool runs the command, and every program it starts,
+    /// under the kernel floor a call carries ([`ToolCall::floor`]). In
+    /// production mode, on a kernel with Landlock, a tool with a `command`
+    /// that does not declare this asks the owner before every call, since
+    /// nothing beneath the guard would hold.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub floor: bool,
 }
 
 impl Targets {
-    /// Whether no argument is named.
+    /// Whether no argument is named and no floor is declared.
     pub fn is_empty(&self) -> bool {
-        self.command.is_none() && self.cwd.is_none() && self.writes.is_empty()
+        self.command.is_none() && self.cwd.is_none() && self.writes.is_empty() && !self.floor
     }
+}
+
+fn is_false(value: &bool) -> bool {
+    !*value
 }
 
 /// The channel a plugin serves, if any.
@@ -142,6 +153,27 @@ pub struct ToolCall {
     /// The arguments object, already validated by the host.
     #[serde(default)]
     pub args: Value,
+    /// The kernel floor the programs this call starts must run under: set
+    /// in production mode for a call the owner did not approve, to tools
+    /// that declare [`ToolSpec::floor`]. A plugin that cannot apply it on
+    /// a kernel with Landlock must not run the call.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<Floor>,
+}
+
+/// The kernel floor under a production-mode command that the owner did not
+/// approve (applied with Landlock; see `hearth_sdk::floor`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Floor {
+    /// Absolute paths that stay read-only: readable and executable, never
+    /// written, truncated, removed, renamed or replaced, and nothing new
+    /// made inside them. Paths that do not exist yet cannot be made.
+    pub protect: Vec<String>,
+    /// Absolute paths inside protected ones that stay writable (device
+    /// files such as `/dev/null`; the owner's home inside a protected
+    /// `/root`). A protected path inside one of them is protected again.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub writable: Vec<String>,
 }
 
 /// Something a plugin hands the host with `submit`.

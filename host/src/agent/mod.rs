@@ -55,6 +55,9 @@ pub struct Agent {
     pub owner: Option<String>,
     /// Plugin names and states, for `/status`.
     pub plugins: Vec<String>,
+    /// The kernel floor under unapproved production commands, in words,
+    /// for `/status`.
+    pub floor: String,
     /// The plugins that serve a channel, for their health in `/status`.
     pub channels: Vec<Arc<ActivePlugin>>,
     /// When the daemon started.
@@ -114,6 +117,7 @@ impl Agent {
             "channels": self.channel_health(),
             "tools": self.tools.list().len(),
             "queue": self.conversations.pending().unwrap_or(-1),
+            "floor": self.floor,
         })
     }
 
@@ -131,7 +135,7 @@ impl Agent {
             })
             .collect();
         format!(
-            "model: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}\ntools: {}\nqueue: {}",
+            "model: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}\ntools: {}\nqueue: {}\nfloor: {}",
             s["model"].as_str().unwrap_or("?"),
             uptime / 3600,
             uptime / 60 % 60,
@@ -143,7 +147,8 @@ impl Agent {
                 channels.join(", ")
             },
             s["tools"],
-            s["queue"]
+            s["queue"],
+            self.floor
         )
     }
 

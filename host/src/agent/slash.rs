@@ -12,7 +12,7 @@ const HELP: &str = "Commands:
 /new - start a fresh conversation
 /tools - the tools I can use
 /skills - the skills I know
-/status - model, uptime, plugins, tools, queue
+/status - model, uptime, plugins, tools, queue, kernel floor
 /tool NAME {json} - call a tool directly
 /stop - stop what I am doing";
 

@@ -19,6 +19,10 @@ use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use crate::daemon::control::SOCKET;
 use crate::daemon::control::protocol::VERSION;
 
+/// How long a daemon may take to answer the hello (it answers once its
+/// start-up is done).
+const HELLO_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// A connection to the running daemon, after the hello.
 pub struct Daemon {
     rt: tokio::runtime::Runtime,
@@ -91,7 +95,17 @@ impl Daemon {
 
     fn hello(&mut self) -> anyhow::Result<()> {
         self.send(json!({ "op": "hello", "version": VERSION }))?;
-        let answer = self.next()?;
+        // A daemon still starting answers once it is ready.
+        let Daemon { rt, lines, .. } = self;
+        let answer = rt
+            .block_on(async { tokio::time::timeout(HELLO_WAIT, next(lines)).await })
+            .map_err(|_| {
+                anyhow::anyhow!(
+                    "the daemon took the connection but did not answer within {} s; is it \
+                     stuck starting? (`hearth run` logs say)",
+                    HELLO_WAIT.as_secs()
+                )
+            })??;
         match answer["op"].as_str() {
             Some("hello") => Ok(()),
             // A daemon of protocol 1 knows no hello.

@@ -230,13 +230,22 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
     println!("mode: {}", config.mode.name());
     println!("landlock: {}", crate::policy::landlock::report());
     println!(
+        "floor: {}",
+        crate::policy::landlock::floor_status(config.mode).0
+    );
+    println!(
         "guards: {}",
         config
             .home
             .join(crate::policy::guards_file::RELATIVE_PATH)
             .display()
     );
+    let production = config.mode == crate::config::Mode::Production;
     with_runtime(config, |rt| {
+        if let Some(floor) = rt.tools.floor().filter(|_| production) {
+            println!("floor protects: {}", floor.protect.join(", "));
+            println!("floor keeps writable: {}", floor.writable.join(", "));
+        }
         inventory::plugins(rt, false)?;
         println!();
         inventory::tools(rt, false)?;

@@ -65,9 +65,18 @@ pub fn call_live(daemon: Daemon, name: &str, args: Value) -> anyhow::Result<Exit
         loop {
             let answer = tokio::select! {
                 answer = next(&mut lines) => answer?,
-                _ = interrupt.recv(), if !interrupted => {
+                _ = interrupt.recv() => {
+                    if interrupted {
+                        // A second Ctrl-C: the call already runs (it was
+                        // approved, or needed no approval); stop waiting.
+                        eprintln!(
+                            "error: interrupted: {name} goes on in the daemon; `hearth audit` \
+                             shows how it ended"
+                        );
+                        return Ok(ExitCode::from(INTERRUPTED));
+                    }
                     interrupted = true;
-                    eprintln!("interrupted: withdrawing the request");
+                    eprintln!("interrupted: withdrawing the request (Ctrl-C again stops waiting)");
                     send(&mut write, json!({ "op": "withdraw" })).await?;
                     continue;
                 }

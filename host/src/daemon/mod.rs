@@ -51,12 +51,27 @@ pub fn run(config: Config, log: LogHandle, started: Instant) -> Result<(), Daemo
         .build()?;
     // Hook the signals before anything else, so none is lost during start.
     let signals = rt.block_on(async { Signals::hook() })?;
+    // The control socket is bound before the plugins start: a CLI command
+    // that comes during start-up then waits for this daemon's answer,
+    // instead of finding no daemon and starting a second copy of the
+    // plugins. A second daemon with this home stops here, loading nothing.
+    crate::runtime::create_home(&config.home)?;
+    let control = {
+        let _entered = rt.enter();
+        control::bind(&config.home)?
+    };
     // Start outside the async context: start-up blocks (plugin init, script
     // loading), and some parts (the scripts' HTTP client) own a runtime of
     // their own, which must not be created or dropped inside this one.
     let config_path = config.source.clone();
-    let runtime = Runtime::start(config)?;
-    rt.block_on(serve(runtime, config_path, signals, log, started))
+    let runtime = match Runtime::start(config) {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            let _ = std::fs::remove_file(&control.1);
+            return Err(e.into());
+        }
+    };
+    rt.block_on(serve(runtime, control, config_path, signals, log, started))
 }
 
 /// Makes the daemon non-dumpable. Programs the agent runs have the owner's
@@ -91,6 +106,7 @@ impl Signals {
 
 async fn serve(
     runtime: Runtime,
+    control: (tokio::net::UnixListener, PathBuf),
     config_path: Option<PathBuf>,
     mut signals: Signals,
     log: LogHandle,
@@ -98,7 +114,7 @@ async fn serve(
 ) -> Result<(), DaemonError> {
     let deadline = Duration::from_millis(runtime.config.daemon.shutdown_timeout_ms);
     let run_id = record_start(&runtime);
-    let services = services::Services::start(&runtime, started)?;
+    let services = services::Services::start(&runtime, control, started)?;
     notify::ready();
     tracing::info!(
         startup_ms = started.elapsed().as_secs_f64() * 1000.0,

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
+use tokio::net::UnixListener;
 use tokio::task::JoinHandle;
 
 use super::control::{self, Control};
@@ -25,8 +26,14 @@ pub struct Services {
 }
 
 impl Services {
-    /// Starts the agent, the outbox and the control socket.
-    pub fn start(runtime: &Runtime, started: Instant) -> Result<Services, super::DaemonError> {
+    /// Starts the agent, the outbox and the control socket, serving on
+    /// `control` (bound before the runtime started).
+    pub fn start(
+        runtime: &Runtime,
+        control: (UnixListener, PathBuf),
+        started: Instant,
+    ) -> Result<Services, super::DaemonError> {
+        let (listener, socket) = control;
         let db = runtime.config.home.join(store::FILE_NAME);
         let llm = match &runtime.config.llm {
             None => Err("no [llm] section in the config".to_owned()),
@@ -59,6 +66,10 @@ impl Services {
                 )
             })
             .collect();
+        let (floor, short) = crate::policy::landlock::floor_status(runtime.config.mode);
+        if short {
+            tracing::warn!("the kernel floor is {floor}");
+        }
         let conversations = Conversations::new(store::open_connection(&db)?);
         let agent = Arc::new(Agent {
             conversations,
@@ -70,6 +81,7 @@ impl Services {
             identity,
             owner: runtime.config.owner.name.clone(),
             plugins,
+            floor,
             channels: runtime
                 .plugins
                 .active()
@@ -89,7 +101,6 @@ impl Services {
             runtime.plugins.active(),
             Arc::clone(&hub),
         ));
-        let (listener, socket) = control::bind(&runtime.config.home)?;
         let control = Arc::new(Control {
             bridge: Arc::clone(&runtime.bridge),
             hub,

@@ -47,6 +47,28 @@ pub enum GuardsFileError {
 struct Loaded {
     modified: Option<SystemTime>,
     guard: Result<Arc<Guard>, String>,
+    /// `protected_paths` and `writable_devices` as written, for the floor;
+    /// the defaults' while the file is invalid.
+    paths: Arc<PathLists>,
+}
+
+/// The path lists of the guards file, as written (`~` and `$HEARTH_HOME`
+/// not yet expanded).
+#[derive(Debug)]
+pub struct PathLists {
+    /// `protected_paths`.
+    pub protected: Vec<String>,
+    /// `writable_devices`.
+    pub writable: Vec<String>,
+}
+
+impl PathLists {
+    fn of(rules: &Rules) -> PathLists {
+        PathLists {
+            protected: rules.protected_paths.clone(),
+            writable: rules.writable_devices.clone(),
+        }
+    }
 }
 
 impl GuardsFile {
@@ -62,6 +84,7 @@ impl GuardsFile {
             loaded: Mutex::new(Loaded {
                 modified: None,
                 guard: Err("not loaded yet".into()),
+                paths: Arc::new(PathLists::of(&Rules::defaults())),
             }),
         };
         file.reload_if_changed();
@@ -92,6 +115,18 @@ impl GuardsFile {
         }
     }
 
+    /// The file's path lists as it is now (the defaults' while it is
+    /// invalid), for the kernel floor.
+    pub fn path_lists(&self) -> Arc<PathLists> {
+        self.reload_if_changed();
+        Arc::clone(&super::lock(&self.loaded).paths)
+    }
+
+    /// The guards file itself.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     fn current(&self) -> Result<Arc<Guard>, String> {
         self.reload_if_changed();
         super::lock(&self.loaded).guard.clone()
@@ -106,10 +141,12 @@ impl GuardsFile {
             return;
         }
         loaded.modified = modified;
-        loaded.guard = std::fs::read_to_string(&self.path)
+        let rules = std::fs::read_to_string(&self.path)
             .map_err(|e| e.to_string())
-            .and_then(|text| Rules::parse(&text))
-            .map(|rules| Arc::new(Guard::new(rules, &self.user_home, &self.hearth_home)));
+            .and_then(|text| Rules::parse(&text));
+        loaded.paths = Arc::new(PathLists::of(rules.as_ref().unwrap_or(&Rules::defaults())));
+        loaded.guard =
+            rules.map(|rules| Arc::new(Guard::new(rules, &self.user_home, &self.hearth_home)));
         match &loaded.guard {
             Ok(_) => tracing::debug!(path = %self.path.display(), "guards loaded"),
             Err(why) => tracing::error!(

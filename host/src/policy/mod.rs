@@ -16,16 +16,26 @@
 //!   tool asks. Spawned programs are confined by Landlock in the plugin
 //!   that spawns them (`HostInfo::confine_to`).
 //! - production: full access; a shell command the guard flags, or a write
-//!   into a protected path, asks.
+//!   into a protected path, asks. A command that runs without asking runs
+//!   under the kernel floor (`floor`): the protected paths read-only and
+//!   its signals scoped to itself, enforced by Landlock in the plugin that
+//!   spawns it. An approved command runs without the floor.
 //!
 //! Architecture invariant: the policy fails closed. A call that should ask
 //! and cannot (no channel can show the request, nobody answers in time,
 //! the answer comes from someone other than the owner) does not run, and a
 //! doubt about what a call does (a command the guard cannot read, an
 //! invalid guards file) is an "ask", never an "allow".
+//!
+//! Architecture invariant: in production mode, on a kernel with Landlock,
+//! a command the owner did not approve never runs without the floor. The
+//! ruling of every such call carries it, a tool that runs commands without
+//! declaring the floor (`Targets::floor`) asks instead, and the plugin
+//! refuses a call whose floor it cannot apply.
 
 pub mod audit;
 pub mod confirm;
+pub mod floor;
 pub mod grants;
 pub mod guard;
 pub mod guards_file;
@@ -34,7 +44,7 @@ mod paths;
 
 use std::path::{Path, PathBuf};
 
-use hearth_sdk::protocol::{Risk, ToolSpec};
+use hearth_sdk::protocol::{Floor, Risk, ToolSpec};
 use serde_json::Value;
 
 pub use audit::{Audit, Caller};
@@ -85,6 +95,9 @@ pub struct Ruling {
     pub approver: Option<String>,
     /// Why the call may not run; `None` when it may.
     pub refusal: Option<String>,
+    /// The kernel floor its programs run under: production mode, not
+    /// approved, a tool that declares the floor, a kernel with Landlock.
+    pub floor: Option<Floor>,
 }
 
 /// The rules, the gate they ask through, the grants and the audit.
@@ -92,11 +105,14 @@ pub struct Policy {
     mode: Mode,
     hearth_home: PathBuf,
     user_home: Option<PathBuf>,
+    config_file: Option<PathBuf>,
     roots: Vec<PathBuf>,
     guards: GuardsFile,
     gate: ConfirmGate,
     grants: Grants,
     audit: Audit,
+    /// The kernel's Landlock ABI, or why there is none: probed once.
+    landlock: Result<i32, String>,
 }
 
 /// What a [`Policy`] is made of.
@@ -107,6 +123,8 @@ pub struct Parts {
     pub hearth_home: PathBuf,
     /// `$HOME`, for `~/` paths.
     pub user_home: Option<PathBuf>,
+    /// The config file the daemon runs with, if any: the floor protects it.
+    pub config_file: Option<PathBuf>,
     /// The shell guard's rules.
     pub guards: GuardsFile,
     /// Where asks wait.
@@ -128,11 +146,13 @@ impl Policy {
             mode: parts.mode,
             hearth_home,
             user_home: parts.user_home,
+            config_file: parts.config_file,
             roots,
             guards: parts.guards,
             gate: parts.gate,
             grants: parts.grants,
             audit: parts.audit,
+            landlock: hearth_sdk::landlock::abi_version(),
         }
     }
 
@@ -144,14 +164,19 @@ impl Policy {
         let decision = match &read {
             Ok(call) => match self.mode {
                 Mode::Development => self.development(spec, call),
-                Mode::Production => self.production(call),
+                Mode::Production => self.production(spec, call),
             },
             Err(why) => Decision::Ask(why.clone()),
         };
         let reason = match decision {
             Decision::Allow => {
+                let floored = self.mode == Mode::Production
+                    && spec.targets.floor
+                    && self.landlock.is_ok()
+                    && read.as_ref().is_ok_and(|c| c.command.is_some());
                 return Ruling {
                     decision: "allow",
+                    floor: floored.then(|| self.floor()),
                     ..Ruling::default()
                 };
             }
@@ -299,12 +324,32 @@ impl Policy {
         }
     }
 
-    fn production(&self, call: &Call) -> Decision {
+    /// The kernel floor for a command run now.
+    pub fn floor(&self) -> Floor {
+        floor::build(
+            &self.guards.path_lists(),
+            &floor::Homes {
+                hearth_home: &self.hearth_home,
+                user_home: self.user_home.as_deref(),
+                guards_file: self.guards.path(),
+                config_file: self.config_file.as_deref(),
+            },
+        )
+    }
+
+    fn production(&self, spec: &ToolSpec, call: &Call) -> Decision {
         let cwd = call.cwd_or_home(&self.hearth_home);
-        if let Some(command) = &call.command
-            && let Verdict::Ask(why) = self.guards.check(command, cwd, &call.env)
-        {
-            return Decision::Ask(why);
+        if let Some(command) = &call.command {
+            if let Verdict::Ask(why) = self.guards.check(command, cwd, &call.env) {
+                return Decision::Ask(why);
+            }
+            if !spec.targets.floor && self.landlock.is_ok() {
+                return Decision::Ask(format!(
+                    "{} runs commands without the kernel floor, so nothing beneath the guard \
+                     would protect your files",
+                    spec.name
+                ));
+            }
         }
         for (text, _) in &call.writes {
             if let Verdict::Ask(why) = self.guards.check_write(text, &self.hearth_home) {

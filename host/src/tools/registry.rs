@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
 
-use hearth_sdk::protocol::{Risk, ToolCall, ToolSpec, method};
+use hearth_sdk::protocol::{Floor, Risk, ToolCall, ToolSpec, method};
 use serde_json::Value;
 
 use super::{Builtin, BuiltinContext, schema};
@@ -202,9 +202,10 @@ impl ToolRegistry {
     ) -> Result<Value, ToolError> {
         let started = Instant::now();
         if let Some(tool) = self.tools.get(name) {
-            return self.guarded(caller, &tool.spec, args, started, |args| {
+            return self.guarded(caller, &tool.spec, args, started, |args, floor| {
                 match &tool.provider {
-                    Provider::Plugin(plugin) => call_plugin(plugin, name, args),
+                    Provider::Plugin(plugin) => call_plugin(plugin, name, args, floor),
+                    // A built-in has no command target, so no floor.
                     Provider::Builtin(builtin) => {
                         builtin
                             .call(&self.builtins, &args)
@@ -220,7 +221,9 @@ impl ToolRegistry {
         let lua = scripts.and_then(|s| s.catalog().tool(name).cloned());
         match (scripts, lua) {
             (Some(scripts), Some(tool)) => {
-                self.guarded(caller, &tool.spec, args, started, |args| {
+                // A Lua tool has no targets, so no floor; the tools it
+                // calls through `hearth.tool` are ruled on one by one.
+                self.guarded(caller, &tool.spec, args, started, |args, _| {
                     scripts
                         .call(&tool, args, depth, caller, self)
                         .map_err(|failure| ToolError::Script {
@@ -243,7 +246,7 @@ impl ToolRegistry {
         spec: &ToolSpec,
         args: Value,
         started: Instant,
-        run: impl FnOnce(Value) -> Result<Value, ToolError>,
+        run: impl FnOnce(Value, Option<Floor>) -> Result<Value, ToolError>,
     ) -> Result<Value, ToolError> {
         let fingerprint = fingerprint(&spec.name, &args);
         let (ruling, result) = match check_args(&spec.name, &args, &spec.parameters) {
@@ -258,7 +261,7 @@ impl ToolRegistry {
                 let ruling = self.rule(spec, &args, &fingerprint);
                 let result = match &ruling.refusal {
                     Some(why) => Err(ToolError::Refused(why.clone())),
-                    None => run(args.clone()),
+                    None => run(args.clone(), ruling.floor.clone()),
                 };
                 (ruling, result)
             }
@@ -284,6 +287,12 @@ impl ToolRegistry {
             });
         }
         result
+    }
+
+    /// The kernel floor a production command would run under now, for
+    /// `hearth check`; `None` without a policy.
+    pub fn floor(&self) -> Option<Floor> {
+        self.policy.as_ref().map(|p| p.floor())
     }
 
     /// Waits until the audit rows of every call made so far are committed.
@@ -379,10 +388,16 @@ fn check_args(name: &str, args: &Value, schema: &Value) -> Result<(), ToolError>
     })
 }
 
-fn call_plugin(plugin: &ActivePlugin, name: &str, args: Value) -> Result<Value, ToolError> {
+fn call_plugin(
+    plugin: &ActivePlugin,
+    name: &str,
+    args: Value,
+    floor: Option<Floor>,
+) -> Result<Value, ToolError> {
     let payload = serde_json::to_vec(&ToolCall {
         tool: name.to_owned(),
         args,
+        floor,
     })
     .map_err(|e| ToolError::InvalidArguments {
         tool: name.to_owned(),

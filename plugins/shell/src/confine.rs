@@ -116,24 +116,17 @@ pub fn landlock_abi() -> Result<i32, String> {
     hearth_sdk::landlock::abi_version()
 }
 
-/// Restricts the calling process with the ruleset `fd`: no new privileges,
-/// then Landlock. Meant for the child between `fork` and `exec`.
+/// Restricts the calling process with the ruleset `fd` (the SDK's
+/// [`hearth_sdk::landlock::restrict_self`]). Meant for the child between
+/// `fork` and `exec`.
 ///
 /// # Safety
 ///
 /// `fd` must be an open Landlock ruleset descriptor. This function only
 /// makes two syscalls, so it is async-signal-safe.
 pub unsafe fn restrict_self(fd: RawFd) -> io::Result<()> {
-    // SAFETY: plain syscalls with integer arguments.
-    unsafe {
-        if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        if libc::syscall(libc::SYS_landlock_restrict_self, fd, 0u32) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-    }
-    Ok(())
+    // SAFETY: the caller's promise, passed on.
+    unsafe { hearth_sdk::landlock::restrict_self(fd) }
 }
 
 /// How confinement is enforced.

@@ -16,6 +16,8 @@ use std::process::{Child, ChildStderr, ChildStdout, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use hearth_sdk::PluginError;
+use hearth_sdk::floor::Prepared;
+use hearth_sdk::protocol::Floor;
 use serde_json::{Map, Value};
 
 use crate::Shell;
@@ -42,16 +44,23 @@ pub struct Request<'a> {
     pub timeout: Duration,
     /// Variables added to the environment.
     pub env: &'a [(&'a str, &'a str)],
+    /// The kernel floor it runs under, if any.
+    pub floor: Option<&'a Prepared>,
 }
 
 /// The tool: checks the arguments and runs the command.
-pub fn shell_exec(shell: &Shell, args: &Value) -> Result<Value, PluginError> {
+pub fn shell_exec(
+    shell: &Shell,
+    args: &Value,
+    floor: Option<&Floor>,
+) -> Result<Value, PluginError> {
     let args = Args::new(args, &["command", "cwd", "timeout_s", "env"])?;
     let command = args.text("command")?;
     let timeout_s = args.u64_in("timeout_s", 1, MAX_TIMEOUT_S, DEFAULT_TIMEOUT_S)?;
     let env = args.string_map("env")?;
     spawn::check_env(&env)?;
     let cwd = shell.launcher.resolve_cwd(args.opt_text("cwd")?)?;
+    let floor = crate::floor::prepare(&shell.launcher.floors, floor)?;
     run(
         &shell.launcher,
         shell.limits,
@@ -61,13 +70,15 @@ pub fn shell_exec(shell: &Shell, args: &Value) -> Result<Value, PluginError> {
             cwd: &cwd,
             timeout: Duration::from_secs(timeout_s),
             env: &env,
+            floor: floor.as_deref(),
         },
     )
 }
 
 /// Runs `request` and returns the tool's result: `exit_code`, `signal`,
 /// `stdout`, `stderr`, `duration_ms`, `timed_out`, `truncated` (then
-/// `total` and `log`), `confined` in development mode, and `note` when
+/// `total` and `log`), `confined` in development mode, `floor` under the
+/// kernel floor, and `note` when
 /// background processes were killed.
 pub fn run(
     launcher: &Launcher,
@@ -77,7 +88,13 @@ pub fn run(
 ) -> Result<Value, PluginError> {
     let started = Instant::now();
     let mut child = launcher
-        .command(request.command, request.cwd, request.env, Grouping::Group)
+        .command(
+            request.command,
+            request.cwd,
+            request.env,
+            Grouping::Group,
+            request.floor,
+        )
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -121,6 +138,9 @@ pub fn run(
     result.insert("timed_out".into(), ending.timed_out.into());
     if let Some(confined) = launcher.confined() {
         result.insert("confined".into(), confined.into());
+    }
+    if let Some(floor) = request.floor {
+        result.insert("floor".into(), crate::floor::describe(floor).into());
     }
     if ending.lingered {
         result.insert(

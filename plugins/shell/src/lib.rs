@@ -14,7 +14,9 @@
 //! is reported to the agent through `agent.notify`. Whether a command may
 //! run is the host policy's decision (the tools name their `command` and
 //! `cwd` arguments as targets for its guard); in development mode this
-//! plugin enforces the host's `confine_to` with Landlock ([`confine`]).
+//! plugin enforces the host's `confine_to` with Landlock ([`confine`]), and
+//! in production mode it runs every command the owner did not approve
+//! under the kernel floor the host sends with the call ([`floor`]).
 //!
 //! Config, `[plugins.shell]`, every key optional:
 //! - `max_output_lines` (default 200) and `max_output_bytes` (default
@@ -24,6 +26,7 @@
 
 pub mod confine;
 pub mod exec;
+pub mod floor;
 pub mod meta;
 pub mod output;
 pub mod processes;
@@ -33,7 +36,7 @@ pub mod tail;
 
 use std::path::PathBuf;
 
-use hearth_sdk::protocol::{Description, Risk, Targets, ToolSpec, service};
+use hearth_sdk::protocol::{Description, Floor, Risk, Targets, ToolSpec, service};
 use hearth_sdk::{Host, Plugin, PluginError, parse_args};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -127,9 +130,19 @@ impl Shell {
 
     /// Runs one tool on raw JSON arguments.
     pub fn call(&self, tool: &str, args: &Value) -> Result<Value, PluginError> {
+        self.call_floored(tool, args, None)
+    }
+
+    /// Runs one tool, the commands it starts under `floor` when given.
+    pub fn call_floored(
+        &self,
+        tool: &str,
+        args: &Value,
+        floor: Option<&Floor>,
+    ) -> Result<Value, PluginError> {
         match tool {
-            "shell_exec" => exec::shell_exec(self, args),
-            "process_start" => self.processes.start(&self.launcher, args),
+            "shell_exec" => exec::shell_exec(self, args, floor),
+            "process_start" => self.processes.start(&self.launcher, args, floor),
             "process_stop" => self.processes.stop(args),
             "process_status" => self.processes.status(args),
             "process_logs" => self.processes.logs(args),
@@ -172,6 +185,15 @@ impl Plugin for Shell {
         self.call(tool, &args)
     }
 
+    fn call_tool_floored(
+        &self,
+        tool: &str,
+        args: Value,
+        floor: Option<Floor>,
+    ) -> Result<Value, PluginError> {
+        self.call_floored(tool, &args, floor.as_ref())
+    }
+
     fn shutdown(&self) {
         self.processes.shutdown();
     }
@@ -191,6 +213,7 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
         command: Some("command".into()),
         cwd: Some("cwd".into()),
         writes: Vec::new(),
+        floor: true,
     };
     let spec = |name: &str,
                 description: String,

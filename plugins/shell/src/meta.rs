@@ -73,6 +73,10 @@ pub struct Meta {
     /// `landlock` or `unavailable: ...` in development mode.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub confined: Option<String>,
+    /// The kernel floor it runs under, in production mode when the owner
+    /// did not approve it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub floor: Option<String>,
 }
 
 impl Meta {

@@ -19,7 +19,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use hearth_sdk::PluginError;
-use hearth_sdk::protocol::Notice;
+use hearth_sdk::protocol::{Floor, Notice};
 use serde_json::{Value, json};
 
 use crate::meta::{self, Meta, Status};
@@ -67,7 +67,13 @@ impl Processes {
     }
 
     /// `process_start`: starts `command` detached and returns its record.
-    pub fn start(&self, launcher: &Launcher, args: &Value) -> Result<Value, PluginError> {
+    /// Runs under `floor` when the host sent one.
+    pub fn start(
+        &self,
+        launcher: &Launcher,
+        args: &Value,
+        floor: Option<&Floor>,
+    ) -> Result<Value, PluginError> {
         let args = Args::new(args, &["command", "cwd", "env", "name"])?;
         let command = args.text("command")?;
         let name = args.opt_text("name")?;
@@ -80,6 +86,7 @@ impl Processes {
         let env = args.string_map("env")?;
         spawn::check_env(&env)?;
         let cwd = launcher.resolve_cwd(args.opt_text("cwd")?)?;
+        let floor = crate::floor::prepare(&launcher.floors, floor)?;
         let (id, dir) = self.state.new_folder()?;
         let stdout = dir.join("stdout.log");
         let stderr = dir.join("stderr.log");
@@ -91,7 +98,7 @@ impl Processes {
                 .map_err(|e| PluginError::failed(format!("cannot create {}: {e}", path.display())))
         };
         let child = launcher
-            .command(command, &cwd, &env, Grouping::Session)
+            .command(command, &cwd, &env, Grouping::Session, floor.as_deref())
             .stdout(open(&stdout)?)
             .stderr(open(&stderr)?)
             .spawn()
@@ -130,6 +137,7 @@ impl Processes {
             stdout: stdout.display().to_string(),
             stderr: stderr.display().to_string(),
             confined: launcher.confined(),
+            floor: floor.as_deref().map(crate::floor::describe),
         };
         {
             let _records = self.state.lock_records();

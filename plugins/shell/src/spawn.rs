@@ -1,7 +1,7 @@
 //! How a command line becomes a process: the shell, the environment, the
 //! working directory, the process group or session, and the confinement
 //! applied in the child. `shell_exec` and `process_start` share it, so both
-//! tools treat `cwd`, `env` and development mode the same way.
+//! tools treat `cwd`, `env`, development mode and the floor the same way.
 //!
 //! The environment starts from an allow-list, not the daemon's own: the
 //! daemon holds the model's API key in its environment, and the agent must
@@ -18,6 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
 use hearth_sdk::PluginError;
+use hearth_sdk::floor::{Cache, Prepared};
 
 use crate::confine::{self, Confinement};
 use hearth_sdk::args::invalid;
@@ -58,6 +59,8 @@ pub struct Launcher {
     pub base_env: Vec<(OsString, OsString)>,
     /// Development mode's write confinement, if any.
     pub confinement: Option<Confinement>,
+    /// The last kernel floor prepared, kept while it holds.
+    pub floors: Cache,
 }
 
 impl Launcher {
@@ -88,6 +91,7 @@ impl Launcher {
             home,
             base_env,
             confinement: Confinement::new(confine_to),
+            floors: Cache::default(),
         }
     }
 
@@ -147,13 +151,15 @@ impl Launcher {
     }
 
     /// The command for `line`, not yet started: stdin is `/dev/null`, the
-    /// caller sets stdout and stderr.
+    /// caller sets stdout and stderr. Under `floor` when given (it must
+    /// stay alive until the command has started).
     pub fn command(
         &self,
         line: &str,
         cwd: &Path,
         env: &[(&str, &str)],
         grouping: Grouping,
+        floor: Option<&Prepared>,
     ) -> Command {
         let mut command = Command::new(&self.shell);
         // `--` so that a command line starting with `-` is a command, not
@@ -191,6 +197,13 @@ impl Launcher {
             // outlives the spawn.
             unsafe {
                 command.pre_exec(move || confine::restrict_self(fd));
+            }
+        }
+        if let Some(fd) = floor.map(Prepared::fd) {
+            // SAFETY: as above; `fd` is open while `floor` lives, which the
+            // caller keeps until the spawn has returned.
+            unsafe {
+                command.pre_exec(move || hearth_sdk::landlock::restrict_self(fd));
             }
         }
         command

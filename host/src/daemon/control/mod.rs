@@ -153,9 +153,12 @@ async fn client(stream: UnixStream, control: Arc<Control>) {
         if line.trim().is_empty() {
             continue;
         }
-        tracing::debug!(request = %line.trim_end(), "control request");
         let (answer, close) = match serde_json::from_str::<Value>(&line) {
-            Ok(request) => handle(&control, &mut session, &request, &tx).await,
+            Ok(request) => {
+                // The op only: arguments and chat text may hold secrets.
+                tracing::debug!(op = request["op"].as_str(), "control request");
+                handle(&control, &mut session, &request, &tx).await
+            }
             Err(e) => (
                 Some(error(
                     Code::BadRequest,

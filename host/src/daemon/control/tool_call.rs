@@ -16,7 +16,7 @@ use tokio::sync::mpsc;
 use super::protocol::{Code, error};
 use crate::policy::Caller;
 use crate::policy::confirm::{Watch, watched};
-use crate::tools::ToolRegistry;
+use crate::tools::{ToolError, ToolRegistry};
 
 /// The tool call in flight on one connection (at most one).
 #[derive(Default)]
@@ -83,7 +83,11 @@ pub fn start(
         let finished = std::mem::take(&mut *lock(&in_flight));
         let answer = match result {
             Ok(result) => json!({ "op": "result", "result": result }),
-            Err(e) if finished.withdrawn => error(Code::Withdrawn, &e.to_string()),
+            // Refused after the client withdrew: the withdrawal refused it
+            // (a call that ran and failed is a plain `tool` error).
+            Err(e @ ToolError::Refused(_)) if finished.withdrawn => {
+                error(Code::Withdrawn, &e.to_string())
+            }
             Err(e) => error(Code::Tool, &e.to_string()),
         };
         let _ = tx.blocking_send(answer);

@@ -7,6 +7,10 @@
 //! `__gc`. Each request gets new copies of the library tables, so a script
 //! that overwrites `string.rep` changes only its own copy; the shared string
 //! metatable points at the original table, which no script can reach.
+//! Building those copies is most of a trivial call's work in the worker, so
+//! the worker builds the next request's environment right after it answers
+//! one, while the host already has its answer ([`Sandbox::prepare`]); an
+//! environment is still used by exactly one request.
 //!
 //! The deadline: a hook every 1,000 instructions raises an error once the
 //! deadline has passed, in every coroutine. `pcall`, `xpcall` and
@@ -58,6 +62,8 @@ pub(super) struct Sandbox {
     base: Vec<(String, LuaValue)>,
     libs: Vec<(&'static str, Table)>,
     hearth: Table,
+    /// The next request's environment, built ahead by `prepare`.
+    next: RefCell<Option<Table>>,
 }
 
 impl Sandbox {
@@ -122,7 +128,18 @@ impl Sandbox {
             base,
             libs,
             hearth,
+            next: RefCell::new(None),
         })
+    }
+
+    /// Builds the environment the next request will run in, between
+    /// requests. A failure (out of memory) is not an error here: the
+    /// request then builds its own, and reports what went wrong.
+    pub(super) fn prepare(&self) {
+        let mut next = self.next.borrow_mut();
+        if next.is_none() {
+            *next = self.build_environment().ok();
+        }
     }
 
     /// Reads the next request line.
@@ -181,7 +198,11 @@ impl Sandbox {
     /// level, which must return a table.
     fn module(&self, chunk: &str, source: &str) -> Result<Table, ScriptFailure> {
         let fail = |e: mlua::Error| failure(&self.lua, chunk, &e);
-        let env = self.environment().map_err(fail)?;
+        let prepared = self.next.borrow_mut().take();
+        let env = match prepared {
+            Some(env) => env,
+            None => self.build_environment().map_err(fail)?,
+        };
         let value: LuaValue = self
             .lua
             .load(source)
@@ -204,7 +225,7 @@ impl Sandbox {
     }
 
     /// A fresh global table for one request.
-    fn environment(&self) -> mlua::Result<Table> {
+    fn build_environment(&self) -> mlua::Result<Table> {
         let env = self.lua.create_table()?;
         for (name, value) in &self.base {
             env.raw_set(name.as_str(), value.clone())?;

@@ -1,0 +1,544 @@
+//! The kernel floor: the Landlock ruleset a production-mode command that
+//! the owner did not approve runs under ([`crate::protocol::Floor`]).
+//!
+//! Two promises, both enforced by the kernel whatever the command line
+//! says: the protected paths stay read-only (readable and executable, but
+//! not written, truncated, removed, renamed or replaced, and nothing new
+//! appears inside them), and the command cannot signal a process outside
+//! its own Landlock domain (ABI 6; older kernels keep the path promise
+//! only). Everything else stays writable.
+//!
+//! Landlock only allows: a rule grants rights on a file or on a whole
+//! hierarchy beneath a directory, and nothing can take a right back lower
+//! down. So the ruleset grants full write rights to every entry *beside*
+//! each protected path's ancestors (for `~/.ssh`: each entry of `/` but
+//! `/home` and the protected system directories, each entry of `/home`
+//! but the owner's, each entry of `~` but `.ssh`), and on the ancestors
+//! themselves only what cannot reach a protected path beneath them:
+//! - an ancestor holding a protected directory, or a protected path that
+//!   does not exist yet, gets no right at all: the right to make a
+//!   directory in `~` would also be the right to make one in `~/.ssh`, and
+//!   the right to make a file there would let `~/.gnupg` or `~/.profile`
+//!   appear;
+//! - an ancestor whose protected paths are all existing files (like
+//!   `$HEARTH_HOME` with `hearth.db`) may have entries made in it, but
+//!   nothing in it removed or renamed, and nothing moved in from
+//!   elsewhere (`REFER`), so a protected file can neither be replaced nor
+//!   linked to a writable place.
+//!
+//! Consequences, all on the side of refusing: in such an ancestor a
+//! command cannot remove or rename entries, a file or directory it makes
+//! there cannot be written in the same command (the next command's ruleset
+//! lists it as a sibling), and symbolic links met while listing are given
+//! no rule (what they point to is judged where it lives).
+//!
+//! The ruleset is built in the parent and kept while nothing it was
+//! planned from changes ([`Cache`]); the child only calls
+//! [`crate::landlock::restrict_self`] on its descriptor between `fork` and
+//! `exec`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{FileType, OpenOptions};
+use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
+
+use landlock::{
+    ABI, AccessFs, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
+    make_bitflags,
+};
+
+use crate::protocol::Floor;
+
+/// The oldest Landlock ABI that scopes signals.
+pub const SIGNAL_SCOPE_ABI: i32 = 6;
+
+/// Why the floor cannot be applied.
+#[derive(Debug, thiserror::Error)]
+pub enum FloorError {
+    /// The kernel has no Landlock, so there is no floor to apply.
+    #[error("the kernel has no Landlock: {0}")]
+    Unavailable(String),
+    /// A path of the floor is not absolute.
+    #[error("floor path {0:?} is not absolute")]
+    Relative(String),
+    /// The kernel refused the ruleset or one of its rules.
+    #[error("cannot build the Landlock floor ({path}): {message}")]
+    Build {
+        /// The path whose rule failed, or `/` for the ruleset itself.
+        path: PathBuf,
+        /// What the kernel or the Landlock library said.
+        message: String,
+    },
+}
+
+/// What a rule of the floor allows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Grant {
+    /// Every write beneath a directory that holds no protected path.
+    Tree,
+    /// Writing and truncating one file that is not protected.
+    File,
+    /// Making entries in an ancestor of protected files only (no removing,
+    /// renaming or writing).
+    Make,
+}
+
+/// One rule of the floor.
+#[derive(Debug)]
+pub struct Rule {
+    /// The path, as listed.
+    pub path: PathBuf,
+    /// What it allows.
+    pub grant: Grant,
+    fd: OwnedFd,
+}
+
+/// A floor ready to apply: the ruleset's descriptor, and what it holds.
+#[derive(Debug)]
+pub struct Prepared {
+    fd: OwnedFd,
+    /// The kernel's Landlock ABI.
+    pub abi: i32,
+    /// How many path rules the ruleset holds.
+    pub rules: usize,
+}
+
+impl Prepared {
+    /// The ruleset's descriptor, for [`crate::landlock::restrict_self`] in
+    /// the child. It must stay open until the child has started.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        use std::os::fd::AsRawFd;
+        self.fd.as_raw_fd()
+    }
+
+    /// Whether signals to processes outside the command's domain are
+    /// refused (ABI 6 and later).
+    pub fn scopes_signals(&self) -> bool {
+        self.abi >= SIGNAL_SCOPE_ABI
+    }
+}
+
+/// Builds the ruleset for `floor` on this kernel.
+pub fn prepare(floor: &Floor) -> Result<Prepared, FloorError> {
+    let abi = crate::landlock::abi_version().map_err(FloorError::Unavailable)?;
+    let (rules, _) = plan_with_dirs(floor)?;
+    build(floor, abi, rules)
+}
+
+/// The rules `floor` needs on this file system, without touching the
+/// kernel's Landlock: for tests and for reports.
+pub fn plan(floor: &Floor) -> Result<Vec<Rule>, FloorError> {
+    plan_with_dirs(floor).map(|(rules, _)| rules)
+}
+
+/// Floors prepared before, kept while nothing they were planned from has
+/// changed, so that a command runs without listing `/` and `~` again.
+///
+/// The last floor is kept with the identity and times (`mtime`, `ctime`)
+/// of every directory its plan depends on: the ancestors of each path, as
+/// given and as resolved. Making, removing, renaming or replacing an entry
+/// in one of them changes its times, so the next call plans afresh. File
+/// times are coarse (a clock tick), so a floor planned while one of those
+/// directories had changed within [`RECENT`] is used once and not kept:
+/// a change in the same tick could otherwise go unseen.
+#[derive(Default)]
+pub struct Cache {
+    last: Mutex<Option<Cached>>,
+}
+
+/// How recent a change to a directory a floor depends on must be for the
+/// floor not to be kept.
+pub const RECENT: Duration = Duration::from_millis(50);
+
+struct Cached {
+    floor: Floor,
+    stamps: Vec<(PathBuf, Stamp)>,
+    prepared: Arc<Prepared>,
+}
+
+/// What identifies a directory and the last change of its entries.
+#[derive(Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// Whether it changed at or after `since`.
+    fn changed_since(&self, since: SystemTime) -> bool {
+        let since = since
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let at = |(s, ns): (i64, i64)| {
+            Duration::new(
+                u64::try_from(s).unwrap_or(0),
+                u32::try_from(ns).unwrap_or(0),
+            )
+        };
+        at(self.mtime) >= since || at(self.ctime) >= since
+    }
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.last.lock().map(|last| last.is_some()).unwrap_or(false);
+        f.debug_struct("Cache").field("kept", &kept).finish()
+    }
+}
+
+impl Cache {
+    /// `floor` prepared, reused from the last call when nothing it depends
+    /// on has changed since.
+    pub fn prepare(&self, floor: &Floor) -> Result<Arc<Prepared>, FloorError> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(cached) = last.as_ref()
+            && cached.floor == *floor
+            && cached
+                .stamps
+                .iter()
+                .all(|(dir, stamp)| Stamp::of(dir).as_ref() == Some(stamp))
+        {
+            return Ok(Arc::clone(&cached.prepared));
+        }
+        let abi = crate::landlock::abi_version().map_err(FloorError::Unavailable)?;
+        let started = SystemTime::now();
+        let (rules, dirs) = plan_with_dirs(floor)?;
+        let prepared = Arc::new(build(floor, abi, rules)?);
+        // Stamped after planning: a change made while planning is younger
+        // than `started`, so the floor is then not kept.
+        let stamps: Vec<(PathBuf, Stamp)> = dirs
+            .into_iter()
+            .filter_map(|dir| Stamp::of(&dir).map(|stamp| (dir, stamp)))
+            .collect();
+        let settled = stamps
+            .iter()
+            .all(|(_, stamp)| !stamp.changed_since(started - RECENT));
+        *last = settled.then(|| Cached {
+            floor: floor.clone(),
+            stamps,
+            prepared: Arc::clone(&prepared),
+        });
+        Ok(prepared)
+    }
+}
+
+fn plan_with_dirs(floor: &Floor) -> Result<(Vec<Rule>, BTreeSet<PathBuf>), FloorError> {
+    let marks = Marks::new(floor)?;
+    let mut rules = Vec::new();
+    if marks.0.is_empty() {
+        return Ok((rules, BTreeSet::new()));
+    }
+    let root = PathBuf::from("/");
+    if let Some(fd) = open_entry(&root) {
+        marks.visit(&root, fd, marks.state(&root), &mut rules);
+    }
+    Ok((rules, marks.dirs(floor)))
+}
+
+/// The ruleset: the floor's rights handled, signals scoped, `rules` added.
+fn build(floor: &Floor, abi: i32, rules: Vec<Rule>) -> Result<Prepared, FloorError> {
+    let fail = |path: &Path, e: &dyn std::fmt::Display| FloorError::Build {
+        path: path.to_owned(),
+        message: e.to_string(),
+    };
+    let root = Path::new("/");
+    let mut ruleset = Ruleset::default();
+    if !floor.protect.is_empty() {
+        ruleset = ruleset
+            .handle_access(writes())
+            .map_err(|e| fail(root, &e))?;
+    } else if abi < SIGNAL_SCOPE_ABI {
+        return Err(FloorError::Build {
+            path: root.to_owned(),
+            message: format!(
+                "nothing to enforce: no protected path, and Landlock ABI {abi} cannot scope signals"
+            ),
+        });
+    }
+    let mut created = ruleset
+        .scope(Scope::Signal)
+        .map_err(|e| fail(root, &e))?
+        .create()
+        .map_err(|e| fail(root, &e))?;
+    let count = rules.len();
+    for rule in rules {
+        let access = match rule.grant {
+            Grant::Tree => writes(),
+            Grant::File => file_writes(),
+            Grant::Make => makes(),
+        };
+        created = created
+            .add_rule(PathBeneath::new(rule.fd, access))
+            .map_err(|e| fail(&rule.path, &e))?;
+    }
+    let fd: Option<OwnedFd> = created.into();
+    let fd = fd.ok_or_else(|| FloorError::Build {
+        path: root.to_owned(),
+        message: format!("the kernel reports Landlock ABI {abi} but made no ruleset"),
+    })?;
+    Ok(Prepared {
+        fd,
+        abi,
+        rules: count,
+    })
+}
+
+/// Every right that writes, as handled by the floor. `IoctlDev` and
+/// `ResolveUnix` are left unhandled on purpose: they are not writes, and
+/// programs need terminals and local sockets.
+fn writes() -> BitFlags<AccessFs> {
+    AccessFs::from_write(ABI::V4)
+}
+
+fn file_writes() -> BitFlags<AccessFs> {
+    make_bitflags!(AccessFs::{WriteFile | Truncate})
+}
+
+fn makes() -> BitFlags<AccessFs> {
+    make_bitflags!(AccessFs::{MakeChar | MakeDir | MakeReg | MakeSock | MakeFifo | MakeBlock | MakeSym})
+}
+
+/// What a path is: protected, or a writable place inside a protected one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mark {
+    Protected,
+    Writable,
+}
+
+/// The floor's paths, resolved, each with its mark. A path's state is the
+/// mark of its nearest marked ancestor (itself included); unmarked paths
+/// are writable.
+struct Marks(BTreeMap<PathBuf, Mark>);
+
+impl Marks {
+    fn new(floor: &Floor) -> Result<Marks, FloorError> {
+        let mut marks = BTreeMap::new();
+        for text in &floor.protect {
+            let path = absolute(text)?;
+            let entry = resolve_parent(&path);
+            marks.insert(entry.clone(), Mark::Protected);
+            // A protected link protects what it leads to as well: writes
+            // through it land there.
+            if is_symlink(&entry) {
+                marks.insert(resolve(&path), Mark::Protected);
+            }
+        }
+        // Writable places win over a protected path they are equal to or
+        // inside (the owner's home inside a protected `/root`). A link is
+        // skipped: what it leads to is judged where it lives.
+        for text in &floor.writable {
+            let entry = resolve_parent(&absolute(text)?);
+            if !is_symlink(&entry) {
+                marks.insert(entry, Mark::Writable);
+            }
+        }
+        Ok(Marks(marks))
+    }
+
+    fn state(&self, path: &Path) -> Mark {
+        path.ancestors()
+            .find_map(|a| self.0.get(a).copied())
+            .unwrap_or(Mark::Writable)
+    }
+
+    /// Marked paths strictly beneath `dir`.
+    fn beneath<'a>(&'a self, dir: &'a Path) -> impl Iterator<Item = (&'a PathBuf, Mark)> + 'a {
+        self.0
+            .range(dir.to_owned()..)
+            .take_while(move |(p, _)| p.starts_with(dir))
+            .filter(move |(p, _)| p.as_path() != dir)
+            .map(|(p, m)| (p, *m))
+    }
+
+    /// What a writable ancestor of protected paths may be granted.
+    fn ancestor_grant(&self, dir: &Path) -> Option<Grant> {
+        let only_files = self
+            .beneath(dir)
+            .filter(|(_, m)| *m == Mark::Protected)
+            .all(|(p, _)| std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_dir()));
+        only_files.then_some(Grant::Make)
+    }
+
+    /// Adds the rules for `dir` (an existing directory with marked paths
+    /// beneath it, in `state`) and for what lies in it.
+    fn visit(&self, dir: &Path, dir_fd: OwnedFd, state: Mark, rules: &mut Vec<Rule>) {
+        // Each entry with its type as listed (a link is a link), or `None`
+        // when it must be looked up.
+        let children: Vec<(PathBuf, Option<FileType>)> = match state {
+            Mark::Writable => {
+                if let Some(grant) = self.ancestor_grant(dir) {
+                    rules.push(Rule {
+                        path: dir.to_owned(),
+                        grant,
+                        fd: dir_fd,
+                    });
+                }
+                match std::fs::read_dir(dir) {
+                    Ok(entries) => entries
+                        .filter_map(|e| e.ok().map(|e| (e.path(), e.file_type().ok())))
+                        .collect(),
+                    Err(e) => {
+                        // Its entries get no rule: they stay read-only,
+                        // which errs on the side of refusing.
+                        tracing::debug!("the floor cannot list {}: {e}", dir.display());
+                        Vec::new()
+                    }
+                }
+            }
+            // Inside a protected directory only the marked paths matter.
+            Mark::Protected => {
+                let mut next: Vec<PathBuf> = self
+                    .beneath(dir)
+                    .filter_map(|(p, _)| {
+                        p.strip_prefix(dir)
+                            .ok()?
+                            .components()
+                            .next()
+                            .map(|c| dir.join(c))
+                    })
+                    .collect();
+                next.dedup();
+                next.into_iter().map(|p| (p, None)).collect()
+            }
+        };
+        for (path, listed) in children {
+            let Some(kind) =
+                listed.or_else(|| std::fs::symlink_metadata(&path).ok().map(|m| m.file_type()))
+            else {
+                continue;
+            };
+            if kind.is_symlink() {
+                continue;
+            }
+            let own = self.0.get(&path).copied().unwrap_or(state);
+            let spine = kind.is_dir() && self.beneath(&path).next().is_some();
+            if !spine && own == Mark::Protected {
+                continue;
+            }
+            // Opened without following a link, so an entry swapped for a
+            // link since it was listed gets a rule on the link, not on
+            // what it leads to.
+            let Some(fd) = open_entry(&path) else {
+                continue;
+            };
+            if spine {
+                self.visit(&path, fd, own, rules);
+            } else {
+                rules.push(Rule {
+                    path,
+                    grant: if kind.is_dir() {
+                        Grant::Tree
+                    } else {
+                        Grant::File
+                    },
+                    fd,
+                });
+            }
+        }
+    }
+
+    /// Every directory whose entries the plan depends on: the ancestors of
+    /// each path as given and as resolved (links among them included).
+    fn dirs(&self, floor: &Floor) -> BTreeSet<PathBuf> {
+        let given = floor
+            .protect
+            .iter()
+            .chain(&floor.writable)
+            .map(PathBuf::from);
+        let resolved = self.0.keys().cloned();
+        given
+            .chain(resolved)
+            .flat_map(|p| {
+                p.ancestors()
+                    .skip(1)
+                    .map(Path::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
+    }
+}
+
+/// Opens `path` itself, not what a link there leads to, for a rule.
+fn open_entry(path: &Path) -> Option<OwnedFd> {
+    OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_PATH | libc::O_NOFOLLOW | libc::O_CLOEXEC)
+        .open(path)
+        .ok()
+        .map(OwnedFd::from)
+}
+
+fn absolute(text: &str) -> Result<PathBuf, FloorError> {
+    let path = Path::new(text);
+    if !path.is_absolute() {
+        return Err(FloorError::Relative(text.to_owned()));
+    }
+    Ok(lexical(path))
+}
+
+fn is_symlink(path: &Path) -> bool {
+    std::fs::symlink_metadata(path).is_ok_and(|m| m.file_type().is_symlink())
+}
+
+/// `path` with its parent resolved (links followed) and its last part
+/// kept as written.
+fn resolve_parent(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => resolve(parent).join(name),
+        _ => path.to_owned(),
+    }
+}
+
+/// `.` and `..` taken out without touching the file system.
+fn lexical(path: &Path) -> PathBuf {
+    let mut out = PathBuf::from("/");
+    for part in path.components() {
+        match part {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::Normal(p) => out.push(p),
+            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
+        }
+    }
+    out
+}
+
+/// The longest existing ancestor canonicalized, the rest appended.
+fn resolve(path: &Path) -> PathBuf {
+    let mut existing = path.to_owned();
+    let mut rest = Vec::new();
+    loop {
+        if let Ok(real) = existing.canonicalize() {
+            let mut out = real;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        match (
+            existing.file_name().map(ToOwned::to_owned),
+            existing.parent(),
+        ) {
+            (Some(name), Some(parent)) => {
+                rest.push(name);
+                existing = parent.to_owned();
+            }
+            _ => return path.to_owned(),
+        }
+    }
+}

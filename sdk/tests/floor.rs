@@ -1,0 +1,332 @@
+//! The kernel floor on the real kernel: commands run under a prepared
+//! floor, and what they may and may not do to protected paths, their
+//! ancestors, their siblings and to processes outside their domain.
+//!
+//! Every test skips, saying why, when the kernel lacks Landlock ABI 6.
+
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use hearth_sdk::floor::{self, Grant};
+use hearth_sdk::protocol::Floor;
+
+/// Whether the kernel can run these tests; prints why not.
+fn supported() -> bool {
+    match hearth_sdk::landlock::abi_version() {
+        Ok(abi) if abi >= floor::SIGNAL_SCOPE_ABI => true,
+        Ok(abi) => {
+            eprintln!("skipped: the kernel has Landlock ABI {abi}, the floor tests need 6");
+            false
+        }
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
+fn floor(protect: &[&Path], writable: &[&Path]) -> Floor {
+    Floor {
+        protect: protect.iter().map(|p| p.display().to_string()).collect(),
+        writable: writable.iter().map(|p| p.display().to_string()).collect(),
+    }
+}
+
+/// Runs `script` with `sh -c` under `floor`.
+fn run(floor: &Floor, script: &str) -> Output {
+    let prepared = floor::prepare(floor).expect("prepare the floor");
+    let fd = prepared.fd();
+    let mut command = Command::new("/bin/sh");
+    command.arg("-c").arg(script);
+    // SAFETY: restrict_self makes two syscalls; the descriptor stays open
+    // (in `prepared`) until the child has started.
+    unsafe {
+        command.pre_exec(move || hearth_sdk::landlock::restrict_self(fd));
+    }
+    let output = command.output().expect("run sh");
+    drop(prepared);
+    output
+}
+
+/// Runs each `(script, allowed)` and checks the exit status says so.
+fn expect(floor: &Floor, cases: &[(&str, bool)]) {
+    for (script, allowed) in cases {
+        let out = run(floor, script);
+        assert_eq!(
+            out.status.success(),
+            *allowed,
+            "{script}: {}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+struct Tree {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+/// `root/{keys/id, open/notes, db, plain}` in `/tmp`.
+fn tree() -> Tree {
+    tree_in(&std::env::temp_dir())
+}
+
+/// The same tree in `parent`.
+fn tree_in(parent: &Path) -> Tree {
+    let dir = tempfile::tempdir_in(parent).unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    std::fs::create_dir(root.join("keys")).unwrap();
+    std::fs::write(root.join("keys/id"), "secret").unwrap();
+    std::fs::create_dir(root.join("open")).unwrap();
+    std::fs::write(root.join("open/notes"), "n").unwrap();
+    std::fs::write(root.join("db"), "rows").unwrap();
+    std::fs::write(root.join("plain"), "p").unwrap();
+    Tree { _dir: dir, root }
+}
+
+#[test]
+fn a_protected_directory_is_read_only_and_its_siblings_are_not() {
+    if !supported() {
+        return;
+    }
+    let t = tree();
+    let keys = t.root.join("keys");
+    let f = floor(&[&keys], &[]);
+    let r = t.root.display();
+    expect(
+        &f,
+        &[
+            (&format!("cat {r}/keys/id"), true),
+            (&format!("echo x > {r}/keys/id"), false),
+            (&format!("echo x >> {r}/keys/id"), false),
+            (&format!("truncate -s 0 {r}/keys/id"), false),
+            (&format!("rm {r}/keys/id"), false),
+            (&format!("touch {r}/keys/new"), false),
+            (&format!("mkdir {r}/keys/sub"), false),
+            (&format!("ln -s x {r}/keys/link"), false),
+            (&format!("mv {r}/keys/id {r}/keys/id2"), false),
+            (&format!("mv {r}/keys {r}/keys2"), false),
+            (&format!("rm -r {r}/keys"), false),
+            // The ancestor holds a protected directory: nothing is made or
+            // removed in it, so `keys` cannot be replaced.
+            (&format!("mkdir {r}/fresh"), false),
+            (&format!("rm {r}/plain"), false),
+            // Its existing entries are writable.
+            (&format!("echo x >> {r}/plain"), true),
+            (&format!("echo x > {r}/open/notes"), true),
+            (
+                &format!("mkdir {r}/open/a && echo y > {r}/open/a/b && rm -r {r}/open/a"),
+                true,
+            ),
+            (&format!("mv {r}/open/notes {r}/open/renamed"), true),
+            // Elsewhere is untouched by the floor.
+            ("echo x > /dev/null", true),
+        ],
+    );
+    assert_eq!(std::fs::read_to_string(keys.join("id")).unwrap(), "secret");
+}
+
+#[test]
+fn an_ancestor_of_protected_files_only_may_make_entries() {
+    if !supported() {
+        return;
+    }
+    let t = tree();
+    let db = t.root.join("db");
+    let f = floor(&[&db], &[]);
+    let r = t.root.display();
+    expect(
+        &f,
+        &[
+            (&format!("echo x > {r}/db"), false),
+            (&format!("rm {r}/db"), false),
+            (&format!("mv {r}/db {r}/db.old"), false),
+            (&format!("mv {r}/plain {r}/db"), false),
+            (&format!("ln {r}/db {r}/open/db"), false),
+            // A hard link beside it is made, but is as read-only as the file.
+            (&format!("ln {r}/db {r}/db2 && echo x >> {r}/db2"), false),
+            (&format!("mkdir {r}/made"), true),
+            // Made in the same command, so not yet listed: not writable.
+            (
+                &format!("mkdir {r}/fresh && echo x > {r}/fresh/file"),
+                false,
+            ),
+            (&format!("echo x > {r}/plain"), true),
+        ],
+    );
+    // The next command lists the new directory as a sibling.
+    expect(&f, &[(&format!("echo x > {r}/made/file"), true)]);
+    assert_eq!(std::fs::read_to_string(&db).unwrap(), "rows");
+}
+
+#[test]
+fn a_missing_protected_path_cannot_be_made() {
+    if !supported() {
+        return;
+    }
+    let t = tree();
+    let missing = t.root.join("open/.profile");
+    let f = floor(&[&missing], &[]);
+    let r = t.root.display();
+    expect(
+        &f,
+        &[
+            (&format!("echo x > {r}/open/.profile"), false),
+            (&format!("ln -s {r}/plain {r}/open/.profile"), false),
+            (&format!("ln {r}/open/notes {r}/open/.profile"), false),
+            (&format!("mkdir {r}/open/.profile"), false),
+            (&format!("echo x > {r}/open/notes"), true),
+        ],
+    );
+    assert!(!missing.exists());
+}
+
+#[test]
+fn a_writable_place_inside_a_protected_one_stays_writable() {
+    if !supported() {
+        return;
+    }
+    let t = tree();
+    let open = t.root.join("open");
+    let secret = t.root.join("open/secret");
+    std::fs::write(&secret, "s").unwrap();
+    let f = floor(&[&t.root, &secret], &[&open]);
+    let r = t.root.display();
+    expect(
+        &f,
+        &[
+            (&format!("echo x > {r}/plain"), false),
+            (&format!("echo x > {r}/open/notes"), true),
+            (&format!("echo x > {r}/open/secret"), false),
+            (&format!("rm {r}/open/secret"), false),
+        ],
+    );
+}
+
+#[test]
+fn a_protected_link_protects_what_it_leads_to() {
+    if !supported() {
+        return;
+    }
+    let t = tree();
+    let link = t.root.join("open/rc");
+    std::os::unix::fs::symlink(t.root.join("plain"), &link).unwrap();
+    let f = floor(&[&link], &[]);
+    let r = t.root.display();
+    expect(
+        &f,
+        &[
+            (&format!("echo x > {r}/open/rc"), false),
+            (&format!("echo x > {r}/plain"), false),
+            (&format!("rm {r}/open/rc"), false),
+        ],
+    );
+}
+
+#[test]
+fn signals_to_processes_outside_the_domain_are_refused() {
+    if !supported() {
+        return;
+    }
+    let t = tree();
+    let mut outside = Command::new("sleep").arg("30").spawn().unwrap();
+    let f = floor(&[&t.root.join("keys")], &[]);
+    let out = run(&f, &format!("kill {}", outside.id()));
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("Operation not permitted"),
+        "kill said {stderr:?}"
+    );
+    assert!(outside.try_wait().unwrap().is_none(), "sleep was killed");
+    // Inside its own domain a command still signals what it started.
+    expect(&f, &[("sleep 30 & kill $!; wait $!; [ $? -eq 143 ]", true)]);
+    // With no protected path the floor still scopes signals.
+    let out = run(&Floor::default(), &format!("kill {}", outside.id()));
+    assert!(!out.status.success());
+    assert!(outside.try_wait().unwrap().is_none(), "sleep was killed");
+    outside.kill().unwrap();
+    outside.wait().unwrap();
+}
+
+#[test]
+fn the_plan_grants_siblings_and_skips_protected_paths_and_links() {
+    let t = tree();
+    std::os::unix::fs::symlink("/etc", t.root.join("etc-link")).unwrap();
+    let keys = t.root.join("keys");
+    let rules = floor::plan(&floor(&[&keys], &[])).unwrap();
+    let grant = |p: &Path| rules.iter().find(|r| r.path == p).map(|r| r.grant);
+    assert_eq!(grant(&t.root.join("open")), Some(Grant::Tree));
+    assert_eq!(grant(&t.root.join("plain")), Some(Grant::File));
+    assert_eq!(grant(&keys), None);
+    assert_eq!(
+        grant(&t.root),
+        None,
+        "an ancestor of a protected directory gets nothing"
+    );
+    assert_eq!(grant(&t.root.join("etc-link")), None, "links get no rule");
+    let rules = floor::plan(&floor(&[&t.root.join("db")], &[])).unwrap();
+    assert!(
+        rules
+            .iter()
+            .any(|r| r.path == t.root && r.grant == Grant::Make)
+    );
+}
+
+#[test]
+fn relative_paths_are_refused() {
+    let err = floor::plan(&Floor {
+        protect: vec!["etc".into()],
+        writable: Vec::new(),
+    })
+    .unwrap_err();
+    assert_eq!(err.to_string(), "floor path \"etc\" is not absolute");
+}
+
+#[test]
+fn a_kept_floor_is_reused_until_a_directory_it_was_planned_from_changes() {
+    if !supported() {
+        return;
+    }
+    // Outside `/tmp`, which the other tests keep changing: the floor
+    // depends on every ancestor of its paths.
+    let t = tree_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let f = floor(&[&t.root.join("keys")], &[]);
+    let cache = floor::Cache::default();
+    // Planned right after the tree was made: used once, not kept.
+    let first = cache.prepare(&f).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &cache.prepare(&f).unwrap()));
+    std::thread::sleep(floor::RECENT * 2);
+    let settled = cache.prepare(&f).unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        &settled,
+        &cache.prepare(&f).unwrap()
+    ));
+    // A new entry beside the protected directory: planned afresh, and the
+    // new entry is writable under the new floor, not under the kept one.
+    std::fs::create_dir(t.root.join("later")).unwrap();
+    let fresh = cache.prepare(&f).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&settled, &fresh));
+    let write = format!("echo x > {}/later/file", t.root.display());
+    assert!(!run_prepared(&settled, &write).status.success());
+    assert!(run_prepared(&fresh, &write).status.success());
+    // Another floor is never served from the cache.
+    let other = floor(&[&t.root.join("db")], &[]);
+    std::thread::sleep(floor::RECENT * 2);
+    let kept = cache.prepare(&other).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&kept, &cache.prepare(&f).unwrap()));
+}
+
+/// Runs `script` with `sh -c` under an already prepared floor.
+fn run_prepared(prepared: &floor::Prepared, script: &str) -> Output {
+    let fd = prepared.fd();
+    let mut command = Command::new("/bin/sh");
+    command.arg("-c").arg(script);
+    // SAFETY: as in `run`; `prepared` outlives the child's start.
+    unsafe {
+        command.pre_exec(move || hearth_sdk::landlock::restrict_self(fd));
+    }
+    command.output().expect("run sh")
+}

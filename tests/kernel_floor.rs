@@ -1,0 +1,286 @@
+//! Production mode's kernel floor end to end: the real shell plugin `.so`
+//! loaded by the real registry and policy, on the real kernel.
+//!
+//! The commands are spellings the guard does not inspect (a script the
+//! agent wrote to a file, run with `sh file`), so only the floor stands
+//! between them and a protected path or a stranger's process. The guards
+//! file adds a temporary directory to the protected paths, so nothing
+//! outside the test's own directories is ever at risk, even when the floor
+//! is missing.
+//!
+//! Every test skips, saying why, when the kernel lacks Landlock ABI 6.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+use std::time::{Duration, Instant};
+
+use hearth::runtime::Runtime;
+use hearth_tests::{Hearth, call_ok as ok, plugin};
+use serde_json::{Value, json};
+
+/// Whether the kernel can run these tests; prints why not.
+fn supported() -> bool {
+    match hearth_sdk::landlock::abi_version() {
+        Ok(abi) if abi >= hearth_sdk::floor::SIGNAL_SCOPE_ABI => true,
+        Ok(abi) => {
+            eprintln!("skipped: the kernel has Landlock ABI {abi}; the floor tests need 6");
+            false
+        }
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            false
+        }
+    }
+}
+
+/// A production home with the shell plugin, whose guards file also
+/// protects `protected`.
+struct Setup {
+    h: Hearth,
+    rt: Runtime,
+    protected: PathBuf,
+    open: PathBuf,
+    _dirs: (tempfile::TempDir, tempfile::TempDir),
+}
+
+fn setup() -> Setup {
+    let protected_dir = tempfile::tempdir().unwrap();
+    let open_dir = tempfile::tempdir().unwrap();
+    let protected = protected_dir.path().canonicalize().unwrap();
+    let open = open_dir.path().canonicalize().unwrap();
+    std::fs::write(protected.join("keys"), "original").unwrap();
+    let h = Hearth::with_plugins(&[plugin("shell")], "");
+    let defaults = include_str!("../config/guards.toml");
+    let guards = defaults.replacen(
+        "protected_paths = [",
+        &format!(
+            "protected_paths = [\n    {:?},",
+            protected.display().to_string()
+        ),
+        1,
+    );
+    assert_ne!(
+        guards, defaults,
+        "the guards file has a protected_paths list"
+    );
+    h.write("config/guards.toml", &guards);
+    let rt = h.runtime();
+    Setup {
+        h,
+        rt,
+        protected,
+        open,
+        _dirs: (protected_dir, open_dir),
+    }
+}
+
+impl Setup {
+    /// Writes `body` to a script in `$HEARTH_HOME` and returns the command
+    /// line that runs it, which the guard cannot see into.
+    fn script(&self, name: &str, body: &str) -> String {
+        self.h.write(name, body);
+        format!("sh {name}")
+    }
+
+    fn keys(&self) -> String {
+        std::fs::read_to_string(self.protected.join("keys")).unwrap()
+    }
+}
+
+/// A process outside any command's domain, killed at the end.
+struct Stranger(Child);
+
+impl Stranger {
+    fn start() -> Stranger {
+        Stranger(Command::new("sleep").arg("60").spawn().unwrap())
+    }
+
+    fn pid(&self) -> u32 {
+        self.0.id()
+    }
+
+    fn alive(&mut self) -> bool {
+        self.0.try_wait().unwrap().is_none()
+    }
+}
+
+impl Drop for Stranger {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn stderr(result: &Value) -> &str {
+    result["stderr"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn an_unguarded_write_to_a_protected_path_gets_eacces_unless_approved() {
+    if !supported() {
+        return;
+    }
+    let s = setup();
+    let target = s.protected.join("keys");
+    let command = s.script(
+        "overwrite.sh",
+        &format!("echo replaced > {}\n", target.display()),
+    );
+    let floored = ok(&s.rt, "shell_exec", json!({ "command": command }));
+    assert_ne!(floored["exit_code"], 0, "{floored}");
+    assert!(stderr(&floored).contains("Permission denied"), "{floored}");
+    assert!(
+        floored["floor"]
+            .as_str()
+            .is_some_and(|f| f.contains("signals scoped")),
+        "{floored}"
+    );
+    assert_eq!(s.keys(), "original");
+    // Removing or renaming it is refused as well.
+    for body in [
+        format!("rm -f {}", target.display()),
+        format!("mv {} {}/moved", target.display(), s.protected.display()),
+        format!("mv {} {}/moved", s.protected.display(), s.open.display()),
+    ] {
+        let command = s.script("remove.sh", &format!("{body}\n"));
+        let result = ok(&s.rt, "shell_exec", json!({ "command": command }));
+        assert_ne!(result["exit_code"], 0, "{body}: {result}");
+    }
+    assert_eq!(s.keys(), "original");
+    // Spelled so that the guard sees the write, the same command asks; with
+    // the owner's standing grant for exactly this call it is approved, runs
+    // without the floor, and succeeds.
+    let args = json!({ "command": format!("echo replaced > {}", target.display()) });
+    s.h.grant("shell_exec", &args);
+    let approved = ok(&s.rt, "shell_exec", args);
+    assert_eq!(approved["exit_code"], 0, "{approved}");
+    assert!(approved.get("floor").is_none(), "{approved}");
+    assert_eq!(s.keys(), "replaced\n");
+    s.rt.stop(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn an_unguarded_kill_of_an_outside_process_gets_eperm_unless_approved() {
+    if !supported() {
+        return;
+    }
+    let s = setup();
+    let mut stranger = Stranger::start();
+    let command = s.script("stop.sh", &format!("kill {}\n", stranger.pid()));
+    let floored = ok(&s.rt, "shell_exec", json!({ "command": command }));
+    assert_ne!(floored["exit_code"], 0, "{floored}");
+    assert!(
+        stderr(&floored).contains("Operation not permitted"),
+        "{floored}"
+    );
+    assert!(stranger.alive(), "the outside process was killed");
+    // Spelled so that the guard sees the kill, it asks; approved by the
+    // owner's standing grant, it runs without the floor and lands.
+    let args = json!({ "command": format!("kill {}", stranger.pid()) });
+    s.h.grant("shell_exec", &args);
+    let approved = ok(&s.rt, "shell_exec", args);
+    assert_eq!(approved["exit_code"], 0, "{approved}");
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while stranger.alive() {
+        assert!(Instant::now() < deadline, "the approved kill did not land");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    s.rt.stop(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn under_the_floor_other_paths_stay_writable() {
+    if !supported() {
+        return;
+    }
+    let s = setup();
+    let open = s.open.display();
+    let command = s.script(
+        "work.sh",
+        &format!(
+            "mkdir -p {open}/build && echo built > {open}/build/out && cat {open}/build/out \
+             && rm -r {open}/build && echo scratch > /dev/null\n"
+        ),
+    );
+    let result = ok(&s.rt, "shell_exec", json!({ "command": command }));
+    assert_eq!(result["exit_code"], 0, "{result}");
+    assert_eq!(result["stdout"], "built\n");
+    assert!(result["floor"].is_string(), "{result}");
+    assert!(!Path::new(&format!("{open}/build")).exists());
+    s.rt.stop(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn process_stop_still_stops_a_process_started_under_the_floor() {
+    if !supported() {
+        return;
+    }
+    let s = setup();
+    let command = s.script(
+        "serve.sh",
+        &format!(
+            "echo up\necho replaced > {}\nexec sleep 60\n",
+            s.protected.join("keys").display()
+        ),
+    );
+    let started = ok(
+        &s.rt,
+        "process_start",
+        json!({ "command": command, "name": "server" }),
+    );
+    assert!(started["floor"].is_string(), "{started}");
+    let id = started["id"].as_str().unwrap().to_owned();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let logs = ok(
+            &s.rt,
+            "process_logs",
+            json!({ "id": id, "stream": "stderr" }),
+        );
+        if logs["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("Permission denied"))
+        {
+            break;
+        }
+        assert!(Instant::now() < deadline, "no refusal in the log: {logs}");
+        std::thread::sleep(Duration::from_millis(25));
+    }
+    assert_eq!(s.keys(), "original");
+    let stopped = ok(&s.rt, "process_stop", json!({ "id": id }));
+    assert_eq!(stopped["ended_by"], "terminated", "{stopped}");
+    assert_eq!(stopped["alive"], false, "{stopped}");
+    s.rt.stop(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
+fn hearth_check_and_status_report_the_floor_and_what_it_protects() {
+    if !supported() {
+        return;
+    }
+    let s = setup();
+    s.rt.stop(Duration::from_secs(5)).unwrap();
+    let out = s.h.cmd(&["check"]);
+    let text = out.ok();
+    assert!(text.contains("floor: on (Landlock ABI"), "{text}");
+    let protects = text
+        .lines()
+        .find_map(|l| l.strip_prefix("floor protects: "))
+        .unwrap_or_else(|| panic!("no floor protects line: {text}"));
+    for path in [
+        s.protected.display().to_string(),
+        "/etc".into(),
+        s.h.home().join("hearth.db-wal").display().to_string(),
+        s.h.config().display().to_string(),
+    ] {
+        assert!(protects.contains(&path), "{path} not in {protects}");
+    }
+    // The running daemon's `/status` (here through `hearth status`) says so.
+    let _daemon = s.h.daemon();
+    let status = s.h.cmd(&["status"]);
+    assert!(
+        status.ok().contains("floor: on (Landlock ABI"),
+        "{}",
+        status.stdout
+    );
+}
