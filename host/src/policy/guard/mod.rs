@@ -228,15 +228,17 @@ impl Guard {
         {
             return Some(why);
         }
-        if let Some(why) = self.moves_and_links(base, &argv[1..], ctx, facts) {
-            return Some(why);
-        }
         if self.writes_paths(base, &args) {
-            for operand in self.loose_operands(&argv[1..]) {
+            for operand in self.written(base, &argv[1..]) {
                 if let Some(why) = self.write_target(&operand, ctx.cwd.as_deref(), facts) {
                     return Some(format!("`{base}` {why}"));
                 }
             }
+        }
+        // After the writes are judged: the links `ln` makes count for later
+        // commands, not for its own destination.
+        if let Some(why) = self.moves_and_links(base, &argv[1..], ctx, facts) {
+            return Some(why);
         }
         if matches!(base, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk")
             && args.iter().any(|a| a.contains("system") || a.contains('|'))
@@ -285,7 +287,7 @@ impl Guard {
         ctx: &Ctx,
         facts: &mut Facts,
     ) -> Option<String> {
-        if !matches!(base, "mv" | "ln") {
+        if !matches!(base, "mv" | "ln" | "cp") {
             return None;
         }
         let grammar = grammars::grammar(base)?;
@@ -293,6 +295,11 @@ impl Guard {
             Ok(p) => p,
             Err(why) => return Some(format!("`{base}`: {why}, so it cannot be read")),
         };
+        // `cp -l` and `cp -s` make links, as `ln` does.
+        let linking = base == "ln" || parsed.has("l") || parsed.has("s");
+        if base == "cp" && !linking {
+            return None;
+        }
         let mut operands: Vec<&Arg> = parsed.operands.iter().map(|&i| &args[i]).collect();
         let target_dir = parsed.values("t").next().map(Arg::plain);
         let dest = match &target_dir {
@@ -314,7 +321,7 @@ impl Guard {
                     source.text
                 ));
             };
-            if base == "ln" {
+            if linking {
                 let into_dir = target_dir.is_some()
                     || dest.text.ends_with('/')
                     || std::fs::metadata(&dest_real).is_ok_and(|m| m.is_dir());
@@ -358,6 +365,32 @@ impl Guard {
                 args.iter()
                     .any(|a| flags.iter().any(|f| a.starts_with(f.as_str())))
             })
+    }
+
+    /// The arguments a writing command writes: for `cp`, `ln` and
+    /// `install`, read through their grammar, only the destination (the
+    /// sources are read); for others, every argument that may be a path.
+    fn written(&self, base: &str, args: &[Arg]) -> Vec<Arg> {
+        if matches!(base, "cp" | "ln" | "install")
+            && let Some(grammar) = grammars::grammar(base)
+            && let Ok(parsed) = options::parse(grammar, args)
+        {
+            let targets: Vec<Arg> = parsed.values("t").map(Arg::plain).collect();
+            if !targets.is_empty() {
+                return targets;
+            }
+            // `install -d a b` makes every operand a directory.
+            if base == "install" && parsed.has("d") {
+                return parsed.operands.iter().map(|&i| args[i].clone()).collect();
+            }
+            return parsed
+                .operands
+                .last()
+                .map(|&i| args[i].clone())
+                .into_iter()
+                .collect();
+        }
+        self.loose_operands(args).collect()
     }
 
     /// The arguments of a command without a grammar that may be paths:
