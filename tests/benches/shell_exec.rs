@@ -100,6 +100,20 @@ fn main() {
             "figure: kernel floor ruleset built afresh median: {:.3} ms (target <= 1)",
             ms(f50)
         );
+        // What a call pays when the kept ruleset still holds: checking the
+        // directories it was planned from.
+        let cache = hearth_sdk::floor::Cache::default();
+        std::thread::sleep(hearth_sdk::floor::RECENT * 2);
+        let kept = || {
+            cache.prepare(&floor).expect("the floor");
+        };
+        let mut reuse = measure(kept);
+        let (k50, k90) = percentiles(&mut reuse);
+        println!(
+            "  floor ruleset, kept          median {:>7.3} ms   p90 {:>7.3} ms",
+            ms(k50),
+            ms(k90)
+        );
     }
     rt.stop(Duration::from_secs(5)).expect("stop the runtime");
 }
