@@ -148,7 +148,7 @@ impl Guard {
             ));
         }
         for (name, value) in env {
-            if let Some(why) = env::injection(name, value, None) {
+            if let Some(why) = env::anywhere(name, value) {
                 return Verdict::Ask(format!("the `env` argument: {why}"));
             }
         }
