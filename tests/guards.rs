@@ -197,6 +197,8 @@ fn the_env_argument_is_judged_like_an_export() {
         ("git log", env("PAGER", "sh -c x"), false),
         ("git log", env("GIT_CONFIG_COUNT", "1"), false),
         ("ls", env("LANG", "C"), true),
+        ("ls", env("PAGER", "less"), true),
+        ("cd src && git log", env("EDITOR", "sh -c x"), false),
         ("cargo build", env("RUST_LOG", "debug"), true),
     ];
     for (command, vars, allowed) in cases {

@@ -8,6 +8,10 @@
 //! outside the test's own directories is ever at risk, even when the floor
 //! is missing.
 //!
+//! The probe plugin's `probe_shell` (which runs nothing) shows what the
+//! policy sends: the floor to a tool that declares it, and an ask for a
+//! tool that runs commands without declaring it.
+//!
 //! Every test skips, saying why, when the kernel lacks Landlock ABI 6.
 
 use std::path::{Path, PathBuf};
@@ -15,7 +19,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 use hearth::runtime::Runtime;
-use hearth_tests::{Hearth, call_ok as ok, plugin};
+use hearth_tests::{Hearth, call_err, call_ok as ok, plugin, probe};
 use serde_json::{Value, json};
 
 /// Whether the kernel can run these tests; prints why not.
@@ -283,4 +287,37 @@ fn hearth_check_and_status_report_the_floor_and_what_it_protects() {
         "{}",
         status.stdout
     );
+}
+
+#[test]
+fn the_floor_reaches_tools_that_declare_it_and_a_tool_that_does_not_asks() {
+    if !supported() {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let exec_log = dir.path().join("exec");
+    for (floorless, runs) in [(false, true), (true, false)] {
+        let h = Hearth::with_plugins(
+            &[probe()],
+            &format!("[plugins.probe]\nexec_log = {exec_log:?}\nfloorless = {floorless}\n"),
+        );
+        let rt = h.runtime();
+        let args = json!({ "command": "ls" });
+        if runs {
+            let result = ok(&rt, "probe_shell", args);
+            let protect = result["floor"]["protect"].to_string();
+            let db = h.home().canonicalize().unwrap().join("hearth.db-shm");
+            assert!(protect.contains(&db.display().to_string()), "{result}");
+            assert!(protect.contains("\"/etc\""), "{result}");
+        } else {
+            // Nothing beneath the guard would hold, so the owner is asked;
+            // with no channel to ask on, it does not run.
+            let err = call_err(&rt, "probe_shell", args);
+            assert!(
+                err.contains("runs commands without the kernel floor"),
+                "{err}"
+            );
+        }
+        rt.stop(Duration::from_secs(5)).unwrap();
+    }
 }

@@ -32,15 +32,19 @@
 //! lists it as a sibling), and symbolic links met while listing are given
 //! no rule (what they point to is judged where it lives).
 //!
-//! The ruleset is built in the parent, per call; the child only calls
+//! The ruleset is built in the parent and kept while nothing it was
+//! planned from changes ([`Cache`]); the child only calls
 //! [`crate::landlock::restrict_self`] on its descriptor between `fork` and
 //! `exec`.
 
-use std::collections::BTreeMap;
-use std::fs::{File, OpenOptions};
+use std::collections::{BTreeMap, BTreeSet};
+use std::fs::{FileType, OpenOptions};
 use std::os::fd::OwnedFd;
+use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Component, Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, SystemTime};
 
 use landlock::{
     ABI, AccessFs, BitFlags, PathBeneath, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope,
@@ -121,7 +125,134 @@ impl Prepared {
 /// Builds the ruleset for `floor` on this kernel.
 pub fn prepare(floor: &Floor) -> Result<Prepared, FloorError> {
     let abi = crate::landlock::abi_version().map_err(FloorError::Unavailable)?;
-    let rules = plan(floor)?;
+    let (rules, _) = plan_with_dirs(floor)?;
+    build(floor, abi, rules)
+}
+
+/// The rules `floor` needs on this file system, without touching the
+/// kernel's Landlock: for tests and for reports.
+pub fn plan(floor: &Floor) -> Result<Vec<Rule>, FloorError> {
+    plan_with_dirs(floor).map(|(rules, _)| rules)
+}
+
+/// Floors prepared before, kept while nothing they were planned from has
+/// changed, so that a command runs without listing `/` and `~` again.
+///
+/// The last floor is kept with the identity and times (`mtime`, `ctime`)
+/// of every directory its plan depends on: the ancestors of each path, as
+/// given and as resolved. Making, removing, renaming or replacing an entry
+/// in one of them changes its times, so the next call plans afresh. File
+/// times are coarse (a clock tick), so a floor planned while one of those
+/// directories had changed within [`RECENT`] is used once and not kept:
+/// a change in the same tick could otherwise go unseen.
+#[derive(Default)]
+pub struct Cache {
+    last: Mutex<Option<Cached>>,
+}
+
+/// How recent a change to a directory a floor depends on must be for the
+/// floor not to be kept.
+pub const RECENT: Duration = Duration::from_millis(50);
+
+struct Cached {
+    floor: Floor,
+    stamps: Vec<(PathBuf, Stamp)>,
+    prepared: Arc<Prepared>,
+}
+
+/// What identifies a directory and the last change of its entries.
+#[derive(Debug, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        let m = std::fs::symlink_metadata(path).ok()?;
+        Some(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// Whether it changed at or after `since`.
+    fn changed_since(&self, since: SystemTime) -> bool {
+        let since = since
+            .duration_since(SystemTime::UNIX_EPOCH)
+            .unwrap_or_default();
+        let at = |(s, ns): (i64, i64)| {
+            Duration::new(
+                u64::try_from(s).unwrap_or(0),
+                u32::try_from(ns).unwrap_or(0),
+            )
+        };
+        at(self.mtime) >= since || at(self.ctime) >= since
+    }
+}
+
+impl std::fmt::Debug for Cache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kept = self.last.lock().map(|last| last.is_some()).unwrap_or(false);
+        f.debug_struct("Cache").field("kept", &kept).finish()
+    }
+}
+
+impl Cache {
+    /// `floor` prepared, reused from the last call when nothing it depends
+    /// on has changed since.
+    pub fn prepare(&self, floor: &Floor) -> Result<Arc<Prepared>, FloorError> {
+        let mut last = self.last.lock().unwrap_or_else(|p| p.into_inner());
+        if let Some(cached) = last.as_ref()
+            && cached.floor == *floor
+            && cached
+                .stamps
+                .iter()
+                .all(|(dir, stamp)| Stamp::of(dir).as_ref() == Some(stamp))
+        {
+            return Ok(Arc::clone(&cached.prepared));
+        }
+        let abi = crate::landlock::abi_version().map_err(FloorError::Unavailable)?;
+        let started = SystemTime::now();
+        let (rules, dirs) = plan_with_dirs(floor)?;
+        let prepared = Arc::new(build(floor, abi, rules)?);
+        // Stamped after planning: a change made while planning is younger
+        // than `started`, so the floor is then not kept.
+        let stamps: Vec<(PathBuf, Stamp)> = dirs
+            .into_iter()
+            .filter_map(|dir| Stamp::of(&dir).map(|stamp| (dir, stamp)))
+            .collect();
+        let settled = stamps
+            .iter()
+            .all(|(_, stamp)| !stamp.changed_since(started - RECENT));
+        *last = settled.then(|| Cached {
+            floor: floor.clone(),
+            stamps,
+            prepared: Arc::clone(&prepared),
+        });
+        Ok(prepared)
+    }
+}
+
+fn plan_with_dirs(floor: &Floor) -> Result<(Vec<Rule>, BTreeSet<PathBuf>), FloorError> {
+    let marks = Marks::new(floor)?;
+    let mut rules = Vec::new();
+    if marks.0.is_empty() {
+        return Ok((rules, BTreeSet::new()));
+    }
+    let root = PathBuf::from("/");
+    if let Some(fd) = open_entry(&root) {
+        marks.visit(&root, fd, marks.state(&root), &mut rules);
+    }
+    Ok((rules, marks.dirs(floor)))
+}
+
+/// The ruleset: the floor's rights handled, signals scoped, `rules` added.
+fn build(floor: &Floor, abi: i32, rules: Vec<Rule>) -> Result<Prepared, FloorError> {
     let fail = |path: &Path, e: &dyn std::fmt::Display| FloorError::Build {
         path: path.to_owned(),
         message: e.to_string(),
@@ -166,21 +297,6 @@ pub fn prepare(floor: &Floor) -> Result<Prepared, FloorError> {
         abi,
         rules: count,
     })
-}
-
-/// The rules `floor` needs on this file system, without touching the
-/// kernel's Landlock: for tests and for reports.
-pub fn plan(floor: &Floor) -> Result<Vec<Rule>, FloorError> {
-    let marks = Marks::new(floor)?;
-    let mut rules = Vec::new();
-    if marks.0.is_empty() {
-        return Ok(rules);
-    }
-    let root = PathBuf::from("/");
-    if let Some(fd) = open_entry(&root) {
-        marks.visit(&root, fd, marks.state(&root), &mut rules);
-    }
-    Ok(rules)
 }
 
 /// Every right that writes, as handled by the floor. `IoctlDev` and
@@ -262,7 +378,9 @@ impl Marks {
     /// Adds the rules for `dir` (an existing directory with marked paths
     /// beneath it, in `state`) and for what lies in it.
     fn visit(&self, dir: &Path, dir_fd: OwnedFd, state: Mark, rules: &mut Vec<Rule>) {
-        let children: Vec<PathBuf> = match state {
+        // Each entry with its type as listed (a link is a link), or `None`
+        // when it must be looked up.
+        let children: Vec<(PathBuf, Option<FileType>)> = match state {
             Mark::Writable => {
                 if let Some(grant) = self.ancestor_grant(dir) {
                     rules.push(Rule {
@@ -272,7 +390,9 @@ impl Marks {
                     });
                 }
                 match std::fs::read_dir(dir) {
-                    Ok(entries) => entries.filter_map(|e| e.ok().map(|e| e.path())).collect(),
+                    Ok(entries) => entries
+                        .filter_map(|e| e.ok().map(|e| (e.path(), e.file_type().ok())))
+                        .collect(),
                     Err(e) => {
                         // Its entries get no rule: they stay read-only,
                         // which errs on the side of refusing.
@@ -294,26 +414,35 @@ impl Marks {
                     })
                     .collect();
                 next.dedup();
-                next
+                next.into_iter().map(|p| (p, None)).collect()
             }
         };
-        for path in children {
-            let Some(fd) = open_entry(&path) else {
+        for (path, listed) in children {
+            let Some(kind) =
+                listed.or_else(|| std::fs::symlink_metadata(&path).ok().map(|m| m.file_type()))
+            else {
                 continue;
             };
-            let Ok(meta) = fd.try_clone().map(File::from).and_then(|f| f.metadata()) else {
-                continue;
-            };
-            if meta.file_type().is_symlink() {
+            if kind.is_symlink() {
                 continue;
             }
             let own = self.0.get(&path).copied().unwrap_or(state);
-            if meta.is_dir() && self.beneath(&path).next().is_some() {
+            let spine = kind.is_dir() && self.beneath(&path).next().is_some();
+            if !spine && own == Mark::Protected {
+                continue;
+            }
+            // Opened without following a link, so an entry swapped for a
+            // link since it was listed gets a rule on the link, not on
+            // what it leads to.
+            let Some(fd) = open_entry(&path) else {
+                continue;
+            };
+            if spine {
                 self.visit(&path, fd, own, rules);
-            } else if own == Mark::Writable {
+            } else {
                 rules.push(Rule {
                     path,
-                    grant: if meta.is_dir() {
+                    grant: if kind.is_dir() {
                         Grant::Tree
                     } else {
                         Grant::File
@@ -322,6 +451,26 @@ impl Marks {
                 });
             }
         }
+    }
+
+    /// Every directory whose entries the plan depends on: the ancestors of
+    /// each path as given and as resolved (links among them included).
+    fn dirs(&self, floor: &Floor) -> BTreeSet<PathBuf> {
+        let given = floor
+            .protect
+            .iter()
+            .chain(&floor.writable)
+            .map(PathBuf::from);
+        let resolved = self.0.keys().cloned();
+        given
+            .chain(resolved)
+            .flat_map(|p| {
+                p.ancestors()
+                    .skip(1)
+                    .map(Path::to_owned)
+                    .collect::<Vec<_>>()
+            })
+            .collect()
     }
 }
 

@@ -68,9 +68,14 @@ struct Tree {
     root: PathBuf,
 }
 
-/// `root/{keys/id, open/notes, db}`.
+/// `root/{keys/id, open/notes, db, plain}` in `/tmp`.
 fn tree() -> Tree {
-    let dir = tempfile::tempdir().unwrap();
+    tree_in(&std::env::temp_dir())
+}
+
+/// The same tree in `parent`.
+fn tree_in(parent: &Path) -> Tree {
+    let dir = tempfile::tempdir_in(parent).unwrap();
     let root = dir.path().canonicalize().unwrap();
     std::fs::create_dir(root.join("keys")).unwrap();
     std::fs::write(root.join("keys/id"), "secret").unwrap();
@@ -278,4 +283,50 @@ fn relative_paths_are_refused() {
     })
     .unwrap_err();
     assert_eq!(err.to_string(), "floor path \"etc\" is not absolute");
+}
+
+#[test]
+fn a_kept_floor_is_reused_until_a_directory_it_was_planned_from_changes() {
+    if !supported() {
+        return;
+    }
+    // Outside `/tmp`, which the other tests keep changing: the floor
+    // depends on every ancestor of its paths.
+    let t = tree_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    let f = floor(&[&t.root.join("keys")], &[]);
+    let cache = floor::Cache::default();
+    // Planned right after the tree was made: used once, not kept.
+    let first = cache.prepare(&f).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &cache.prepare(&f).unwrap()));
+    std::thread::sleep(floor::RECENT * 2);
+    let settled = cache.prepare(&f).unwrap();
+    assert!(std::sync::Arc::ptr_eq(
+        &settled,
+        &cache.prepare(&f).unwrap()
+    ));
+    // A new entry beside the protected directory: planned afresh, and the
+    // new entry is writable under the new floor, not under the kept one.
+    std::fs::create_dir(t.root.join("later")).unwrap();
+    let fresh = cache.prepare(&f).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&settled, &fresh));
+    let write = format!("echo x > {}/later/file", t.root.display());
+    assert!(!run_prepared(&settled, &write).status.success());
+    assert!(run_prepared(&fresh, &write).status.success());
+    // Another floor is never served from the cache.
+    let other = floor(&[&t.root.join("db")], &[]);
+    std::thread::sleep(floor::RECENT * 2);
+    let kept = cache.prepare(&other).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&kept, &cache.prepare(&f).unwrap()));
+}
+
+/// Runs `script` with `sh -c` under an already prepared floor.
+fn run_prepared(prepared: &floor::Prepared, script: &str) -> Output {
+    let fd = prepared.fd();
+    let mut command = Command::new("/bin/sh");
+    command.arg("-c").arg(script);
+    // SAFETY: as in `run`; `prepared` outlives the child's start.
+    unsafe {
+        command.pre_exec(move || hearth_sdk::landlock::restrict_self(fd));
+    }
+    command.output().expect("run sh")
 }

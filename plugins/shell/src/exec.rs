@@ -60,7 +60,7 @@ pub fn shell_exec(
     let env = args.string_map("env")?;
     spawn::check_env(&env)?;
     let cwd = shell.launcher.resolve_cwd(args.opt_text("cwd")?)?;
-    let floor = crate::floor::prepare(floor)?;
+    let floor = crate::floor::prepare(&shell.launcher.floors, floor)?;
     run(
         &shell.launcher,
         shell.limits,
@@ -70,7 +70,7 @@ pub fn shell_exec(
             cwd: &cwd,
             timeout: Duration::from_secs(timeout_s),
             env: &env,
-            floor: floor.as_ref(),
+            floor: floor.as_deref(),
         },
     )
 }

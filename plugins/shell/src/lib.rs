@@ -241,7 +241,11 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
                  (timeout_s, default {}, at most {}) everything it started is killed. A stream over \
                  {} lines or {} bytes is shortened to its first {} and last {} lines; then `log` \
                  names a file holding the whole output (read it with read_file). For servers and \
-                 other long-running work use process_start.",
+                 other long-running work use process_start. A result with `floor` ran under the \
+                 kernel floor: protected paths (system directories, ~/.ssh, hearth's own files) \
+                 were read-only, nothing could be made or removed directly in directories that \
+                 hold them (/, ~), and other processes could not be signalled; work in \
+                 subdirectories.",
                 exec::DEFAULT_TIMEOUT_S,
                 exec::MAX_TIMEOUT_S,
                 limits.max_lines,

@@ -86,7 +86,7 @@ impl Processes {
         let env = args.string_map("env")?;
         spawn::check_env(&env)?;
         let cwd = launcher.resolve_cwd(args.opt_text("cwd")?)?;
-        let floor = crate::floor::prepare(floor)?;
+        let floor = crate::floor::prepare(&launcher.floors, floor)?;
         let (id, dir) = self.state.new_folder()?;
         let stdout = dir.join("stdout.log");
         let stderr = dir.join("stderr.log");
@@ -98,7 +98,7 @@ impl Processes {
                 .map_err(|e| PluginError::failed(format!("cannot create {}: {e}", path.display())))
         };
         let child = launcher
-            .command(command, &cwd, &env, Grouping::Session, floor.as_ref())
+            .command(command, &cwd, &env, Grouping::Session, floor.as_deref())
             .stdout(open(&stdout)?)
             .stderr(open(&stderr)?)
             .spawn()
@@ -137,7 +137,7 @@ impl Processes {
             stdout: stdout.display().to_string(),
             stderr: stderr.display().to_string(),
             confined: launcher.confined(),
-            floor: floor.as_ref().map(crate::floor::describe),
+            floor: floor.as_deref().map(crate::floor::describe),
         };
         {
             let _records = self.state.lock_records();

@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
 use hearth_sdk::PluginError;
-use hearth_sdk::floor::Prepared;
+use hearth_sdk::floor::{Cache, Prepared};
 
 use crate::confine::{self, Confinement};
 use hearth_sdk::args::invalid;
@@ -59,6 +59,8 @@ pub struct Launcher {
     pub base_env: Vec<(OsString, OsString)>,
     /// Development mode's write confinement, if any.
     pub confinement: Option<Confinement>,
+    /// The last kernel floor prepared, kept while it holds.
+    pub floors: Cache,
 }
 
 impl Launcher {
@@ -89,6 +91,7 @@ impl Launcher {
             home,
             base_env,
             confinement: Confinement::new(confine_to),
+            floors: Cache::default(),
         }
     }
 

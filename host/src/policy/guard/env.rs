@@ -31,6 +31,16 @@ pub fn injection(name: &str, value: &str, command: Option<&str>) -> Option<Strin
     None
 }
 
+/// Why setting `name` to `value` asks whatever command it is set for, if
+/// it does (editor and pager variables ask only for the commands that
+/// start them, so they are left to `injection` per command).
+pub fn anywhere(name: &str, value: &str) -> Option<String> {
+    if PROGRAM_VARIABLES.contains(&name) {
+        return None;
+    }
+    injection(name, value, None)
+}
+
 /// Whether `name` asks whatever command it is set for.
 fn always(name: &str) -> bool {
     ALWAYS.contains(&name)

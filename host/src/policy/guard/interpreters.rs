@@ -58,7 +58,7 @@ const RUBY: Family = Family {
 const NODE: Family = Family {
     valued_short: "C",
     valued_long: &["--conditions", "--input-type", "--title", "--stack-size"],
-    code_short: "eprc",
+    code_short: "epr",
     code_long: &[
         "--eval",
         "--print",

@@ -37,7 +37,7 @@ mod wrappers;
 
 use std::path::{Path, PathBuf};
 
-use paths::{Facts, absolute, goes_through, normalize, real};
+use paths::{Facts, absolute, goes_through, normalize, real, under};
 use rules::{Rules, flag_given};
 use words::{Arg, Unresolved};
 
@@ -109,10 +109,16 @@ impl Guard {
             out
         };
         Guard {
-            protected: with_real(rules.protected_paths.iter().map(expand).collect()),
+            protected: with_real(
+                rules
+                    .protected_paths
+                    .iter()
+                    .map(|p| normalize(&expand(p)))
+                    .collect(),
+            ),
             writable: rules.writable_devices.iter().map(expand).collect(),
             roots: with_real(vec![normalize(hearth_home), PathBuf::from("/tmp")]),
-            home: home.to_owned(),
+            home: normalize(home),
             hearth_home: normalize(hearth_home),
             rules,
         }
@@ -142,7 +148,7 @@ impl Guard {
             ));
         }
         for (name, value) in env {
-            if let Some(why) = env::injection(name, value, None) {
+            if let Some(why) = env::anywhere(name, value) {
                 return Verdict::Ask(format!("the `env` argument: {why}"));
             }
         }
@@ -222,15 +228,17 @@ impl Guard {
         {
             return Some(why);
         }
-        if let Some(why) = self.moves_and_links(base, &argv[1..], ctx, facts) {
-            return Some(why);
-        }
         if self.writes_paths(base, &args) {
-            for operand in self.loose_operands(&argv[1..]) {
+            for operand in self.written(base, &argv[1..]) {
                 if let Some(why) = self.write_target(&operand, ctx.cwd.as_deref(), facts) {
                     return Some(format!("`{base}` {why}"));
                 }
             }
+        }
+        // After the writes are judged: the links `ln` makes count for later
+        // commands, not for its own destination.
+        if let Some(why) = self.moves_and_links(base, &argv[1..], ctx, facts) {
+            return Some(why);
         }
         if matches!(base, "awk" | "gawk" | "mawk" | "nawk" | "busybox-awk")
             && args.iter().any(|a| a.contains("system") || a.contains('|'))
@@ -279,7 +287,7 @@ impl Guard {
         ctx: &Ctx,
         facts: &mut Facts,
     ) -> Option<String> {
-        if !matches!(base, "mv" | "ln") {
+        if !matches!(base, "mv" | "ln" | "cp") {
             return None;
         }
         let grammar = grammars::grammar(base)?;
@@ -287,6 +295,11 @@ impl Guard {
             Ok(p) => p,
             Err(why) => return Some(format!("`{base}`: {why}, so it cannot be read")),
         };
+        // `cp -l` and `cp -s` make links, as `ln` does.
+        let linking = base == "ln" || parsed.has("l") || parsed.has("s");
+        if base == "cp" && !linking {
+            return None;
+        }
         let mut operands: Vec<&Arg> = parsed.operands.iter().map(|&i| &args[i]).collect();
         let target_dir = parsed.values("t").next().map(Arg::plain);
         let dest = match &target_dir {
@@ -308,26 +321,39 @@ impl Guard {
                     source.text
                 ));
             };
-            if base == "ln" {
-                if parsed.has("s") {
-                    let link = if target_dir.is_some() || dest.text.ends_with('/') {
-                        dest_real.join(source_path.file_name().unwrap_or_default())
-                    } else {
-                        dest_real.clone()
-                    };
-                    facts.links.push((link, source_path));
-                }
+            if linking {
+                let into_dir = target_dir.is_some()
+                    || dest.text.ends_with('/')
+                    || std::fs::metadata(&dest_real).is_ok_and(|m| m.is_dir());
+                let link = if into_dir {
+                    dest_real.join(source_path.file_name().unwrap_or_default())
+                } else {
+                    dest_real.clone()
+                };
+                // A symbolic link's relative target is relative to the
+                // link's own directory; a hard link is the file itself.
+                let target = match (parsed.has("s"), source.text.starts_with(['/', '~'])) {
+                    (true, false) => normalize(&link.parent().unwrap_or(&link).join(&source.text)),
+                    _ => source_path,
+                };
+                facts.links.push((link, target));
                 continue;
             }
             let source_real = real(&source_path, false, facts);
-            if self.roots.iter().any(|r| r.starts_with(&source_real)) {
+            if self.roots.iter().any(|r| under(r, &source_real)) {
                 return Some(format!(
                     "`mv` moves {} away, which holds an allowed root",
                     source_real.display()
                 ));
             }
             if source.glob_at.is_some() || !self.inside_roots(&source_real) {
-                facts.moved_in.push(dest_real.clone());
+                let into_dir = target_dir.is_some()
+                    || dest.text.ends_with('/')
+                    || std::fs::metadata(&dest_real).is_ok_and(|m| m.is_dir());
+                facts.moved_in.push(match source_path.file_name() {
+                    Some(name) if into_dir && source.glob_at.is_none() => dest_real.join(name),
+                    _ => dest_real.clone(),
+                });
             }
         }
         None
@@ -339,6 +365,32 @@ impl Guard {
                 args.iter()
                     .any(|a| flags.iter().any(|f| a.starts_with(f.as_str())))
             })
+    }
+
+    /// The arguments a writing command writes: for `cp`, `ln` and
+    /// `install`, read through their grammar, only the destination (the
+    /// sources are read); for others, every argument that may be a path.
+    fn written(&self, base: &str, args: &[Arg]) -> Vec<Arg> {
+        if matches!(base, "cp" | "ln" | "install")
+            && let Some(grammar) = grammars::grammar(base)
+            && let Ok(parsed) = options::parse(grammar, args)
+        {
+            let targets: Vec<Arg> = parsed.values("t").map(Arg::plain).collect();
+            if !targets.is_empty() {
+                return targets;
+            }
+            // `install -d a b` makes every operand a directory.
+            if base == "install" && parsed.has("d") {
+                return parsed.operands.iter().map(|&i| args[i].clone()).collect();
+            }
+            return parsed
+                .operands
+                .last()
+                .map(|&i| args[i].clone())
+                .into_iter()
+                .collect();
+        }
+        self.loose_operands(args).collect()
     }
 
     /// The arguments of a command without a grammar that may be paths:
@@ -395,12 +447,12 @@ impl Guard {
             // when hearth runs as root) guards other users' files, not the
             // owner's: inside the home, only the home's own entries
             // (`~/.ssh`, `~/.bashrc`, ...) count.
-            if self.home.starts_with(protected) && path.starts_with(&self.home) {
+            if under(&self.home, protected) && under(&path, &self.home) {
                 continue;
             }
-            let hit = path.starts_with(protected)
-                || resolved.starts_with(protected)
-                || fixed.as_ref().is_some_and(|f| protected.starts_with(f));
+            let hit = under(&path, protected)
+                || under(&resolved, protected)
+                || fixed.as_ref().is_some_and(|f| under(protected, f));
             if hit {
                 return Some(format!(
                     "writes to {} (a protected path)",
@@ -418,12 +470,12 @@ impl Guard {
     fn write_tree(&self, root: &Path, facts: &Facts) -> Option<String> {
         let resolved = real(root, true, facts);
         for protected in &self.protected {
-            if self.home.starts_with(protected) && root.starts_with(&self.home) {
+            if under(&self.home, protected) && under(root, &self.home) {
                 continue;
             }
-            let inside = root.starts_with(protected) || resolved.starts_with(protected);
-            let holds = (protected.starts_with(root) || protected.starts_with(&resolved))
-                && !protected.starts_with(&self.hearth_home);
+            let inside = under(root, protected) || under(&resolved, protected);
+            let holds = (under(protected, root) || under(protected, &resolved))
+                && !under(protected, &self.hearth_home);
             if inside || holds {
                 return Some(format!(
                     "writes files under {}, which reaches {} (a protected path)",
@@ -455,7 +507,7 @@ impl Guard {
             let segment_start = prefix.rfind('/').map_or(0, |i| i + 1);
             let tail = &target.text[segment_start..];
             let climbs = tail.contains("..") || tail.split('/').any(|s| s.starts_with('.'));
-            let root_level = |p: &Path| self.roots.iter().any(|r| p.starts_with(r)) && !climbs;
+            let root_level = |p: &Path| self.roots.iter().any(|r| under(p, r)) && !climbs;
             if !root_level(&fixed) || !root_level(&fixed_real) {
                 return Some(format!(
                     "deletes recursively or by force outside $HEARTH_HOME and /tmp ({})",
@@ -474,7 +526,7 @@ impl Guard {
             ));
         }
         for moved in &facts.moved_in {
-            if moved.starts_with(&resolved) || resolved.starts_with(moved) {
+            if under(moved, &resolved) || under(&resolved, moved) {
                 return Some(format!(
                     "deletes {}, where `mv` put what it brought in from outside $HEARTH_HOME and /tmp",
                     target.text
@@ -485,7 +537,7 @@ impl Guard {
     }
 
     fn inside_roots(&self, path: &Path) -> bool {
-        self.roots.iter().any(|r| path.starts_with(r) && path != r)
+        self.roots.iter().any(|r| under(path, r) && path != r)
     }
 }
 

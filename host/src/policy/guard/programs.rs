@@ -3,7 +3,8 @@
 //! (`--to-command`, `--checkpoint-action`, `--remove-files`, `-C`), `git`
 //! (`-c alias.x=!...`, config that names programs), editors (`-c '!...'`,
 //! `+cmd`), `sqlite3` (`.shell`), debuggers, `make --eval`, `mapfile -C`,
-//! `hash -p`, `fuser -k`, `start-stop-daemon`, `rsync --delete`.
+//! `hash -p`, `fuser -k`, `start-stop-daemon`, `rsync --delete`, `ssh`
+//! back into this machine, containers given the host's files.
 
 use std::path::PathBuf;
 
@@ -69,6 +70,8 @@ pub fn judge(
             })
             .then(|| "`tmux` runs commands in, or ends, sessions hearth did not start".into()),
         "rsync" => rsync(guard, args, ctx, facts),
+        "ssh" => ssh(&texts),
+        "docker" | "podman" | "nerdctl" => containers(base, &texts),
         _ => return None,
     })
 }
@@ -638,4 +641,95 @@ fn rsync(guard: &Guard, args: &[Arg], ctx: &Ctx, facts: &Facts) -> Option<String
         return Some(format!("`rsync` {why}"));
     }
     None
+}
+
+/// `ssh`: options that run a local command, and a command run on this
+/// very machine (`ssh localhost rm -rf ~`).
+fn ssh(args: &[&str]) -> Option<String> {
+    const VALUED: &str = "BbcDEeFIiJLlmOoPpQRSWw";
+    let mut i = 0;
+    while let Some(a) = args.get(i) {
+        if *a == "--" {
+            i += 1;
+            break;
+        }
+        let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) else {
+            break;
+        };
+        for (at, letter) in cluster.char_indices() {
+            if VALUED.contains(letter) {
+                let attached = &cluster[at + 1..];
+                let value = if attached.is_empty() {
+                    i += 1;
+                    args.get(i).copied().unwrap_or_default()
+                } else {
+                    attached
+                };
+                let option = value.split(['=', ' ']).next().unwrap_or_default();
+                let runs = [
+                    "proxycommand",
+                    "localcommand",
+                    "knownhostscommand",
+                    "permitlocalcommand",
+                ];
+                if letter == 'o' && runs.contains(&option.to_ascii_lowercase().as_str()) {
+                    return Some(format!("`ssh -o {option}` runs a command on this machine"));
+                }
+                break;
+            }
+        }
+        i += 1;
+    }
+    let destination = args.get(i)?;
+    let host = destination
+        .trim_start_matches("ssh://")
+        .rsplit('@')
+        .next()
+        .unwrap_or_default()
+        .split(':')
+        .next()
+        .unwrap_or_default();
+    let local = matches!(
+        host,
+        "localhost" | "0.0.0.0" | "::1" | "[::1]" | "ip6-localhost"
+    ) || host.starts_with("127.")
+        || host.starts_with("localhost.");
+    (local && args.len() > i + 1)
+        .then(|| "`ssh` runs a command back on this machine, where the guard cannot read it".into())
+}
+
+/// Container commands: a container given the host's files, devices or
+/// processes can do what root can; stopping containers stops processes
+/// hearth did not start.
+fn containers(base: &str, args: &[&str]) -> Option<String> {
+    let sub = args.iter().find(|a| !a.starts_with('-'))?;
+    match *sub {
+        "run" | "create" => args
+            .iter()
+            .find(|a| {
+                [
+                    "-v",
+                    "--volume",
+                    "--mount",
+                    "--privileged",
+                    "--pid",
+                    "--cap-add",
+                    "--device",
+                    "--userns",
+                    "--security-opt",
+                    "--ipc",
+                ]
+                .iter()
+                .any(|o| a.starts_with(o))
+            })
+            .map(|a| {
+                format!("`{base} {sub} {a}` gives a container this machine's files or powers")
+            }),
+        "kill" | "stop" | "restart" | "rm" | "rmi" | "prune" | "system" | "volume" | "pause" => {
+            Some(format!(
+                "`{base} {sub}` stops or removes containers hearth did not start"
+            ))
+        }
+        _ => None,
+    }
 }

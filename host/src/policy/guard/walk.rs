@@ -264,6 +264,7 @@ impl Guard {
         let mut next = Vec::with_capacity(worlds.len());
         for world in worlds {
             match self.step(name, &operands, world) {
+                Ok(w) if next.contains(&w) => {}
                 Ok(w) => next.push(w),
                 Err(why) => {
                     let ok = State {

@@ -297,6 +297,12 @@ fn wrapper(guard: &Guard, base: &str, args: &[Arg], parsed: &Parsed, ctx: &Ctx) 
             _ => Inner::Nothing,
         };
     }
+    if args[start].text.starts_with('-') {
+        return ask(format!(
+            "`{base}` would run {:?}, which reads as an option, not a command",
+            args[start].text
+        ));
+    }
     Inner::Run(args[start..].to_vec(), ctx)
 }
 
