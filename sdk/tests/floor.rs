@@ -74,6 +74,18 @@ fn tree() -> Tree {
 }
 
 /// The same tree in `parent`.
+/// A directory no other test here writes into, and not under `/tmp`:
+/// `/var/tmp`, else the target directory's scratch space.
+fn quiet_parent() -> std::path::PathBuf {
+    let var_tmp = Path::new("/var/tmp");
+    let writable = tempfile::tempdir_in(var_tmp).is_ok();
+    if writable {
+        var_tmp.to_owned()
+    } else {
+        Path::new(env!("CARGO_TARGET_TMPDIR")).to_owned()
+    }
+}
+
 fn tree_in(parent: &Path) -> Tree {
     let dir = tempfile::tempdir_in(parent).unwrap();
     let root = dir.path().canonicalize().unwrap();
@@ -291,8 +303,9 @@ fn a_kept_floor_is_reused_until_a_directory_it_was_planned_from_changes() {
         return;
     }
     // Outside `/tmp`, which the other tests keep changing: the floor
-    // depends on every ancestor of its paths.
-    let t = tree_in(Path::new(env!("CARGO_TARGET_TMPDIR")));
+    // depends on every ancestor of its paths. The target directory is no
+    // answer when the checkout itself lives under `/tmp` (a CI clone).
+    let t = tree_in(&quiet_parent());
     let f = floor(&[&t.root.join("keys")], &[]);
     let cache = floor::Cache::default();
     // Planned right after the tree was made: used once, not kept.
