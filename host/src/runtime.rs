@@ -159,10 +159,13 @@ impl Runtime {
         } else {
             ChannelEvents::default()
         });
+        // Confirmations and grants are written now and then: one cold
+        // connection serves both.
+        let policy_conn = Arc::new(std::sync::Mutex::new(store::open_cold_connection(&db)?));
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),
             Arc::clone(&events),
-            store::open_cold_connection(&db)?,
+            Arc::clone(&policy_conn),
             Duration::from_millis(config.policy.confirm_timeout_ms),
             config.mode.name(),
         );
@@ -173,7 +176,7 @@ impl Runtime {
             config_file: config.source.clone(),
             guards,
             gate,
-            grants: Grants::new(store::open_cold_connection(&db)?),
+            grants: Grants::new(policy_conn),
             audit: Audit::new(store::open_connection(&db)?, known_secrets(&config)),
         }));
         let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins, policy);

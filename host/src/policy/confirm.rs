@@ -35,7 +35,7 @@ pub struct Board {
 pub struct ConfirmGate {
     board: Arc<Board>,
     events: Arc<ChannelEvents>,
-    conn: Mutex<Connection>,
+    conn: Arc<Mutex<Connection>>,
     timeout: Duration,
     mode: String,
 }
@@ -156,13 +156,13 @@ impl ConfirmGate {
     pub fn new(
         board: Arc<Board>,
         events: Arc<ChannelEvents>,
-        conn: Connection,
+        conn: Arc<Mutex<Connection>>,
         timeout: Duration,
         mode: &str,
     ) -> ConfirmGate {
         // A request left pending by an earlier run can no longer be
         // approved: the call that waited for it is gone.
-        if let Err(e) = conn.execute(
+        if let Err(e) = super::lock(&conn).execute(
             "UPDATE confirmations SET state = 'expired', decided_by = 'restart', decided_at_ms = ?1 \
              WHERE state = 'pending'",
             [now_ms()],
@@ -172,7 +172,7 @@ impl ConfirmGate {
         ConfirmGate {
             board,
             events,
-            conn: Mutex::new(conn),
+            conn,
             timeout,
             mode: mode.to_owned(),
         }

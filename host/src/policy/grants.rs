@@ -6,7 +6,7 @@
 //! ask, not cached, so `hearth approvals revoke` takes effect at once, even
 //! while the daemon runs.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
@@ -39,15 +39,14 @@ pub struct Grant {
 
 /// The grants table, as the policy uses it.
 pub struct Grants {
-    conn: Mutex<Connection>,
+    conn: Arc<Mutex<Connection>>,
 }
 
 impl Grants {
-    /// Grants stored on `conn`.
-    pub fn new(conn: Connection) -> Grants {
-        Grants {
-            conn: Mutex::new(conn),
-        }
+    /// Grants stored on `conn`, a cold connection the confirmation gate
+    /// shares: neither holds it across a call into the other.
+    pub fn new(conn: Arc<Mutex<Connection>>) -> Grants {
+        Grants { conn }
     }
 
     /// Whether an active grant covers `fingerprint`; counts the use.
