@@ -42,7 +42,7 @@ use std::fs::{FileType, OpenOptions};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::MetadataExt;
 use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, SystemTime};
 
@@ -51,6 +51,7 @@ use landlock::{
     make_bitflags,
 };
 
+use crate::paths::{follow_links, lexical};
 use crate::protocol::Floor;
 
 /// The oldest Landlock ABI that scopes signals.
@@ -336,7 +337,7 @@ impl Marks {
             // A protected link protects what it leads to as well: writes
             // through it land there.
             if is_symlink(&entry) {
-                marks.insert(resolve(&path), Mark::Protected);
+                marks.insert(follow_links(&path), Mark::Protected);
             }
         }
         // Writable places win over a protected path they are equal to or
@@ -500,45 +501,7 @@ fn is_symlink(path: &Path) -> bool {
 /// kept as written.
 fn resolve_parent(path: &Path) -> PathBuf {
     match (path.parent(), path.file_name()) {
-        (Some(parent), Some(name)) => resolve(parent).join(name),
+        (Some(parent), Some(name)) => follow_links(parent).join(name),
         _ => path.to_owned(),
-    }
-}
-
-/// `.` and `..` taken out without touching the file system.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(p) => out.push(p),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
-}
-
-/// The longest existing ancestor canonicalized, the rest appended.
-fn resolve(path: &Path) -> PathBuf {
-    let mut existing = path.to_owned();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            out.extend(rest.iter().rev());
-            return out;
-        }
-        match (
-            existing.file_name().map(ToOwned::to_owned),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_owned();
-            }
-            _ => return path.to_owned(),
-        }
     }
 }

@@ -32,6 +32,7 @@ pub mod floor;
 mod host;
 pub mod landlock;
 mod logging;
+pub mod paths;
 mod plugin;
 pub mod protocol;
 

@@ -6,7 +6,9 @@
 //! `tmp/../../etc` nor a link inside `$HEARTH_HOME` that points at `/etc`
 //! counts as inside.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
+
+use hearth_sdk::paths::{follow_links, lexical};
 
 /// `text` as an absolute path with links followed as far as it exists.
 pub fn resolve(text: &str, base: &Path, home: Option<&Path>) -> PathBuf {
@@ -32,44 +34,6 @@ pub fn inside(path: &Path, roots: &[PathBuf]) -> bool {
 /// written, made absolute).
 pub fn canonical_roots(roots: &[PathBuf]) -> Vec<PathBuf> {
     roots.iter().map(|r| follow_links(&lexical(r))).collect()
-}
-
-/// `.` and `..` taken out without touching the file system.
-fn lexical(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(p) => out.push(p),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
-}
-
-/// The longest existing ancestor canonicalized, with the rest appended.
-fn follow_links(path: &Path) -> PathBuf {
-    let mut existing = path.to_owned();
-    let mut rest = Vec::new();
-    loop {
-        if let Ok(real) = existing.canonicalize() {
-            let mut out = real;
-            out.extend(rest.iter().rev());
-            return out;
-        }
-        match (
-            existing.file_name().map(ToOwned::to_owned),
-            existing.parent(),
-        ) {
-            (Some(name), Some(parent)) => {
-                rest.push(name);
-                existing = parent.to_owned();
-            }
-            _ => return path.to_owned(),
-        }
-    }
 }
 
 #[cfg(test)]

@@ -7,7 +7,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::os::unix::ffi::OsStrExt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 /// What earlier commands of the line did to the filesystem, as far as it
 /// matters to later ones. It outlives subshells.
@@ -103,20 +103,9 @@ fn through_links(path: &Path, follow_last: bool, facts: &Facts) -> PathBuf {
     path.to_path_buf()
 }
 
-/// `path` with `.` and `..` taken out, lexically.
-pub fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::from("/");
-    for part in path.components() {
-        match part {
-            Component::ParentDir => {
-                out.pop();
-            }
-            Component::Normal(p) => out.push(p),
-            Component::RootDir | Component::CurDir | Component::Prefix(_) => {}
-        }
-    }
-    out
-}
+/// `path` with `.` and `..` taken out, lexically (the SDK's, which the
+/// kernel floor uses too).
+pub use hearth_sdk::paths::lexical as normalize;
 
 /// Whether `path` is `prefix` or lies under it, both normalized (as
 /// `absolute`, `real` and `normalize` make them): a comparison of bytes,
