@@ -118,9 +118,11 @@ impl Runtime {
             serving: daemon,
         };
         let router = Arc::new(Router::new(Gate::new(config.owner.clone())));
+        // Every cold path takes turns on one connection (store::Cold).
+        let cold = store::Cold::open(&db)?;
         let bridge = Bridge::start(
             store::open_connection(&db)?,
-            store::open_cold_connection(&db)?,
+            cold.clone(),
             Arc::clone(&router),
             config.daemon.queue_capacity,
             Duration::from_millis(config.daemon.queue_wait_ms),
@@ -137,7 +139,7 @@ impl Runtime {
             }
         };
         let reserved = ToolRegistry::fixed_names(&plugins);
-        let scripts = match Scripts::start(&config.scripts, &config.home, &db, reserved) {
+        let scripts = match Scripts::start(&config.scripts, &config.home, cold.clone(), reserved) {
             Ok(scripts) => scripts,
             Err(e) => {
                 let _ = plugins.shutdown(Duration::from_secs(5));
@@ -159,13 +161,10 @@ impl Runtime {
         } else {
             ChannelEvents::default()
         });
-        // Confirmations and grants are written now and then: one cold
-        // connection serves both.
-        let policy_conn = Arc::new(std::sync::Mutex::new(store::open_cold_connection(&db)?));
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),
             Arc::clone(&events),
-            Arc::clone(&policy_conn),
+            cold.clone(),
             Duration::from_millis(config.policy.confirm_timeout_ms),
             config.mode.name(),
         );
@@ -176,7 +175,7 @@ impl Runtime {
             config_file: config.source.clone(),
             guards,
             gate,
-            grants: Grants::new(policy_conn),
+            grants: Grants::new(cold),
             audit: Audit::new(store::open_connection(&db)?, known_secrets(&config)),
         }));
         let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins, policy);

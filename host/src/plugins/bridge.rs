@@ -26,6 +26,7 @@ use super::services;
 use crate::queue::{self, BoundedSender, SendTimeoutError};
 use crate::router::Router;
 use crate::router::inbox::{self, StoreJob, Stored};
+use crate::store::Cold;
 
 /// The largest submission accepted, in bytes. Attachments travel as files,
 /// so a message body has no business being larger.
@@ -36,7 +37,8 @@ pub struct Bridge {
     router: Arc<Router>,
     /// The owner's local messages are stored here directly: they come one
     /// at a time, and the writer thread's hand-offs would be pure latency.
-    local: Mutex<rusqlite::Connection>,
+    /// The plugins' host services use it too.
+    local: Cold,
     logs: BoundedSender<LogRecord>,
     jobs: BoundedSender<StoreJob>,
     wait: Duration,
@@ -74,10 +76,11 @@ struct LogRecord {
 
 impl Bridge {
     /// Starts the log drainer and the inbox writer (which takes `conn`).
-    /// `conn` feeds the inbox writer; `local` stores control-socket messages.
+    /// `conn` feeds the inbox writer; `local` (the shared cold connection)
+    /// stores control-socket messages and serves the host services.
     pub fn start(
         conn: rusqlite::Connection,
-        local: rusqlite::Connection,
+        local: Cold,
         router: Arc<Router>,
         capacity: usize,
         wait: Duration,
@@ -92,7 +95,7 @@ impl Bridge {
             .map_err(|e| BridgeError::Thread("inbox writer", e))?;
         Ok(Arc::new(Bridge {
             router,
-            local: Mutex::new(local),
+            local,
             logs,
             jobs,
             wait,
@@ -136,7 +139,7 @@ impl Bridge {
         if self.closed.load(Ordering::SeqCst) {
             return Err("the daemon is shutting down".into());
         }
-        let stored = inbox::insert(&lock(&self.local), &message)
+        let stored = inbox::insert(&self.local.lock(), &message)
             .map_err(|e| format!("the message could not be stored: {e}"))?;
         if stored == Stored::New {
             self.router.stored(&message);
@@ -309,7 +312,7 @@ impl PluginContext {
             }
         };
         let channel = self.channel.get().cloned().flatten().map(|c| c.name);
-        let conn = lock(&self.bridge.local);
+        let conn = self.bridge.local.lock();
         let answer = match &*service {
             service::CHANNEL_HISTORY => match channel {
                 Some(channel) => services::history(&conn, &channel, request),

@@ -19,11 +19,11 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select};
 use hearth_sdk::protocol::{ChannelEvent, ConfirmationRequest, ConfirmationState};
-use rusqlite::{Connection, params};
+use rusqlite::params;
 use serde_json::Value;
 
 use crate::router::events::ChannelEvents;
-use crate::store::now_ms;
+use crate::store::{Cold, now_ms};
 
 /// Where answers meet the calls waiting for them.
 #[derive(Default)]
@@ -35,7 +35,7 @@ pub struct Board {
 pub struct ConfirmGate {
     board: Arc<Board>,
     events: Arc<ChannelEvents>,
-    conn: Arc<Mutex<Connection>>,
+    conn: Cold,
     timeout: Duration,
     mode: String,
 }
@@ -156,13 +156,13 @@ impl ConfirmGate {
     pub fn new(
         board: Arc<Board>,
         events: Arc<ChannelEvents>,
-        conn: Arc<Mutex<Connection>>,
+        conn: Cold,
         timeout: Duration,
         mode: &str,
     ) -> ConfirmGate {
         // A request left pending by an earlier run can no longer be
         // approved: the call that waited for it is gone.
-        if let Err(e) = super::lock(&conn).execute(
+        if let Err(e) = conn.lock().execute(
             "UPDATE confirmations SET state = 'expired', decided_by = 'restart', decided_at_ms = ?1 \
              WHERE state = 'pending'",
             [now_ms()],
@@ -265,7 +265,7 @@ impl ConfirmGate {
     }
 
     fn store(&self, r: &ConfirmationRequest) -> rusqlite::Result<()> {
-        super::lock(&self.conn).execute(
+        self.conn.lock().execute(
             "INSERT INTO confirmations (id, tool, args, command, reason, fingerprint, at_ms, \
              expires_at_ms, cwd, mode) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
             params![
@@ -291,7 +291,7 @@ impl ConfirmGate {
             ConfirmationState::Expired => "expired",
             ConfirmationState::Pending => "pending",
         };
-        if let Err(e) = super::lock(&self.conn).execute(
+        if let Err(e) = self.conn.lock().execute(
             "UPDATE confirmations SET state = ?1, decided_by = ?2, decided_at_ms = ?3 WHERE id = ?4",
             params![text, by, now_ms(), id],
         ) {

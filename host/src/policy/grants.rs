@@ -6,13 +6,11 @@
 //! ask, not cached, so `hearth approvals revoke` takes effect at once, even
 //! while the daemon runs.
 
-use std::sync::{Arc, Mutex};
-
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::store::now_ms;
+use crate::store::{Cold, now_ms};
 
 /// One grant, as `hearth approvals` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -39,19 +37,18 @@ pub struct Grant {
 
 /// The grants table, as the policy uses it.
 pub struct Grants {
-    conn: Arc<Mutex<Connection>>,
+    conn: Cold,
 }
 
 impl Grants {
-    /// Grants stored on `conn`, a cold connection the confirmation gate
-    /// shares: neither holds it across a call into the other.
-    pub fn new(conn: Arc<Mutex<Connection>>) -> Grants {
+    /// Grants stored on the shared cold connection.
+    pub fn new(conn: Cold) -> Grants {
         Grants { conn }
     }
 
     /// Whether an active grant covers `fingerprint`; counts the use.
     pub fn take(&self, fingerprint: &str) -> rusqlite::Result<bool> {
-        let conn = super::lock(&self.conn);
+        let conn = self.conn.lock();
         let id: Option<i64> = conn
             .query_row(
                 "SELECT id FROM grants WHERE fingerprint = ?1 AND revoked_at_ms IS NULL",
@@ -78,7 +75,7 @@ impl Grants {
         command: Option<&str>,
         by: &str,
     ) -> rusqlite::Result<()> {
-        super::lock(&self.conn).execute(
+        self.conn.lock().execute(
             "INSERT INTO grants (tool, fingerprint, args, command, granted_by, created_at_ms) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT DO NOTHING",
             params![tool, fingerprint, args.to_string(), command, by, now_ms()],

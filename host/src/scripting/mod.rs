@@ -35,6 +35,7 @@ pub use wire::{FailureKind, ScriptFailure};
 
 use crate::config::ScriptsConfig;
 use crate::policy::Caller;
+use crate::store::Cold;
 use crate::tools::ToolRegistry;
 use catalog::{Entry, Loaded};
 use pool::Pool;
@@ -50,7 +51,7 @@ pub struct Scripts {
     pool: Pool,
     catalog: RwLock<Arc<Catalog>>,
     reserved: HashSet<String>,
-    kv: Mutex<rusqlite::Connection>,
+    kv: Cold,
     http: host_calls::Http,
     reload: Mutex<()>,
 }
@@ -66,9 +67,6 @@ pub enum ScriptsError {
         /// The I/O error.
         source: std::io::Error,
     },
-    /// The kv store could not be opened.
-    #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
 }
 
 /// What a file is, by where it sits in its root.
@@ -81,11 +79,12 @@ enum FileKind {
 
 impl Scripts {
     /// Creates the agent's script folders, loads every script, and returns
-    /// the subsystem. `reserved` are tool names Lua may not take.
+    /// the subsystem. `reserved` are tool names Lua may not take; the kv
+    /// store is kept on `kv`, the shared cold connection.
     pub fn start(
         config: &ScriptsConfig,
         home: &Path,
-        db: &Path,
+        kv: Cold,
         reserved: HashSet<String>,
     ) -> Result<Arc<Scripts>, ScriptsError> {
         for dir in ["tools", "skills"] {
@@ -102,7 +101,7 @@ impl Scripts {
             pool: Pool::new(program, config.memory_mb, config.workers),
             catalog: RwLock::new(Arc::new(Catalog::default())),
             reserved,
-            kv: Mutex::new(crate::store::open_cold_connection(db)?),
+            kv,
             http: host_calls::Http::new(&config.http),
             reload: Mutex::new(()),
         });
@@ -370,7 +369,7 @@ impl Scripts {
     }
 
     fn kv(&self) -> std::sync::MutexGuard<'_, rusqlite::Connection> {
-        self.kv.lock().unwrap_or_else(|p| p.into_inner())
+        self.kv.lock()
     }
 }
 

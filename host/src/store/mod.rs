@@ -14,6 +14,9 @@ use std::time::Duration;
 use rusqlite::Connection;
 
 mod checkpoint;
+mod cold;
+
+pub use cold::Cold;
 
 /// The migrations, in order; migration N brings `user_version` to N.
 const MIGRATIONS: &[&str] = &[
