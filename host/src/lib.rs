@@ -11,6 +11,7 @@ pub mod config;
 pub mod daemon;
 pub mod llm;
 pub mod logging;
+pub mod people;
 pub mod plugins;
 pub mod policy;
 pub mod queue;

@@ -15,13 +15,14 @@ use hearth_sdk::protocol::HostInfo;
 
 use crate::agent::memory::Memory;
 use crate::config::Config;
+use crate::people::People;
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
 use crate::policy::{self, Audit, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy};
 use crate::router::events::ChannelEvents;
 use crate::router::{Gate, Router};
 use crate::scripting::{Scripts, ScriptsError};
 use crate::store::{self, Store, StoreError};
-use crate::tools::{BuiltinContext, ToolRegistry};
+use crate::tools::{BuiltinContext, PeopleTools, ToolRegistry};
 
 /// A started hearth.
 pub struct Runtime {
@@ -40,6 +41,8 @@ pub struct Runtime {
     pub router: Arc<Router>,
     /// The main agent's memory.
     pub memory: Arc<Memory>,
+    /// The contacts, and the directory the gate reads.
+    pub people: Arc<People>,
     /// The plugin callbacks, and the way into the inbox.
     pub bridge: Arc<Bridge>,
     /// Streamed text, status and confirmations for the channels that show
@@ -117,9 +120,15 @@ impl Runtime {
                 .collect(),
             serving: daemon,
         };
-        let router = Arc::new(Router::new(Gate::new(config.owner.clone())));
         // Every cold path takes turns on one connection (store::Cold).
         let cold = store::Cold::open(&db)?;
+        crate::agent::history::ensure_main_agent(store.conn()).map_err(StoreError::Sqlite)?;
+        upsert_owner(&config, &cold).map_err(StoreError::Sqlite)?;
+        let people = Arc::new(People::open(cold.clone()).map_err(StoreError::Sqlite)?);
+        let router = Arc::new(Router::new(Gate::new(
+            config.owner.clone(),
+            Some(Arc::clone(&people)),
+        )));
         let bridge = Bridge::start(
             store::open_connection(&db)?,
             cold.clone(),
@@ -147,7 +156,6 @@ impl Runtime {
                 return Err(e.into());
             }
         };
-        crate::agent::history::ensure_main_agent(store.conn()).map_err(StoreError::Sqlite)?;
         let memory = Arc::new(Memory::new(
             store::open_connection(&db)?,
             crate::agent::history::MAIN_AGENT,
@@ -155,6 +163,22 @@ impl Runtime {
         let builtins = BuiltinContext {
             scripts: Some(scripts),
             memory: Some(Arc::clone(&memory)),
+            // Messages are delivered and agents run only in the daemon.
+            people: daemon.then(|| {
+                Arc::new(PeopleTools {
+                    people: Arc::clone(&people),
+                    router: Arc::clone(&router),
+                    channels: plugins
+                        .active()
+                        .iter()
+                        .filter_map(|p| p.description().channel.clone())
+                        .map(|c| (c.name.clone(), c))
+                        .collect(),
+                    owner: config.owner.clone(),
+                    max_hops: config.agent.max_agent_hops,
+                    ask_before_messaging: config.agent.ask_before_messaging_contacts,
+                })
+            }),
         };
         let events = Arc::new(if daemon {
             ChannelEvents::start(plugins.active())
@@ -187,6 +211,7 @@ impl Runtime {
             tool_warnings,
             router,
             memory,
+            people,
             bridge,
             events,
         })
@@ -213,6 +238,20 @@ impl Runtime {
         self.store.close()?;
         plugins.map_err(StopError::from)
     }
+}
+
+/// Makes the owner's contact row match `[owner]` (the in-memory owner
+/// check stays the authority; the row lets contacts and the owner be
+/// listed together).
+fn upsert_owner(config: &Config, cold: &store::Cold) -> rusqlite::Result<()> {
+    let identities: Vec<(String, String)> = config
+        .owner
+        .identities
+        .iter()
+        .flat_map(|(channel, ids)| ids.iter().map(move |id| (channel.clone(), id.clone())))
+        .collect();
+    let name = config.owner.name.as_deref().unwrap_or("owner");
+    crate::people::contacts::upsert_owner(&cold.lock(), name, &identities).map(|_| ())
 }
 
 /// `$HOME`, if set.

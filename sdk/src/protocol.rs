@@ -109,7 +109,7 @@ fn is_false(value: &bool) -> bool {
 }
 
 /// The channel a plugin serves, if any.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ChannelSpec {
     /// The channel's name, used in routing and in `[owner]` identities.
     pub name: String,
@@ -123,12 +123,59 @@ pub struct ChannelSpec {
     /// configured for it; any other sender is a stranger.
     #[serde(default)]
     pub authenticates_owner: bool,
-    /// Senders the channel's own config names as the owner (Telegram's
-    /// `allowed_chat_ids`, Signal's `allowed_numbers`). The host admits
-    /// them as it admits the `[owner]` identities of this channel, so the
-    /// owner writes each id once.
+    /// Senders the channel's own config names as the owner's (the private
+    /// chats in Telegram's `allowed_chat_ids`, Signal's `allowed_numbers`).
+    /// The host counts them as the owner only while `[owner.identities]`
+    /// names no id for this channel: configs written before contacts
+    /// existed keep working.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub owners: Vec<String>,
+    /// The channel's allow-list, the hard gate: every sender or chat id its
+    /// config lets in at all. Only the owner's config widens it; a contact
+    /// identity outside it is refused, and a message from outside it is
+    /// dropped even when a contact names its sender.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub allowed: Vec<String>,
+    /// The config key holding [`ChannelSpec::allowed`]
+    /// (`plugins.telegram.allowed_chat_ids`), named in refusals.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_key: Option<String>,
+    /// What a sender inside the allow-list who is neither the owner nor a
+    /// known contact gets.
+    #[serde(default, skip_serializing_if = "UnknownSender::is_silent")]
+    pub unknown_sender: UnknownSender,
+}
+
+/// What a channel does with a sender inside its allow-list who is neither
+/// the owner nor a known contact (`unknown_sender` in its config).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum UnknownSender {
+    /// Silence: the message is dropped before the inbox.
+    #[default]
+    Silent,
+    /// One short reply with a one-time code the owner can approve; the
+    /// message itself is still dropped.
+    Pairing,
+}
+
+impl UnknownSender {
+    /// Reads a channel config's `unknown_sender` value; the error names the
+    /// key and the values it takes.
+    pub fn parse(value: &Value) -> Result<UnknownSender, String> {
+        match value.as_str() {
+            Some("silent") => Ok(UnknownSender::Silent),
+            Some("pairing") => Ok(UnknownSender::Pairing),
+            _ => Err(format!(
+                "unknown_sender: {value} is not \"silent\" or \"pairing\""
+            )),
+        }
+    }
+
+    /// Whether this is the default, [`UnknownSender::Silent`].
+    pub fn is_silent(&self) -> bool {
+        *self == UnknownSender::Silent
+    }
 }
 
 /// The sender a channel that authenticates the owner itself submits as.
@@ -222,6 +269,11 @@ pub struct InboundMessage {
     /// Files that came with it, already saved where the agent can read them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<Attachment>,
+    /// The sender's name as the channel shows it (Telegram's first name),
+    /// offered to the owner when a pairing code is approved. Never an
+    /// identity: the host decides who is speaking from `sender` alone.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sender_name: Option<String>,
 }
 
 /// A file that came with a message.

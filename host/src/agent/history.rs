@@ -18,11 +18,26 @@ use crate::store::now_ms;
 /// The main agent's id.
 pub const MAIN_AGENT: i64 = 1;
 
+/// The pseudo-channel of messages between agents.
+pub const AGENT_CHANNEL: &str = "agent";
+
 /// An inbound message taken for a turn.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, Default)]
 pub struct Claimed {
     /// The inbox row.
     pub id: i64,
+    /// The agent taking it.
+    pub agent_id: i64,
+    /// Who speaks: the owner, a contact, or another agent.
+    pub speaker: Speaker,
+    /// `channel`, `agent` (another agent asks) or `agent_reply` (another
+    /// agent answers).
+    pub source: String,
+    /// Agent-to-agent hops that led here.
+    pub hops: i64,
+    /// For a message between agents: the conversation the asking agent
+    /// was in, where the answer goes back to.
+    pub origin: Option<(String, String)>,
     /// Its channel.
     pub channel: String,
     /// Its chat (the sender when the channel has no chats).
@@ -35,6 +50,36 @@ pub struct Claimed {
     pub key: String,
     /// Files that came with it.
     pub attachments: Vec<Attachment>,
+}
+
+/// Who wrote a message, as the agent is told.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Speaker {
+    /// The owner.
+    #[default]
+    Owner,
+    /// A contact, by display name.
+    Contact(String),
+    /// Another agent: `(id, name)`.
+    Agent(i64, String),
+}
+
+/// A message one agent leaves in another's inbox.
+pub struct AgentMessage<'a> {
+    /// The agent it is for.
+    pub to: i64,
+    /// The agent sending it.
+    pub from: (i64, &'a str),
+    /// `agent` (a request) or `agent_reply`.
+    pub source: &'static str,
+    /// Its text.
+    pub text: &'a str,
+    /// Hops so far, this one included.
+    pub hops: i64,
+    /// The conversation the first agent was in.
+    pub origin: (&'a str, &'a str),
+    /// Unique per message: a retried turn does not send twice.
+    pub key: String,
 }
 
 /// A session's prompt history: the summary of compacted messages, and the
@@ -56,7 +101,7 @@ pub struct Conversations {
 /// Makes sure the main agent's row exists (memory and sessions refer to it).
 pub fn ensure_main_agent(conn: &Connection) -> rusqlite::Result<()> {
     conn.execute(
-        "INSERT OR IGNORE INTO agents (id, name, created_at_ms) VALUES (?1, 'main', ?2)",
+        "INSERT OR IGNORE INTO agents (id, name, allowed_tools, created_at_ms) VALUES (?1, 'main', '[\"*\"]', ?2)",
         params![MAIN_AGENT, now_ms()],
     )?;
     Ok(())
@@ -70,38 +115,75 @@ impl Conversations {
         }
     }
 
-    /// After a restart: messages that were in flight go back to pending,
-    /// marked retried. Returns how many.
-    pub fn recover(&self) -> rusqlite::Result<usize> {
+    /// After a restart: agent `agent_id`'s messages that were in flight go
+    /// back to pending, marked retried. Returns how many.
+    pub fn recover(&self, agent_id: i64) -> rusqlite::Result<usize> {
         self.conn().execute(
-            "UPDATE inbox SET status = 'pending', retried = 1 WHERE status = 'in_flight'",
-            [],
+            "UPDATE inbox SET status = 'pending', retried = 1 WHERE status = 'in_flight' AND agent_id = ?1",
+            [agent_id],
         )
     }
 
-    /// Takes the oldest pending message, if any.
-    pub fn claim_next(&self) -> rusqlite::Result<Option<Claimed>> {
-        self.conn()
+    /// Takes agent `agent_id`'s oldest pending message, if any.
+    pub fn claim_next(&self, agent_id: i64) -> rusqlite::Result<Option<Claimed>> {
+        let conn = self.conn();
+        let claimed = conn
             .prepare_cached(
                 "UPDATE inbox SET status = 'in_flight' \
-                 WHERE id = (SELECT id FROM inbox WHERE status = 'pending' ORDER BY id LIMIT 1) \
-                 RETURNING id, channel, COALESCE(chat, sender), text, retried, idempotency_key, attachments",
+                 WHERE id = (SELECT id FROM inbox WHERE agent_id = ?1 AND status = 'pending' ORDER BY id LIMIT 1) \
+                 RETURNING id, channel, COALESCE(chat, sender), text, retried, idempotency_key, attachments, \
+                           contact_id, source, from_agent_id, hops, origin_channel, origin_chat",
             )?
-            .query_row([], |r| {
+            .query_row([agent_id], |r| {
                 let attachments: Option<String> = r.get(6)?;
-                Ok(Claimed {
-                    id: r.get(0)?,
-                    channel: r.get(1)?,
-                    chat: r.get(2)?,
-                    text: r.get(3)?,
-                    retried: r.get(4)?,
-                    key: r.get(5)?,
-                    attachments: attachments
-                        .and_then(|a| serde_json::from_str(&a).ok())
-                        .unwrap_or_default(),
-                })
+                let origin = match (r.get::<_, Option<String>>(11)?, r.get::<_, Option<String>>(12)?) {
+                    (Some(channel), Some(chat)) => Some((channel, chat)),
+                    _ => None,
+                };
+                Ok((
+                    Claimed {
+                        id: r.get(0)?,
+                        agent_id,
+                        channel: r.get(1)?,
+                        chat: r.get(2)?,
+                        text: r.get(3)?,
+                        retried: r.get(4)?,
+                        key: r.get(5)?,
+                        attachments: attachments
+                            .and_then(|a| serde_json::from_str(&a).ok())
+                            .unwrap_or_default(),
+                        source: r.get(8)?,
+                        hops: r.get(10)?,
+                        origin,
+                        speaker: Speaker::Owner,
+                    },
+                    r.get::<_, Option<i64>>(7)?,
+                    r.get::<_, Option<i64>>(9)?,
+                ))
             })
-            .optional()
+            .optional()?;
+        let Some((mut claimed, contact, from_agent)) = claimed else {
+            return Ok(None);
+        };
+        claimed.speaker = match (contact, from_agent) {
+            (_, Some(agent)) => {
+                let name: Option<String> = conn
+                    .prepare_cached("SELECT name FROM agents WHERE id = ?1")?
+                    .query_row([agent], |r| r.get(0))
+                    .optional()?;
+                Speaker::Agent(agent, name.unwrap_or_else(|| format!("agent {agent}")))
+            }
+            (Some(contact), None) => {
+                let name: Option<String> = conn
+                    .prepare_cached("SELECT display_name FROM contacts WHERE id = ?1")?
+                    .query_row([contact], |r| r.get(0))
+                    .optional()?;
+                // A contact removed since is still not the owner.
+                Speaker::Contact(name.unwrap_or_else(|| "a former contact".into()))
+            }
+            (None, None) => Speaker::Owner,
+        };
+        Ok(Some(claimed))
     }
 
     /// Messages waiting for a turn.
@@ -113,34 +195,35 @@ impl Conversations {
         )
     }
 
-    /// The open session for `(channel, chat)`, started if there is none.
-    pub fn session(&self, channel: &str, chat: &str) -> rusqlite::Result<i64> {
+    /// Agent `agent`'s open session for `(channel, chat)`, started if there
+    /// is none.
+    pub fn session(&self, agent: i64, channel: &str, chat: &str) -> rusqlite::Result<i64> {
         let conn = self.conn();
         let open: Option<i64> = conn
             .prepare_cached(
                 "SELECT id FROM sessions WHERE agent_id = ?1 AND channel = ?2 AND chat = ?3 \
                  AND ended_at_ms IS NULL ORDER BY id DESC LIMIT 1",
             )?
-            .query_row(params![MAIN_AGENT, channel, chat], |r| r.get(0))
+            .query_row(params![agent, channel, chat], |r| r.get(0))
             .optional()?;
         match open {
             Some(id) => Ok(id),
             None => {
                 conn.execute(
                     "INSERT INTO sessions (agent_id, channel, chat, started_at_ms) VALUES (?1, ?2, ?3, ?4)",
-                    params![MAIN_AGENT, channel, chat, now_ms()],
+                    params![agent, channel, chat, now_ms()],
                 )?;
                 Ok(conn.last_insert_rowid())
             }
         }
     }
 
-    /// Ends the open session for `(channel, chat)` (`/new`).
-    pub fn end_session(&self, channel: &str, chat: &str) -> rusqlite::Result<usize> {
+    /// Ends agent `agent`'s open session for `(channel, chat)` (`/new`).
+    pub fn end_session(&self, agent: i64, channel: &str, chat: &str) -> rusqlite::Result<usize> {
         self.conn().execute(
             "UPDATE sessions SET ended_at_ms = ?1 WHERE agent_id = ?2 AND channel = ?3 AND chat = ?4 \
              AND ended_at_ms IS NULL",
-            params![now_ms(), MAIN_AGENT, channel, chat],
+            params![now_ms(), agent, channel, chat],
         )
     }
 
@@ -226,18 +309,27 @@ impl Conversations {
     }
 
     /// Stores the turn's reply and marks its message done, atomically,
-    /// together with the model's last message when there is one.
+    /// together with the model's last message when there is one. The reply
+    /// goes to the outbox, or, when it answers another agent, to that
+    /// agent's inbox as `reply_to` says.
     pub fn finish(
         &self,
         claimed: &Claimed,
         last: Option<(i64, &Message)>,
         reply: &str,
         files: &[Attachment],
+        reply_to: Option<&AgentMessage<'_>>,
     ) -> rusqlite::Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         if let Some((session, message)) = last {
             append_on(&tx, session, claimed.id, message)?;
+        }
+        if let Some(message) = reply_to {
+            send_to_agent(&tx, message)?;
+            tx.prepare_cached("UPDATE inbox SET status = 'done', done_at_ms = ?1 WHERE id = ?2")?
+                .execute(params![now_ms(), claimed.id])?;
+            return tx.commit();
         }
         tx.prepare_cached(
             "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms, attachments) \
@@ -259,6 +351,41 @@ impl Conversations {
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// Leaves a message in another agent's inbox; `false` when a message with
+/// its key is already there. The caller wakes that agent.
+pub fn send_to_agent(conn: &Connection, m: &AgentMessage<'_>) -> rusqlite::Result<bool> {
+    let changed = conn
+        .prepare_cached(
+            "INSERT OR IGNORE INTO inbox \
+             (channel, idempotency_key, sender, chat, text, received_at_ms, agent_id, source, \
+              from_agent_id, hops, origin_channel, origin_chat) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+        )?
+        .execute(params![
+            if m.source == "agent" {
+                AGENT_CHANNEL
+            } else {
+                m.origin.0
+            },
+            m.key,
+            m.from.1,
+            if m.source == "agent" {
+                m.from.1
+            } else {
+                m.origin.1
+            },
+            m.text,
+            now_ms(),
+            m.to,
+            m.source,
+            m.from.0,
+            m.hops,
+            m.origin.0,
+            m.origin.1,
+        ])?;
+    Ok(changed == 1)
 }
 
 fn append_on(

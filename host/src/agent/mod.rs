@@ -1,19 +1,21 @@
-//! The agent: takes one inbound message at a time from the inbox, runs a
-//! turn (prompt, model, tools, repeat), and hands the reply to the outbox.
+//! The agents: each takes one inbound message at a time from its inbox,
+//! runs a turn (prompt, model, tools, repeat), and hands the reply to the
+//! outbox (or, when another agent asked, to that agent's inbox).
 //!
 //! - `history`: the inbox queue, sessions, messages, compactions;
+//! - `profiles`: the agents table (the main agent and sub-agents);
 //! - `turn`: one turn, with tool calls, compaction and cancellation;
 //! - `prompt`: the system prompt;
 //! - `slash`: commands answered without the model;
-//! - `memory`: the facts the agent keeps.
+//! - `memory`: the facts the main agent keeps.
 //!
-//! One runner task per agent: its turns run one at a time, in order. Only
-//! the main agent (id 1) exists so far; other agents' runners will run
-//! concurrently beside it.
+//! One runner task per agent: an agent's turns run one at a time, in
+//! order; different agents' turns run at the same time.
 
 mod attachments;
 pub mod history;
 pub mod memory;
+pub mod profiles;
 pub mod prompt;
 mod slash;
 mod tool_defs;
@@ -29,19 +31,25 @@ use hearth_sdk::protocol::{ChannelEvent, ChannelState};
 use crate::config::AgentConfig;
 use crate::llm::Llm;
 use crate::plugins::ActivePlugin;
-use crate::router::Router;
 use crate::router::events::ChannelEvents;
+use crate::router::{AgentSignals, Router};
 use crate::tools::ToolRegistry;
 use history::Conversations;
 use memory::Memory;
+use profiles::Profile;
 
 /// Everything a turn needs.
 pub struct Agent {
-    /// The conversation tables.
-    pub conversations: Conversations,
+    /// Who this agent is.
+    pub profile: Profile,
+    /// Its wake-ups and stop signal.
+    pub signals: Arc<AgentSignals>,
+    /// The conversation tables, shared by every agent.
+    pub conversations: Arc<Conversations>,
     /// The agent's memory.
     pub memory: Arc<Memory>,
-    /// The model, or why there is none.
+    /// The model (the agent's own, when it names one), or why there is
+    /// none.
     pub llm: Result<Arc<Llm>, String>,
     /// Every tool.
     pub tools: Arc<ToolRegistry>,
@@ -64,28 +72,93 @@ pub struct Agent {
     pub started: Instant,
     /// Streamed text and status for the channels that show them.
     pub events: Arc<ChannelEvents>,
-    /// Files `attach_file` put on the running turn's reply. Turns run one
-    /// at a time, so one list serves.
+    /// Files `attach_file` put on the running turn's reply. An agent's
+    /// turns run one at a time, so one list serves.
     pub attached: std::sync::Mutex<Vec<hearth_sdk::protocol::Attachment>>,
-    /// The tool definitions sent to the model, rebuilt when the tool set
-    /// changes.
+    /// The tool definitions sent to the model (those the agent may use),
+    /// rebuilt when the tool set changes.
     pub tool_defs: ToolDefs,
 }
 
+/// What every agent shares: the store, the model, the tools, the channels.
+#[derive(Clone)]
+pub struct AgentBase {
+    /// The conversation tables.
+    pub conversations: Arc<Conversations>,
+    /// The main agent's memory.
+    pub memory: Arc<Memory>,
+    /// The configured model, or why there is none.
+    pub llm: Result<Arc<Llm>, String>,
+    /// Every tool.
+    pub tools: Arc<ToolRegistry>,
+    /// Wake-ups and stop signals.
+    pub router: Arc<Router>,
+    /// `[agent]`.
+    pub config: AgentConfig,
+    /// The main agent's identity text.
+    pub identity: String,
+    /// The owner's name.
+    pub owner: Option<String>,
+    /// Plugin names and states, for `/status`.
+    pub plugins: Vec<String>,
+    /// The kernel floor, in words, for `/status`.
+    pub floor: String,
+    /// The plugins that serve a channel.
+    pub channels: Vec<Arc<ActivePlugin>>,
+    /// When the daemon started.
+    pub started: Instant,
+    /// Streamed text and status for the channels that show them.
+    pub events: Arc<ChannelEvents>,
+}
+
 impl Agent {
+    /// The agent `profile` describes, on `base`. A sub-agent that names a
+    /// model asks that model first.
+    pub fn new(base: &AgentBase, profile: Profile) -> Agent {
+        let llm = match (&base.llm, &profile.model) {
+            (Ok(llm), Some(model)) => Ok(Arc::new(llm.with_model(model))),
+            (llm, _) => llm.clone(),
+        };
+        Agent {
+            signals: base.router.agent(profile.id),
+            profile,
+            conversations: Arc::clone(&base.conversations),
+            memory: Arc::clone(&base.memory),
+            llm,
+            tools: Arc::clone(&base.tools),
+            router: Arc::clone(&base.router),
+            config: base.config.clone(),
+            identity: base.identity.clone(),
+            owner: base.owner.clone(),
+            plugins: base.plugins.clone(),
+            floor: base.floor.clone(),
+            channels: base.channels.clone(),
+            started: base.started,
+            events: Arc::clone(&base.events),
+            attached: Default::default(),
+            tool_defs: Default::default(),
+        }
+    }
+
     /// Starts the runner: recovers interrupted turns, then takes messages
     /// as they arrive until the task is aborted.
     pub fn spawn(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
-            match self.conversations.recover() {
+            let id = self.profile.id;
+            match self.conversations.recover(id) {
                 Ok(0) => {}
-                Ok(n) => tracing::info!(count = n, "re-running turns interrupted by the last stop"),
+                Ok(n) => {
+                    tracing::info!(agent = %self.profile.name, count = n, "re-running turns interrupted by the last stop")
+                }
                 Err(e) => tracing::error!("cannot recover interrupted turns: {e}"),
             }
             loop {
-                match self.conversations.claim_next() {
+                // Registered before the inbox is read, so a message stored
+                // in between still wakes this loop.
+                let woken = self.signals.wake.notified();
+                match self.conversations.claim_next(id) {
                     Ok(Some(claimed)) => self.turn(claimed).await,
-                    Ok(None) => self.router.agent_wake.notified().await,
+                    Ok(None) => woken.await,
                     Err(e) => {
                         tracing::error!("cannot read the inbox: {e}");
                         tokio::time::sleep(Duration::from_secs(1)).await;
@@ -102,6 +175,11 @@ impl Agent {
 
     /// Tells the channels that show it whether a turn is running.
     pub fn announce(&self, busy: bool) {
+        // The channels show the main agent's state; a sub-agent answering a
+        // contact must not make the owner's status flicker.
+        if !self.profile.is_main() {
+            return;
+        }
         self.events.broadcast(&ChannelEvent::Status {
             busy,
             model: self.model(),

@@ -7,16 +7,24 @@
 
 use std::fmt::Write as _;
 
+use super::history::Speaker;
+use super::profiles::Profile;
+
 /// What goes into the system prompt.
 pub struct PromptParts<'a> {
-    /// The identity text.
+    /// The identity text (the main agent's).
     pub identity: &'a str,
+    /// The agent the prompt is for.
+    pub profile: &'a Profile,
     /// The owner's name, when configured.
     pub owner: Option<&'a str>,
+    /// Who wrote the message being answered.
+    pub speaker: &'a Speaker,
     /// `(name, description)` of each skill.
     pub skills: Vec<(String, String)>,
-    /// `(id, fact)` of each memory fact.
-    pub memory: Vec<(i64, String)>,
+    /// `(id, fact)` of each memory fact; `None` for a sub-agent, which
+    /// never sees the owner's memory.
+    pub memory: Option<Vec<(i64, String)>>,
     /// `(name, description)` of each tool.
     pub tools: &'a [(String, String)],
     /// The summary of compacted history, if any.
@@ -29,13 +37,46 @@ own always-on home computer. You have full use of this machine through your tool
 brief, say what you did, and ask before doing anything destructive. You can extend yourself by \
 writing Lua tools and skills with write_script; fix them with script_status when they fail.";
 
+/// The base of every sub-agent's prompt: it may do only what its
+/// instructions and tools allow.
+pub const SUB_AGENT_BASE: &str = "You are {name}, one of the agents of hearth, a personal assistant \
+running on its owner's home computer. You work only within the instructions below and the tools \
+you are given; anything else, you decline briefly and say who could help (the owner). You do not \
+see the owner's memory or their conversations, and you never guess at them. Never reveal secrets, \
+passwords or private details about the owner. To ask another agent for something, use \
+send_agent_message.";
+
 /// Builds the system prompt.
 pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     let mut p = String::with_capacity(4096);
-    p.push_str(parts.identity.trim());
+    if parts.profile.is_main() {
+        p.push_str(parts.identity.trim());
+    } else {
+        p.push_str(&SUB_AGENT_BASE.replace("{name}", &parts.profile.name));
+        if !parts.profile.system_prompt.is_empty() {
+            p.push_str("\n\n## Your instructions\n");
+            p.push_str(parts.profile.system_prompt.trim());
+        }
+    }
     p.push_str("\n\n");
     if let Some(owner) = parts.owner {
         let _ = writeln!(p, "Your owner is {owner}.");
+    }
+    match parts.speaker {
+        Speaker::Owner => p.push_str("You are speaking with your owner.\n"),
+        Speaker::Contact(name) => {
+            let _ = writeln!(
+                p,
+                "You are speaking with {name}, a contact of your owner (not your owner). \
+                 Do for them only what your owner would want done for them."
+            );
+        }
+        Speaker::Agent(_, name) => {
+            let _ = writeln!(
+                p,
+                "The message comes from {name}, another of your owner's agents, not from a person."
+            );
+        }
     }
     let _ = writeln!(p, "Current date and time: {}.", local_now());
     if !parts.skills.is_empty() {
@@ -44,12 +85,14 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
             let _ = writeln!(p, "- {name}: {description}");
         }
     }
-    p.push_str("\n## Memory\n");
-    if parts.memory.is_empty() {
-        p.push_str("(nothing remembered yet; use remember to keep facts worth keeping)\n");
-    }
-    for (id, fact) in &parts.memory {
-        let _ = writeln!(p, "- [{id}] {fact}");
+    if let Some(memory) = &parts.memory {
+        p.push_str("\n## Memory\n");
+        if memory.is_empty() {
+            p.push_str("(nothing remembered yet; use remember to keep facts worth keeping)\n");
+        }
+        for (id, fact) in memory {
+            let _ = writeln!(p, "- [{id}] {fact}");
+        }
     }
     if !parts.tools.is_empty() {
         p.push_str("\n## Tools\n");

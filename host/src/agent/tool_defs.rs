@@ -9,10 +9,13 @@
 use std::sync::{Arc, Mutex};
 
 use crate::llm::ToolDef;
+use crate::policy::ToolScope;
 use crate::scripting::Catalog;
 use crate::tools::ToolRegistry;
 
-/// The current tool definitions, rebuilt when the script catalog changes.
+/// The current tool definitions of one agent, rebuilt when the script
+/// catalog changes. Each agent has its own: a sub-agent is sent only the
+/// tools its scope allows (the registry refuses the rest anyway).
 #[derive(Default)]
 pub struct ToolDefs {
     cached: Mutex<Option<Cached>>,
@@ -35,8 +38,9 @@ struct Cached {
 }
 
 impl ToolDefs {
-    /// The definitions for `registry`'s tools as they are now.
-    pub fn current(&self, registry: &ToolRegistry) -> Current {
+    /// The definitions of `registry`'s tools in `scope` as they are now.
+    /// An agent's scope is fixed for its runner's life.
+    pub fn current(&self, registry: &ToolRegistry, scope: &ToolScope) -> Current {
         let catalog = registry.scripts().map(|s| s.catalog());
         let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cached.as_ref()
@@ -44,7 +48,8 @@ impl ToolDefs {
         {
             return c.current.clone();
         }
-        let listed = registry.list();
+        let mut listed = registry.list();
+        listed.retain(|t| scope.allows(&t.spec.name));
         let current = Current {
             index: listed
                 .iter()

@@ -16,11 +16,10 @@ use hearth_sdk::protocol::{Attachment, ChannelEvent};
 
 use super::Agent;
 use super::attachments::with_attachments;
-use super::history::{Claimed, History, MAIN_AGENT};
+use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History};
 use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
-use crate::policy::Caller;
-use crate::tools::ATTACH_FILE;
+use crate::tools::{ATTACH_FILE, TurnContext};
 
 /// The most characters of one tool result shown to the model.
 const MAX_TOOL_RESULT_CHARS: usize = 32_000;
@@ -51,7 +50,11 @@ impl Agent {
             .await;
         let last = last.as_ref().map(|(session, message)| (*session, message));
         let files = std::mem::take(&mut *self.attached_files());
-        match self.conversations.finish(&claimed, last, &reply, &files) {
+        let reply_to = self.reply_route(&claimed, &reply);
+        match self
+            .conversations
+            .finish(&claimed, last, &reply, &files, reply_to.as_ref())
+        {
             Ok(()) => self.router.outbox_wake.notify_one(),
             Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
         }
@@ -61,6 +64,42 @@ impl Agent {
             ms = started.elapsed().as_millis() as u64,
             "turn done"
         );
+    }
+
+    /// Where the reply of a turn that answers another agent goes: back to
+    /// that agent's inbox, unless the hop limit is spent (then it stays in
+    /// this agent's session only, and the log says why).
+    fn reply_route<'a>(&'a self, claimed: &'a Claimed, reply: &'a str) -> Option<AgentMessage<'a>> {
+        if claimed.source != "agent" {
+            return None;
+        }
+        let super::history::Speaker::Agent(asker, _) = claimed.speaker else {
+            return None;
+        };
+        let hops = claimed.hops + 1;
+        if hops > i64::from(self.config.max_agent_hops) {
+            tracing::warn!(
+                inbox = claimed.id,
+                hops,
+                "agent reply not sent: the hop limit is spent"
+            );
+            return None;
+        }
+        let origin = claimed
+            .origin
+            .as_ref()
+            .map_or((AGENT_CHANNEL, claimed.chat.as_str()), |(ch, chat)| {
+                (ch.as_str(), chat.as_str())
+            });
+        Some(AgentMessage {
+            to: asker,
+            from: (self.profile.id, &self.profile.name),
+            source: "agent_reply",
+            text: reply,
+            hops,
+            origin,
+            key: format!("reply:{}", claimed.id),
+        })
     }
 
     /// The model's part of a turn: the reply text, and the model's final
@@ -87,14 +126,14 @@ impl Agent {
         llm: &Arc<Llm>,
         claimed: &Claimed,
     ) -> rusqlite::Result<(String, Option<(i64, Message)>)> {
-        let stop_at_start = self.router.stop_generation();
+        let stop_at_start = self.signals.stop_generation();
         let stopped = || ("Stopped.".to_owned(), None);
         if claimed.retried {
             self.conversations.clear_turn(claimed.id)?;
         }
-        let session = self
-            .conversations
-            .session(&claimed.channel, &claimed.chat)?;
+        let session =
+            self.conversations
+                .session(self.profile.id, &claimed.channel, &claimed.chat)?;
         let typed = with_attachments(&claimed.text, &claimed.attachments);
         self.conversations
             .append(session, claimed.id, &Message::user_text(typed))?;
@@ -120,10 +159,10 @@ impl Agent {
             if self.maybe_compact(llm, session, &history).await {
                 history = self.conversations.history(session)?;
             }
-            let request = self.request(llm, &history)?;
+            let request = self.request(llm, &history, claimed)?;
             let response = tokio::select! {
                 r = llm.stream(&request, &on_text) => r,
-                () = self.router.stopped_since(stop_at_start) => return Ok(stopped()),
+                () = self.signals.stopped_since(stop_at_start) => return Ok(stopped()),
             };
             let response = match response {
                 Ok(r) => r,
@@ -156,10 +195,10 @@ impl Agent {
                 .append_to(&mut history, session, claimed.id, answer)?;
             let mut results = Vec::with_capacity(calls.len());
             for (id, name, input) in calls {
-                if self.router.stop_generation() != stop_at_start {
+                if self.signals.stop_generation() != stop_at_start {
                     return Ok(stopped());
                 }
-                results.push(self.run_tool(id, name, input).await);
+                results.push(self.run_tool(claimed, id, name, input).await);
             }
             let results = Message {
                 role: Role::User,
@@ -176,12 +215,14 @@ impl Agent {
     }
 
     /// Runs one tool call; failures become an error result for the model.
-    async fn run_tool(&self, id: String, name: String, input: Value) -> Block {
+    async fn run_tool(&self, claimed: &Claimed, id: String, name: String, input: Value) -> Block {
         let tools = Arc::clone(&self.tools);
         let tool = name.clone();
-        let caller = Caller::agent(MAIN_AGENT);
+        let caller = self.profile.caller();
+        let turn = self.turn_context(claimed);
         let outcome =
-            tokio::task::spawn_blocking(move || tools.call_as(&caller, &tool, input, 0)).await;
+            tokio::task::spawn_blocking(move || tools.call_in_turn(&caller, &turn, &tool, input))
+                .await;
         let (content, is_error) = match outcome {
             Ok(Ok(value)) => {
                 if name == ATTACH_FILE
@@ -207,14 +248,44 @@ impl Agent {
         self.attached.lock().unwrap_or_else(|p| p.into_inner())
     }
 
+    /// What a tool call made in this turn knows about it.
+    pub(super) fn turn_context(&self, claimed: &Claimed) -> TurnContext {
+        TurnContext {
+            agent: self.profile.id,
+            agent_name: self.profile.name.clone(),
+            inbox_id: claimed.id,
+            hops: claimed.hops,
+            channel: claimed.channel.clone(),
+            chat: claimed.chat.clone(),
+        }
+    }
+
     /// The request for the next model call.
-    fn request(&self, llm: &Llm, history: &History) -> rusqlite::Result<ChatRequest> {
-        let tools = self.tool_defs.current(&self.tools);
-        let memory = self.memory.facts()?;
+    fn request(
+        &self,
+        llm: &Llm,
+        history: &History,
+        claimed: &Claimed,
+    ) -> rusqlite::Result<ChatRequest> {
+        let scope = self.profile.scope();
+        let tools = self.tool_defs.current(&self.tools, &scope);
+        // Only the main agent sees the owner's memory.
+        let memory = if self.profile.is_main() {
+            Some(self.memory.facts()?)
+        } else {
+            None
+        };
+        let skills = self
+            .skills()
+            .into_iter()
+            .filter(|(name, _)| self.profile.is_main() || scope.allows(&format!("{name}.*")))
+            .collect();
         let system = system_prompt(&PromptParts {
             identity: &self.identity,
+            profile: &self.profile,
             owner: self.owner.as_deref(),
-            skills: self.skills(),
+            speaker: &claimed.speaker,
+            skills,
             memory,
             tools: &tools.index,
             summary: history.summary.as_deref(),

@@ -8,6 +8,7 @@
 mod chat;
 mod client;
 mod inventory;
+mod people;
 mod records;
 mod tool_call;
 
@@ -99,6 +100,20 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// List the contacts and the pairing codes waiting; approve a code.
+    Contacts {
+        #[command(subcommand)]
+        action: Option<ContactAction>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// List the agents: the main agent and its sub-agents.
+    Agents {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
@@ -114,6 +129,21 @@ enum ApprovalAction {
     Revoke {
         /// The grant's number, from `hearth approvals`.
         id: i64,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ContactAction {
+    /// Approve a pairing code a stranger got: they become a contact.
+    Approve {
+        /// The code, as the stranger was sent it.
+        code: String,
+        /// Their display name (default: the name their channel gives).
+        #[arg(long)]
+        name: Option<String>,
+        /// The agent that answers them (default: `[agent] contact_agent`).
+        #[arg(long)]
+        agent: Option<String>,
     },
 }
 
@@ -210,6 +240,23 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 }
                 None => records::approvals(&config, daemon.as_mut(), all, json),
             }
+        }
+        Command::Contacts { action, json } => {
+            let mut daemon = Daemon::find(&config.home)?;
+            match action {
+                Some(ContactAction::Approve { code, name, agent }) => people::approve(
+                    &config,
+                    daemon.as_mut(),
+                    &code,
+                    name.as_deref(),
+                    agent.as_deref(),
+                ),
+                None => people::list_contacts(&config, daemon.as_mut(), json),
+            }
+        }
+        Command::Agents { json } => {
+            let mut daemon = Daemon::find(&config.home)?;
+            people::list_agents(&config, daemon.as_mut(), json)
         }
         Command::Audit { tool, limit, json } => {
             let mut daemon = Daemon::find(&config.home)?;

@@ -88,6 +88,14 @@ pub struct AgentConfig {
     pub compact_after_chars: usize,
     /// How many recent messages stay verbatim after a compaction.
     pub keep_recent_messages: usize,
+    /// Agent-to-agent hops allowed per originating message, after which
+    /// `send_agent_message` is refused (a ping-pong guard).
+    pub max_agent_hops: u32,
+    /// The agent a contact approved by pairing code is answered by.
+    pub contact_agent: String,
+    /// Whether `send_message` to anyone but the owner asks the owner first
+    /// (in either mode).
+    pub ask_before_messaging_contacts: bool,
 }
 
 /// `[agent]` as written.
@@ -99,6 +107,9 @@ pub(super) struct RawAgent {
     compact_after_messages: Option<usize>,
     compact_after_chars: Option<usize>,
     keep_recent_messages: Option<usize>,
+    max_agent_hops: Option<u32>,
+    contact_agent: Option<String>,
+    ask_before_messaging_contacts: Option<bool>,
 }
 
 /// `[owner]`: the one person the agent works for.
@@ -112,6 +123,10 @@ pub struct OwnerConfig {
     /// control socket is always the owner.
     #[serde(default)]
     pub identities: BTreeMap<String, Vec<String>>,
+    /// The channel `send_message` reaches the owner on first (`telegram`);
+    /// without it, any running channel that knows the owner.
+    #[serde(default)]
+    pub notify: Option<String>,
 }
 
 pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (String, String)> {
@@ -157,7 +172,13 @@ pub(super) fn build_agent(raw: RawAgent, base: &Path) -> Result<AgentConfig, (St
         compact_after_messages: raw.compact_after_messages.unwrap_or(80),
         compact_after_chars: raw.compact_after_chars.unwrap_or(200_000),
         keep_recent_messages: raw.keep_recent_messages.unwrap_or(12),
+        max_agent_hops: raw.max_agent_hops.unwrap_or(8),
+        contact_agent: raw.contact_agent.unwrap_or_else(|| "main".into()),
+        ask_before_messaging_contacts: raw.ask_before_messaging_contacts.unwrap_or(true),
     };
+    if config.max_agent_hops == 0 || config.max_agent_hops > 64 {
+        return Err(("agent.max_agent_hops".into(), "must be 1 to 64".into()));
+    }
     if config.max_steps == 0 {
         return Err(("agent.max_steps".into(), "must be at least 1".into()));
     }

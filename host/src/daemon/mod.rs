@@ -10,6 +10,7 @@
 
 pub mod control;
 mod notify;
+mod runners;
 mod services;
 
 use std::path::PathBuf;

@@ -1,4 +1,4 @@
-//! The daemon's long-running services: the agent's runner, the outbox and
+//! The daemon's long-running services: the agents' runners, the outbox and
 //! the control socket. Started after the runtime, stopped before it.
 
 use std::path::PathBuf;
@@ -9,9 +9,11 @@ use tokio::net::UnixListener;
 use tokio::task::JoinHandle;
 
 use super::control::{self, Control};
-use crate::agent::Agent;
-use crate::agent::history::Conversations;
+use super::runners::Runners;
+use crate::agent::history::{Conversations, MAIN_AGENT};
+use crate::agent::profiles;
 use crate::agent::prompt::DEFAULT_IDENTITY;
+use crate::agent::{Agent, AgentBase};
 use crate::llm::Llm;
 use crate::plugins::PluginState;
 use crate::router::local::LocalHub;
@@ -22,6 +24,7 @@ use crate::store;
 /// The running services.
 pub struct Services {
     tasks: Vec<JoinHandle<()>>,
+    runners: Arc<Runners>,
     socket: PathBuf,
 }
 
@@ -70,8 +73,8 @@ impl Services {
         if short {
             tracing::warn!("the kernel floor is {floor}");
         }
-        let conversations = Conversations::new(store::open_connection(&db)?);
-        let agent = Arc::new(Agent {
+        let conversations = Arc::new(Conversations::new(store::open_connection(&db)?));
+        let base = AgentBase {
             conversations,
             memory: Arc::clone(&runtime.memory),
             llm,
@@ -91,10 +94,15 @@ impl Services {
                 .collect(),
             started,
             events: Arc::clone(&runtime.events),
-            attached: Default::default(),
-            tool_defs: Default::default(),
-        });
+        };
+        let main = runtime
+            .people
+            .read(|conn| profiles::get(conn, MAIN_AGENT))
+            .and_then(|p| p.ok_or(rusqlite::Error::QueryReturnedNoRows))
+            .map_err(store::StoreError::Sqlite)?;
+        let agent = Arc::new(Agent::new(&base, main));
         agent.announce(false);
+        let runners = Runners::new(base, Arc::clone(&runtime.people));
         let hub = Arc::new(LocalHub::default());
         let outbox = Arc::new(Outbox::new(
             store::open_connection(&db)?,
@@ -110,12 +118,17 @@ impl Services {
             tools: Arc::clone(&runtime.tools),
             db: db.clone(),
         });
+        runners.start(agent);
         let tasks = vec![
-            Arc::clone(&agent).spawn(),
+            tokio::spawn(Arc::clone(&runners).supervise()),
             tokio::spawn(outbox.run(Arc::clone(&runtime.router.outbox_wake))),
             tokio::spawn(control::serve(listener, control)),
         ];
-        Ok(Services { tasks, socket })
+        Ok(Services {
+            tasks,
+            runners,
+            socket,
+        })
     }
 
     /// Stops them. A turn cut short here is re-run after the next start.
@@ -123,6 +136,7 @@ impl Services {
         for task in self.tasks {
             task.abort();
         }
+        self.runners.stop();
         let _ = std::fs::remove_file(&self.socket);
     }
 }

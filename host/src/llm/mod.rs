@@ -44,6 +44,7 @@ pub struct Llm {
 }
 
 /// The key, kept out of `Debug` and logs.
+#[derive(Clone)]
 struct ApiKey(String);
 
 impl std::fmt::Debug for ApiKey {
@@ -129,6 +130,18 @@ impl Llm {
             config: config.clone(),
             key,
         })
+    }
+
+    /// The same client asking `model` first (a sub-agent's override); the
+    /// fallbacks stay.
+    pub fn with_model(&self, model: &str) -> Llm {
+        let mut config = self.config.clone();
+        config.model = model.to_owned();
+        Llm {
+            http: self.http.clone(),
+            config,
+            key: self.key.clone(),
+        }
     }
 
     /// The primary model's name.

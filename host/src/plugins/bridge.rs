@@ -24,8 +24,9 @@ use hearth_sdk::protocol::{
 
 use super::services;
 use crate::queue::{self, BoundedSender, SendTimeoutError};
+use crate::router::Admission;
 use crate::router::Router;
-use crate::router::inbox::{self, StoreJob, Stored};
+use crate::router::inbox::{self, Route, StoreJob, Stored};
 use crate::store::Cold;
 
 /// The largest submission accepted, in bytes. Attachments travel as files,
@@ -139,22 +140,23 @@ impl Bridge {
         if self.closed.load(Ordering::SeqCst) {
             return Err("the daemon is shutting down".into());
         }
-        let stored = inbox::insert(&self.local.lock(), &message)
+        let stored = inbox::insert(&self.local.lock(), &message, &Route::OWNER)
             .map_err(|e| format!("the message could not be stored: {e}"))?;
         if stored == Stored::New {
-            self.router.stored(&message);
+            self.router.stored(&message, Route::OWNER.agent_id);
         }
         Ok(())
     }
 
     /// Queues a message for the inbox writer and waits for the commit.
-    fn store(&self, message: InboundMessage) -> i32 {
+    fn store(&self, message: InboundMessage, route: Route) -> i32 {
         if self.closed.load(Ordering::SeqCst) {
             return status::CLOSED;
         }
         let (reply, answer) = bounded(1);
         let job = StoreJob {
             message: message.clone(),
+            route,
             reply,
         };
         match self.jobs.send_timeout(job, self.wait) {
@@ -164,7 +166,7 @@ impl Bridge {
         }
         match answer.recv_timeout(self.wait) {
             Ok(Ok(Stored::New)) => {
-                self.router.stored(&message);
+                self.router.stored(&message, route.agent_id);
                 status::OK
             }
             Ok(Ok(Stored::Duplicate)) => status::OK,
@@ -172,6 +174,17 @@ impl Bridge {
             // Still queued or committing: the plugin submits again later and
             // the idempotency key makes that harmless.
             Err(_) => status::BUSY,
+        }
+    }
+
+    /// Queues the one reply a stranger on a pairing channel gets: their
+    /// code, from the host (no model sees their message).
+    fn send_pairing_code(&self, message: &InboundMessage, code: &str) {
+        let chat = message.chat.as_deref().unwrap_or(&message.sender);
+        let text = crate::people::pairing::reply_text(code);
+        match crate::router::outbox::enqueue(&self.local.lock(), &message.channel, chat, &text) {
+            Ok(_) => self.router.outbox_wake.notify_one(),
+            Err(e) => tracing::error!("cannot queue a pairing code: {e}"),
         }
     }
 
@@ -291,10 +304,20 @@ impl PluginContext {
         }
         // A stranger's message is acknowledged (the channel may forget it)
         // and dropped: silence, not an error the sender could probe.
-        if !self.bridge.router.admits(&message, own_channel.as_ref()) {
+        let admission = self.bridge.router.admit(&message, own_channel.as_ref());
+        let Some(agent_id) = admission.agent_id() else {
+            if let Admission::Pair { code } = admission {
+                self.bridge.send_pairing_code(&message, &code);
+            }
             return status::OK;
-        }
-        self.bridge.store(message)
+        };
+        let route = Route {
+            agent_id,
+            contact_id: admission.contact_id(),
+            from_agent: None,
+            hops: 0,
+        };
+        self.bridge.store(message, route)
     }
 
     fn call(&self, service: &[u8], request: &[u8]) -> (i32, String) {
@@ -325,7 +348,7 @@ impl PluginContext {
                 // The inbox writer has its own connection: release ours first.
                 drop(conn);
                 return match notice {
-                    Ok(message) => match self.bridge.store(message) {
+                    Ok(message) => match self.bridge.store(message, Route::OWNER) {
                         status::OK => (status::OK, "{}".to_owned()),
                         code => (
                             code,

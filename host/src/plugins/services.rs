@@ -112,7 +112,7 @@ pub fn notice(conn: &Connection, plugin: &str, request: Value) -> Result<Inbound
     let last: Option<(String, String)> = conn
         .query_row(
             "SELECT channel, COALESCE(chat, sender) FROM inbox WHERE sender != ?1 \
-             ORDER BY id DESC LIMIT 1",
+             AND contact_id IS NULL AND source = 'channel' ORDER BY id DESC LIMIT 1",
             [NOTICE_SENDER],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )
@@ -126,6 +126,7 @@ pub fn notice(conn: &Connection, plugin: &str, request: Value) -> Result<Inbound
         chat: Some(chat),
         text: format!("[notice from plugin {plugin}] {}", notice.text),
         attachments: Vec::new(),
+        sender_name: None,
     })
 }
 
@@ -151,7 +152,7 @@ fn read_history(
     let mut messages = Vec::new();
     let mut inbox = conn.prepare_cached(
         "SELECT idempotency_key, text, received_at_ms, attachments FROM inbox \
-         WHERE channel = ?1 AND (chat = ?2 OR (chat IS NULL AND sender = ?2)) \
+         WHERE channel = ?1 AND (chat = ?2 OR (chat IS NULL AND sender = ?2)) AND source = 'channel' \
          ORDER BY id DESC LIMIT ?3",
     )?;
     let rows = inbox.query_map(params![channel, chat, limit], |r| {

@@ -23,11 +23,8 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use super::Caller;
 use crate::store::now_ms;
-
-/// Who asked for a tool call.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Caller(String);
 
 /// What the audit records about one call.
 pub struct Entry<'a> {
@@ -125,40 +122,6 @@ const SECRET_PREFIXES: [&str; 10] = [
 ];
 /// What a redacted value becomes.
 pub const REDACTED: &str = "[redacted]";
-
-impl Caller {
-    /// The agent with this id.
-    pub fn agent(id: i64) -> Caller {
-        Caller(format!("agent {id}"))
-    }
-
-    /// The owner, typing `/tool` on a channel.
-    pub fn owner(channel: &str) -> Caller {
-        Caller(format!("owner via {channel}"))
-    }
-
-    /// The owner's `hearth tool call`, run by the daemon through its
-    /// control socket.
-    pub fn owner_cli() -> Caller {
-        Caller::owner("cli")
-    }
-
-    /// Someone at this machine: `hearth tool call`, or a program that
-    /// embeds the runtime.
-    pub fn local() -> Caller {
-        Caller("local".into())
-    }
-
-    /// A Lua tool called on behalf of `self`.
-    pub fn through(&self, lua_tool: &str) -> Caller {
-        Caller(format!("{} > lua {lua_tool}", self.0))
-    }
-
-    /// As text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
 
 impl Audit {
     /// An audit writing on `conn`, scrubbing `secrets` from what it stores.

@@ -8,6 +8,7 @@
 //! - `paths`: where path arguments really lead;
 //! - `confirm`: the confirmation gate an "ask" waits at;
 //! - `grants`: "always allow this exact call";
+//! - `caller`: who asks, and the tools they may ask for;
 //! - `audit`: the record of every call.
 //!
 //! The rules, by mode:
@@ -34,6 +35,7 @@
 //! refuses a call whose floor it cannot apply.
 
 pub mod audit;
+mod caller;
 pub mod confirm;
 pub mod floor;
 pub mod grants;
@@ -47,7 +49,8 @@ use std::path::{Path, PathBuf};
 use hearth_sdk::protocol::{Floor, Risk, ToolSpec};
 use serde_json::Value;
 
-pub use audit::{Audit, Caller};
+pub use audit::Audit;
+pub use caller::{Caller, ToolScope};
 pub use confirm::{Board, ConfirmGate};
 pub use grants::Grants;
 pub use guards_file::{GuardsFile, GuardsFileError};
@@ -159,9 +162,23 @@ impl Policy {
     /// Rules on one call, asking the owner when the rules say so. Blocks
     /// while the owner decides: call it from a thread that may block.
     pub fn rule(&self, spec: &ToolSpec, args: &Value, fingerprint: &str) -> Ruling {
+        self.rule_asking(spec, args, fingerprint, None)
+    }
+
+    /// [`Policy::rule`], asking the owner in either mode when `ask` gives a
+    /// reason (a message to someone other than the owner, say): a grant
+    /// still answers for the owner.
+    pub fn rule_asking(
+        &self,
+        spec: &ToolSpec,
+        args: &Value,
+        fingerprint: &str,
+        ask: Option<String>,
+    ) -> Ruling {
         // A targeted argument of the wrong shape cannot be checked: ask.
         let read = Call::read(spec, args, &self.hearth_home, self.user_home.as_deref());
         let decision = match &read {
+            Ok(_) if ask.is_some() => Decision::Ask(ask.unwrap_or_default()),
             Ok(call) => match self.mode {
                 Mode::Development => self.development(spec, call),
                 Mode::Production => self.production(spec, call),

@@ -15,10 +15,35 @@ use rusqlite::Connection;
 /// The most messages committed in one transaction.
 const MAX_BATCH: usize = 512;
 
+/// Which agent takes a stored message, and who it is from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Route {
+    /// The agent that takes it.
+    pub agent_id: i64,
+    /// The contact it came from; `None` for the owner (or an agent).
+    pub contact_id: Option<i64>,
+    /// The agent that sent it, for a message between agents.
+    pub from_agent: Option<i64>,
+    /// How many agent-to-agent hops led to it.
+    pub hops: i64,
+}
+
+impl Route {
+    /// The owner's message, for the main agent.
+    pub const OWNER: Route = Route {
+        agent_id: crate::agent::history::MAIN_AGENT,
+        contact_id: None,
+        from_agent: None,
+        hops: 0,
+    };
+}
+
 /// One message to store, and where to send the outcome.
 pub struct StoreJob {
     /// The message.
     pub message: InboundMessage,
+    /// Where it goes.
+    pub route: Route,
     /// Receives the outcome once the transaction has committed (or failed).
     pub reply: Sender<Result<Stored, String>>,
 }
@@ -61,13 +86,15 @@ pub fn spawn_writer(
         })
 }
 
-/// Inserts one message; a known idempotency key changes nothing.
-pub fn insert(conn: &Connection, m: &InboundMessage) -> rusqlite::Result<Stored> {
+/// Inserts one message for `route`; a known idempotency key changes
+/// nothing.
+pub fn insert(conn: &Connection, m: &InboundMessage, route: &Route) -> rusqlite::Result<Stored> {
     let changed = conn
         .prepare_cached(
             "INSERT OR IGNORE INTO inbox \
-             (channel, idempotency_key, sender, chat, text, received_at_ms, attachments) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
+             (channel, idempotency_key, sender, chat, text, received_at_ms, attachments, \
+              agent_id, contact_id, source, from_agent_id, hops) \
+             VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
         )?
         .execute(rusqlite::params![
             m.channel,
@@ -77,6 +104,15 @@ pub fn insert(conn: &Connection, m: &InboundMessage) -> rusqlite::Result<Stored>
             m.text,
             crate::store::now_ms(),
             attachments_json(&m.attachments),
+            route.agent_id,
+            route.contact_id,
+            if route.from_agent.is_some() {
+                "agent"
+            } else {
+                "channel"
+            },
+            route.from_agent,
+            route.hops,
         ])?;
     Ok(if changed == 1 {
         Stored::New
@@ -116,7 +152,7 @@ fn insert_all(conn: &Connection, batch: &[StoreJob]) -> rusqlite::Result<Vec<Sto
     let tx = conn.unchecked_transaction()?;
     let outcomes = batch
         .iter()
-        .map(|job| insert(&tx, &job.message))
+        .map(|job| insert(&tx, &job.message, &job.route))
         .collect::<rusqlite::Result<Vec<_>>>()?;
     tx.commit()?;
     Ok(outcomes)

@@ -1,16 +1,18 @@
 //! The router: where inbound messages enter the daemon and replies leave it.
 //!
-//! - `gate`: who gets in. Only the owner's identities reach the agent;
-//!   everyone else is dropped before the inbox, silently, and logged at most
-//!   once per sender per hour.
+//! - `gate`: who gets in, and which agent answers: the owner (the main
+//!   agent), or a known contact inside the channel's allow-list (its
+//!   assigned agent); everyone else is dropped before the inbox, silently,
+//!   and logged at most once per sender per hour.
 //! - `inbox`: the writer thread that stores admitted messages.
 //! - `outbox`: replies, stored before they are sent, delivered with retries;
 //! - `local`: the control socket's connected clients (the local channel).
 //! - `events`: streamed text, status and confirmation requests for the
 //!   channels that show them.
 //!
-//! [`Router`] ties them to the agent: storing a message wakes the agent; a
-//! stored `/stop` also cancels the turn in progress.
+//! [`Router`] ties them to the agents: storing a message wakes the agent
+//! that takes it; a stored `/stop` also cancels that agent's turn in
+//! progress, and no other's.
 
 pub mod events;
 mod gate;
@@ -18,30 +20,31 @@ pub mod inbox;
 pub mod local;
 pub mod outbox;
 
-use std::sync::Arc;
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use hearth_sdk::protocol::{ChannelSpec, ConfirmationAnswer, InboundMessage};
 use tokio::sync::Notify;
 
-pub use gate::Gate;
+pub use gate::{Admission, Gate};
 
 use crate::policy::Board;
 
 /// The channel name of the local control socket.
 pub const LOCAL_CHANNEL: &str = "local";
 
-/// Wakes the agent and the outbox, and admits senders.
+/// Wakes the agents and the outbox, and admits senders.
 pub struct Router {
     gate: Gate,
-    /// Notified when a message is stored.
-    pub agent_wake: Arc<Notify>,
-    stop_turn: Notify,
-    stops: AtomicU64,
+    agents: Mutex<HashMap<i64, Arc<AgentSignals>>>,
     /// Notified when a reply is stored or a client connects.
     pub outbox_wake: Arc<Notify>,
     /// Where the owner's answers to confirmations go.
     pub confirmations: Arc<Board>,
+    /// Notified when an agent is created, changed or deleted: the runners
+    /// are brought in line with the table.
+    pub agents_changed: Notify,
 }
 
 impl Router {
@@ -49,18 +52,24 @@ impl Router {
     pub fn new(gate: Gate) -> Router {
         Router {
             gate,
-            agent_wake: Arc::new(Notify::new()),
-            stop_turn: Notify::new(),
-            stops: AtomicU64::new(0),
+            agents: Mutex::new(HashMap::new()),
             outbox_wake: Arc::new(Notify::new()),
             confirmations: Arc::new(Board::default()),
+            agents_changed: Notify::new(),
         }
     }
 
-    /// Whether `message` may enter; logs (rate-limited) when it may not.
-    /// `spec` is the description of the channel it came in on.
-    pub fn admits(&self, message: &InboundMessage, spec: Option<&ChannelSpec>) -> bool {
-        self.gate.admits(&message.channel, &message.sender, spec)
+    /// Whether `message` may enter, and for which agent; logs
+    /// (rate-limited) when it may not. `spec` is the description of the
+    /// channel it came in on.
+    pub fn admit(&self, message: &InboundMessage, spec: Option<&ChannelSpec>) -> Admission {
+        self.gate.admit(message, spec)
+    }
+
+    /// The wake-up and stop signals of agent `id`.
+    pub fn agent(&self, id: i64) -> Arc<AgentSignals> {
+        let mut agents = self.agents.lock().unwrap_or_else(|p| p.into_inner());
+        Arc::clone(agents.entry(id).or_default())
     }
 
     /// Hands an answer to a confirmation to the call waiting for it, if it
@@ -72,24 +81,36 @@ impl Router {
         answer: &ConfirmationAnswer,
         spec: Option<&ChannelSpec>,
     ) -> bool {
-        if !self.gate.admits(channel, &answer.sender, spec) {
+        if !self.gate.is_owner(channel, &answer.sender, spec) {
             return false;
         }
         self.confirmations
             .answer(&answer.id, answer.approve, answer.always, &answer.sender)
     }
 
-    /// Called once a message is stored.
-    pub fn stored(&self, message: &InboundMessage) {
+    /// Called once a message for agent `agent_id` is stored.
+    pub fn stored(&self, message: &InboundMessage, agent_id: i64) {
+        let agent = self.agent(agent_id);
         if message.text.trim() == "/stop" {
-            self.stops.fetch_add(1, Ordering::SeqCst);
-            self.stop_turn.notify_waiters();
+            agent.stops.fetch_add(1, Ordering::SeqCst);
+            agent.stop_turn.notify_waiters();
         }
-        self.agent_wake.notify_one();
+        agent.wake.notify_one();
     }
+}
 
-    /// A counter that moves on every `/stop`: a turn remembers it at the
-    /// start and stops when it has moved.
+/// One agent's signals: a message for it was stored; its turn should stop.
+#[derive(Default)]
+pub struct AgentSignals {
+    /// Notified when a message for the agent is stored.
+    pub wake: Notify,
+    stop_turn: Notify,
+    stops: AtomicU64,
+}
+
+impl AgentSignals {
+    /// A counter that moves on every `/stop` for this agent: a turn
+    /// remembers it at the start and stops when it has moved.
     pub fn stop_generation(&self) -> u64 {
         self.stops.load(Ordering::SeqCst)
     }

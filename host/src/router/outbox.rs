@@ -31,6 +31,19 @@ pub struct Outbox {
     local: Arc<LocalHub>,
 }
 
+/// Stores a message that answers no inbound message (a pairing code, or
+/// one the agent sends first) for delivery; returns its row id. The caller
+/// wakes the outbox.
+pub fn enqueue(conn: &Connection, channel: &str, chat: &str, text: &str) -> rusqlite::Result<i64> {
+    let now = now_ms();
+    conn.prepare_cached(
+        "INSERT INTO outbox (channel, chat, text, next_attempt_at_ms, created_at_ms) \
+         VALUES (?1, ?2, ?3, ?4, ?4)",
+    )?
+    .execute(params![channel, chat, text, now])?;
+    Ok(conn.last_insert_rowid())
+}
+
 struct Due {
     id: i64,
     channel: String,

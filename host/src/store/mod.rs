@@ -26,6 +26,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0004_confirmations.sql"),
     include_str!("migrations/0005_policy.sql"),
     include_str!("migrations/0006_outbox_files.sql"),
+    include_str!("migrations/0007_people.sql"),
 ];
 
 /// The database file name inside `$HEARTH_HOME`.

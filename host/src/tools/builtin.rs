@@ -5,14 +5,18 @@
 //! fix scripts, which the daemon validates before saving and loads at once.
 //! `remember`, `forget` and `recall` keep the agent's memory facts.
 //! `attach_file` puts a file on the turn's reply: the turn collects what it
-//! returns and the channel sends the file after the reply's text.
+//! returns and the channel sends the file after the reply's text. The tools
+//! about people and agents are in `people`.
 
 use std::sync::Arc;
 
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
+use super::{PeopleTools, TurnContext};
 use crate::agent::memory::Memory;
+use crate::agent::profiles::SEND_AGENT_MESSAGE;
+use crate::policy::Caller;
 use crate::scripting::{Scripts, describe_problem};
 
 /// What built-in tools work on.
@@ -22,6 +26,8 @@ pub struct BuiltinContext {
     pub scripts: Option<Arc<Scripts>>,
     /// The main agent's memory.
     pub memory: Option<Arc<Memory>>,
+    /// Contacts, messages and agents (a daemon's, not a one-shot command's).
+    pub people: Option<Arc<PeopleTools>>,
 }
 
 /// The built-in tools.
@@ -41,6 +47,14 @@ pub enum Builtin {
     Recall,
     /// Attach a file to the reply.
     AttachFile,
+    /// Contacts and their identities.
+    ManageContacts,
+    /// A message to the owner or a contact.
+    SendMessage,
+    /// Sub-agents.
+    ManageAgents,
+    /// A message to another agent.
+    SendAgentMessage,
 }
 
 /// The name of the tool whose results the turn collects as attachments.
@@ -50,7 +64,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 7] = [
+    pub const ALL: [Builtin; 11] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -58,6 +72,10 @@ impl Builtin {
         Builtin::Forget,
         Builtin::Recall,
         Builtin::AttachFile,
+        Builtin::ManageContacts,
+        Builtin::SendMessage,
+        Builtin::ManageAgents,
+        Builtin::SendAgentMessage,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -68,6 +86,18 @@ impl Builtin {
             }
             Builtin::Remember | Builtin::Forget | Builtin::Recall => context.memory.is_some(),
             Builtin::AttachFile => true,
+            Builtin::ManageContacts
+            | Builtin::SendMessage
+            | Builtin::ManageAgents
+            | Builtin::SendAgentMessage => context.people.is_some(),
+        }
+    }
+
+    /// Why this call should ask the owner whatever the mode, if it should.
+    pub fn asks(self, context: &BuiltinContext, args: &Value) -> Option<String> {
+        match (self, &context.people) {
+            (Builtin::SendMessage, Some(people)) => people.asks(args),
+            _ => None,
         }
     }
 
@@ -143,6 +173,77 @@ impl Builtin {
                 risk: Risk::Read,
                 targets: Default::default(),
             },
+            Builtin::ManageContacts => ToolSpec {
+                name: "manage_contacts".into(),
+                description: "Manages your owner's contacts: the people you may talk to besides the owner, which agent answers each, and their ids on each channel (only ids inside a channel's allow-list). Also approves pairing codes. Call with action \"help\" for the actions.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "action": { "type": "string", "enum": ["help", "list", "add", "update", "disable", "enable", "remove", "add_identity", "remove_identity", "approve"] },
+                        "name": { "type": "string", "maxLength": 80 },
+                        "new_name": { "type": "string", "maxLength": 80 },
+                        "agent": { "type": "string", "maxLength": 40 },
+                        "enabled": { "type": "boolean" },
+                        "channel": { "type": "string", "maxLength": 64 },
+                        "id": { "type": "string", "maxLength": 200 },
+                        "code": { "type": "string", "maxLength": 16 }
+                    },
+                    "required": ["action"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
+            Builtin::SendMessage => ToolSpec {
+                name: "send_message".into(),
+                description: "Sends a message now, unprompted: to \"owner\" (on the owner's preferred channel), or to a contact by display name. A message to a contact asks the owner first.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "to": { "type": "string", "minLength": 1, "maxLength": 80 },
+                        "text": { "type": "string", "minLength": 1, "maxLength": 4000 }
+                    },
+                    "required": ["to", "text"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
+            Builtin::ManageAgents => ToolSpec {
+                name: "manage_agents".into(),
+                description: "Creates, changes, lists and deletes sub-agents: named agents with their own instructions, tool whitelist and model, that answer contacts or other agents. Main agent only. Call with action \"help\" for the actions.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "action": { "type": "string", "enum": ["help", "list", "create", "update", "delete"] },
+                        "name": { "type": "string", "maxLength": 40 },
+                        "new_name": { "type": "string", "maxLength": 40 },
+                        "system_prompt": { "type": "string", "maxLength": 20000 },
+                        "allowed_tools": { "type": "array", "items": { "type": "string", "maxLength": 100 }, "maxItems": 200 },
+                        "model": { "type": ["string", "null"], "maxLength": 200 },
+                        "enabled": { "type": "boolean" }
+                    },
+                    "required": ["action"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
+            Builtin::SendAgentMessage => ToolSpec {
+                name: SEND_AGENT_MESSAGE.into(),
+                description: "Asks another agent, by name: the message goes to its inbox, and its answer comes back to this conversation as a new message.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "agent": { "type": "string", "minLength": 1, "maxLength": 40 },
+                        "text": { "type": "string", "minLength": 1, "maxLength": 20000 }
+                    },
+                    "required": ["agent", "text"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+                targets: Default::default(),
+            },
             Builtin::AttachFile => ToolSpec {
                 name: ATTACH_FILE.into(),
                 description: "Attaches a file from this machine to your reply: the owner gets it after the reply's text (on Telegram as a photo or a document). `path` is absolute; `name` is how it is shown (default: the file's name). At most 50 MB.".into(),
@@ -161,8 +262,21 @@ impl Builtin {
         }
     }
 
-    /// Runs it with validated `args`.
-    pub fn call(self, context: &BuiltinContext, args: &Value) -> Result<Value, String> {
+    /// Runs it with validated `args` for `caller`, in `turn` when the model
+    /// made the call.
+    pub fn call(
+        self,
+        context: &BuiltinContext,
+        caller: &Caller,
+        turn: Option<&TurnContext>,
+        args: &Value,
+    ) -> Result<Value, String> {
+        let people = || {
+            context
+                .people
+                .as_deref()
+                .ok_or("contacts and agents are served by the running daemon")
+        };
         let scripts = || context.scripts.as_deref().ok_or("scripts are not running");
         let memory = || {
             context
@@ -175,6 +289,10 @@ impl Builtin {
             Builtin::Forget => memory()?.forget(args["id"].as_i64().unwrap_or_default()),
             Builtin::Recall => memory()?.recall(args["query"].as_str()),
             Builtin::AttachFile => attach(args),
+            Builtin::ManageContacts => people()?.manage_contacts(args),
+            Builtin::SendMessage => people()?.send_message(args),
+            Builtin::ManageAgents => people()?.manage_agents(caller, args),
+            Builtin::SendAgentMessage => people()?.send_agent_message(turn, args),
             Builtin::ReadSkill => {
                 let name = args["name"].as_str().unwrap_or_default();
                 let catalog = scripts()?.catalog();

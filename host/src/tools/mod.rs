@@ -6,8 +6,12 @@
 //! validated against the schema before any provider sees them.
 
 mod builtin;
+mod people;
 mod registry;
 pub mod schema;
+mod turn_context;
 
 pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext};
+pub use people::PeopleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
+pub use turn_context::TurnContext;

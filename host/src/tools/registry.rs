@@ -11,7 +11,7 @@ use std::time::Instant;
 use hearth_sdk::protocol::{Floor, Risk, ToolCall, ToolSpec, method};
 use serde_json::Value;
 
-use super::{Builtin, BuiltinContext, schema};
+use super::{Builtin, BuiltinContext, TurnContext, schema};
 use crate::plugins::{ActivePlugin, InvokeError, PluginSet};
 use crate::policy::audit::Entry;
 use crate::policy::confirm::fingerprint;
@@ -158,6 +158,11 @@ impl ToolRegistry {
         (registry, warnings)
     }
 
+    /// The contact and agent tools' context, in a daemon.
+    pub fn people_tools(&self) -> Option<&Arc<super::PeopleTools>> {
+        self.builtins.people.as_ref()
+    }
+
     /// The script subsystem, when there is one.
     pub fn scripts(&self) -> Option<&Arc<Scripts>> {
         self.scripts.as_ref()
@@ -200,20 +205,46 @@ impl ToolRegistry {
         args: Value,
         depth: u32,
     ) -> Result<Value, ToolError> {
+        self.call_with(caller, None, name, args, depth)
+    }
+
+    /// [`ToolRegistry::call_as`] for a call the model made in a turn: the
+    /// built-ins that act for the agent (messages, other agents) read
+    /// `turn`.
+    pub fn call_in_turn(
+        &self,
+        caller: &Caller,
+        turn: &TurnContext,
+        name: &str,
+        args: Value,
+    ) -> Result<Value, ToolError> {
+        self.call_with(caller, Some(turn), name, args, 0)
+    }
+
+    fn call_with(
+        &self,
+        caller: &Caller,
+        turn: Option<&TurnContext>,
+        name: &str,
+        args: Value,
+        depth: u32,
+    ) -> Result<Value, ToolError> {
         let started = Instant::now();
         if let Some(tool) = self.tools.get(name) {
-            return self.guarded(caller, &tool.spec, args, started, |args, floor| {
+            let ask = match &tool.provider {
+                Provider::Builtin(builtin) => builtin.asks(&self.builtins, &args),
+                Provider::Plugin(_) => None,
+            };
+            return self.guarded(caller, &tool.spec, args, ask, started, |args, floor| {
                 match &tool.provider {
                     Provider::Plugin(plugin) => call_plugin(plugin, name, args, floor),
                     // A built-in has no command target, so no floor.
-                    Provider::Builtin(builtin) => {
-                        builtin
-                            .call(&self.builtins, &args)
-                            .map_err(|message| ToolError::Builtin {
-                                tool: name.to_owned(),
-                                message,
-                            })
-                    }
+                    Provider::Builtin(builtin) => builtin
+                        .call(&self.builtins, caller, turn, &args)
+                        .map_err(|message| ToolError::Builtin {
+                            tool: name.to_owned(),
+                            message,
+                        }),
                 }
             });
         }
@@ -223,7 +254,7 @@ impl ToolRegistry {
             (Some(scripts), Some(tool)) => {
                 // A Lua tool has no targets, so no floor; the tools it
                 // calls through `hearth.tool` are ruled on one by one.
-                self.guarded(caller, &tool.spec, args, started, |args, _| {
+                self.guarded(caller, &tool.spec, args, None, started, |args, _| {
                     scripts
                         .call(&tool, args, depth, caller, self)
                         .map_err(|failure| ToolError::Script {
@@ -239,12 +270,14 @@ impl ToolRegistry {
         }
     }
 
-    /// Validates, rules, runs `run` if the ruling allows, and audits.
+    /// Validates, rules, runs `run` if the ruling allows, and audits. `ask`
+    /// makes the policy ask whatever the mode, for the reason it gives.
     fn guarded(
         &self,
         caller: &Caller,
         spec: &ToolSpec,
         args: Value,
+        ask: Option<String>,
         started: Instant,
         run: impl FnOnce(Value, Option<Floor>) -> Result<Value, ToolError>,
     ) -> Result<Value, ToolError> {
@@ -257,8 +290,24 @@ impl ToolRegistry {
                 },
                 Err(invalid),
             ),
+            // A scoped caller (a sub-agent, a worker, Lua inside their
+            // calls) reaches only its tools, whatever the policy says.
+            Ok(()) if !caller.may_use(&spec.name) => {
+                let why = format!(
+                    "{} is not among the tools this agent may use; the owner sets them with manage_agents",
+                    spec.name
+                );
+                (
+                    Ruling {
+                        decision: "deny",
+                        reason: Some(why.clone()),
+                        ..Ruling::default()
+                    },
+                    Err(ToolError::Refused(why)),
+                )
+            }
             Ok(()) => {
-                let ruling = self.rule(spec, &args, &fingerprint);
+                let ruling = self.rule(spec, &args, &fingerprint, ask);
                 let result = match &ruling.refusal {
                     Some(why) => Err(ToolError::Refused(why.clone())),
                     None => run(args.clone(), ruling.floor.clone()),
@@ -312,13 +361,21 @@ impl ToolRegistry {
 
     /// Asks the policy; without one (a registry built for listing only),
     /// anything beyond reading and writing is refused.
-    fn rule(&self, spec: &ToolSpec, args: &Value, fingerprint: &str) -> Ruling {
+    fn rule(
+        &self,
+        spec: &ToolSpec,
+        args: &Value,
+        fingerprint: &str,
+        ask: Option<String>,
+    ) -> Ruling {
         match &self.policy {
-            Some(policy) => policy.rule(spec, args, fingerprint),
-            None if spec.risk == Risk::Read || spec.risk == Risk::Write => Ruling {
-                decision: "allow",
-                ..Ruling::default()
-            },
+            Some(policy) => policy.rule_asking(spec, args, fingerprint, ask),
+            None if ask.is_none() && (spec.risk == Risk::Read || spec.risk == Risk::Write) => {
+                Ruling {
+                    decision: "allow",
+                    ..Ruling::default()
+                }
+            }
             None => Ruling {
                 decision: "ask",
                 refusal: Some(format!(

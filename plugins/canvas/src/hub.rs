@@ -261,6 +261,7 @@ impl Hub {
             chat: Some(CHAT.into()),
             text: text.to_owned(),
             attachments: attachments.clone(),
+            sender_name: None,
         };
         submit_until_taken(&self.host, &Submission::Message(message))?;
         self.broadcast(&json!({

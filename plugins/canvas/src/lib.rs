@@ -141,7 +141,7 @@ impl Plugin for Canvas {
                 name: hub::CHANNEL.into(),
                 events: true,
                 authenticates_owner: true,
-                owners: Vec::new(),
+                ..ChannelSpec::default()
             }),
         }
     }

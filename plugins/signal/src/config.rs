@@ -8,6 +8,7 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
+use hearth_sdk::protocol::UnknownSender;
 use serde_json::{Map, Value};
 
 /// The settings of a configured Signal channel.
@@ -30,6 +31,9 @@ pub struct Settings {
     /// Where attachments are saved; `None`: `$HEARTH_HOME/attachments/signal`.
     /// A relative path is taken relative to `$HEARTH_HOME`.
     pub attachment_dir: Option<PathBuf>,
+    /// What an allowed number that is neither the owner nor a contact
+    /// gets: silence, or a pairing code.
+    pub unknown_sender: UnknownSender,
 }
 
 /// Why the config table was refused.
@@ -137,6 +141,11 @@ pub fn parse(config: &Value) -> Result<Option<Settings>, ConfigError> {
         request_timeout: Duration::from_secs(request),
         max_attachment_bytes,
         attachment_dir,
+        unknown_sender: match table.get("unknown_sender") {
+            None => UnknownSender::Silent,
+            Some(value) => UnknownSender::parse(value)
+                .map_err(|e| invalid("unknown_sender", e.trim_start_matches("unknown_sender: ")))?,
+        },
     }))
 }
 
@@ -156,6 +165,7 @@ const KNOWN_KEYS: &[&str] = &[
     "account",
     "allowed_numbers",
     "groups",
+    "unknown_sender",
     "keepalive_timeout_s",
     "request_timeout_s",
     "max_attachment_bytes",

@@ -167,6 +167,7 @@ fn envelope_in(core: &Core, envelope: &Value) {
         chat: Some(chat.clone()),
         text,
         attachments: saved.files,
+        sender_name: None,
     });
     if submit(core, &message, &key) {
         core.set_last_chat(chat);

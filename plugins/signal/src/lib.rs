@@ -218,8 +218,11 @@ impl Plugin for Signal {
             channel: Some(ChannelSpec {
                 name: CHANNEL.into(),
                 events: true,
-                authenticates_owner: false,
                 owners: running.core.settings.allowed_numbers.clone(),
+                allowed: running.core.settings.allowed_numbers.clone(),
+                allowed_key: Some("plugins.signal.allowed_numbers".into()),
+                unknown_sender: running.core.settings.unknown_sender,
+                ..ChannelSpec::default()
             }),
         }
     }

@@ -195,6 +195,7 @@ impl Shared {
             chat: Some(incoming.chat.to_string()),
             text,
             attachments,
+            sender_name: incoming.from_name,
         }
     }
 

@@ -6,6 +6,7 @@
 //! all means it is wanted, and then a missing token or a malformed id stops
 //! the start with the key at fault.
 
+use hearth_sdk::protocol::UnknownSender;
 use std::net::SocketAddr;
 use std::time::Duration;
 
@@ -33,6 +34,7 @@ const KEYS: &[&str] = &[
     "max_file_bytes",
     "pace_chat_ms",
     "pace_global_per_s",
+    "unknown_sender",
 ];
 
 /// The settings of a configured Telegram channel.
@@ -56,6 +58,9 @@ pub struct Settings {
     pub pace_chat: Duration,
     /// The most messages sent per second, over all chats.
     pub pace_global_per_s: u32,
+    /// What a sender in an allowed chat who is neither the owner nor a
+    /// contact gets: silence, or a pairing code.
+    pub unknown_sender: UnknownSender,
 }
 
 /// How updates arrive.
@@ -157,6 +162,12 @@ pub fn parse(
             .unwrap_or(DEFAULT_MAX_FILE_BYTES),
         pace_chat: Duration::from_millis(number(table, "pace_chat_ms", 0, 60_000)?.unwrap_or(1000)),
         pace_global_per_s: number(table, "pace_global_per_s", 1, 1000)?.unwrap_or(30) as u32,
+        unknown_sender: match table.get("unknown_sender") {
+            None => UnknownSender::Silent,
+            Some(value) => {
+                UnknownSender::parse(value).map_err(|e| format!("[plugins.telegram] {e}"))?
+            }
+        },
     }))
 }
 

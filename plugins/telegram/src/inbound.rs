@@ -60,6 +60,8 @@ pub struct Incoming {
     pub chat: i64,
     /// The sender's user id.
     pub from: i64,
+    /// The sender's first name, as Telegram shows it.
+    pub from_name: Option<String>,
     /// The text or caption, with a quote of the message it replies to.
     pub text: String,
     /// Files to download.
@@ -94,15 +96,11 @@ impl Gate {
         if !self.allowed.contains(&chat) {
             return Action::Stranger { sender: from, chat };
         }
-        if !private {
-            // In a group the chat is allowed, but only the owner speaks for
-            // it, and only to the bot.
-            if !self.is_owner(from) {
-                return Action::Stranger { sender: from, chat };
-            }
-            if !self.addressed(message) {
-                return Action::Ignore;
-            }
+        // In an allowed group, only messages to the bot count; the host's
+        // gates decide whether their sender (the owner, a contact, or a
+        // stranger) gets in.
+        if !private && !self.addressed(message) {
+            return Action::Ignore;
         }
         let mut text = message["text"]
             .as_str()
@@ -127,6 +125,9 @@ impl Gate {
             update_id: update["update_id"].as_i64().unwrap_or(0),
             chat,
             from,
+            from_name: message["from"]["first_name"]
+                .as_str()
+                .map(|n| n.chars().take(80).collect()),
             text,
             files,
         })
@@ -265,7 +266,7 @@ mod tests {
     }
 
     #[test]
-    fn the_gate_lets_only_the_owner_through() {
+    fn the_gate_lets_only_allowed_chats_through() {
         let g = gate();
         let cases = [
             (
@@ -286,9 +287,11 @@ mod tests {
                 message(GROUP, "supergroup", OWNER, json!({"text": "chatting"})),
                 None,
             ),
+            // Someone else in an allowed group, to the bot: passed on, for
+            // the host's gates to admit (a contact) or drop (a stranger).
             (
                 message(GROUP, "supergroup", 8, json!({"text": "@hearthbot rm"})),
-                None,
+                Some("rm"),
             ),
             (
                 message(-5, "group", OWNER, json!({"text": "@hearthbot hi"})),

@@ -112,8 +112,17 @@ impl Plugin for Telegram {
             channel: self.running.as_ref().map(|r| ChannelSpec {
                 name: CHANNEL.into(),
                 events: true,
-                authenticates_owner: false,
                 owners: r.owners.clone(),
+                allowed: r
+                    .shared
+                    .settings
+                    .allowed_chat_ids
+                    .iter()
+                    .map(i64::to_string)
+                    .collect(),
+                allowed_key: Some("plugins.telegram.allowed_chat_ids".into()),
+                unknown_sender: r.shared.settings.unknown_sender,
+                ..ChannelSpec::default()
             }),
         }
     }

@@ -31,7 +31,7 @@ use protocol::{Code, error};
 
 use crate::agent::Agent;
 use crate::plugins::{Bridge, PluginSet};
-use crate::policy::{audit, grants};
+use crate::policy::{Caller, audit, grants};
 use crate::router::LOCAL_CHANNEL;
 use crate::router::local::LocalHub;
 use crate::router::outbox::Outbox;
@@ -238,9 +238,38 @@ async fn handle(
         "tool_call" => tool_call::start(&control.tools, request, &session.in_flight, tx),
         "withdraw" => tool_call::withdraw(&session.in_flight),
         "approvals" | "revoke" | "audit" => Some(records(control, op, request).await),
+        "contacts" | "agents" => Some(people(control, op, request)),
         other => Some(protocol::unknown(other)),
     };
     (answer, false)
+}
+
+/// `contacts` (`list`, `approve`) and `agents`: the owner at the terminal,
+/// through the same code as the agent's tools (no approval asked: the
+/// owner is the one asking).
+fn people(control: &Control, op: &str, request: &Value) -> Value {
+    let Some(people) = control.tools.people_tools() else {
+        return error(Code::Store, "this daemon serves no contacts");
+    };
+    let result = match op {
+        "agents" => people.manage_agents(&Caller::owner_cli(), &json!({ "action": "list" })),
+        _ => match request["action"].as_str() {
+            Some(action @ ("list" | "approve")) => {
+                let mut args = request.clone();
+                if let Some(object) = args.as_object_mut() {
+                    object.remove("op");
+                    object.retain(|_, v| !v.is_null());
+                    object.insert("action".into(), action.into());
+                }
+                people.manage_contacts(&args)
+            }
+            _ => Err("`contacts` needs `action`: \"list\" or \"approve\"".into()),
+        },
+    };
+    match result {
+        Ok(result) => json!({ "op": op, "result": result }),
+        Err(message) => error(Code::Tool, &message),
+    }
 }
 
 /// The requests of protocol 1: chat, subscribe, status.
@@ -268,6 +297,7 @@ fn v1(control: &Control, op: &str, request: &Value, tx: &mpsc::Sender<Value>) ->
                 chat: Some(chat.to_owned()),
                 text: text.to_owned(),
                 attachments: Vec::new(),
+                sender_name: None,
             };
             // One insert on the local connection, well under a millisecond:
             // done in place, it saves a hop to the blocking pool.

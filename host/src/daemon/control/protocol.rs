@@ -16,7 +16,7 @@ pub const VERSION: u64 = 2;
 pub const V1_OPS: [&str; 3] = ["chat", "subscribe", "status"];
 
 /// Every request this version serves, for the unknown-request error.
-pub const OPS: [&str; 11] = [
+pub const OPS: [&str; 13] = [
     "hello",
     "chat",
     "subscribe",
@@ -28,6 +28,8 @@ pub const OPS: [&str; 11] = [
     "approvals",
     "revoke",
     "audit",
+    "contacts",
+    "agents",
 ];
 
 /// What went wrong with a request, as the `code` of an `error` answer.

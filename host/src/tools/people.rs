@@ -1,0 +1,391 @@
+//! The built-in tools about people and agents: `manage_contacts`,
+//! `send_message`, `manage_agents` and `send_agent_message`.
+//!
+//! They check what the tables cannot: an identity must lie inside its
+//! channel's allow-list (the hard gate, which only the owner's config
+//! widens); a message goes only to an enabled contact on a running channel,
+//! through the outbox; only the main agent (or the owner) changes the
+//! agents; agents pass messages at most `max_agent_hops` times per message
+//! from a person.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use hearth_sdk::protocol::{ChannelSpec, OWNER_SENDER};
+use serde_json::{Value, json};
+
+use super::TurnContext;
+use crate::agent::history::{AgentMessage, MAIN_AGENT, send_to_agent};
+use crate::agent::profiles::{self, Draft};
+use crate::config::OwnerConfig;
+use crate::people::contacts::{self, Changes, OWNER};
+use crate::people::{People, pairing};
+use crate::policy::Caller;
+use crate::router::Router;
+use crate::router::outbox;
+
+/// What these tools work with.
+pub struct PeopleTools {
+    /// The contacts.
+    pub people: Arc<People>,
+    /// Wakes agents and the outbox.
+    pub router: Arc<Router>,
+    /// Each running channel's description, by channel name.
+    pub channels: BTreeMap<String, ChannelSpec>,
+    /// `[owner]`.
+    pub owner: OwnerConfig,
+    /// `[agent] max_agent_hops`.
+    pub max_hops: u32,
+    /// `[agent] ask_before_messaging_contacts`.
+    pub ask_before_messaging: bool,
+}
+
+/// `manage_contacts`' help.
+const CONTACTS_HELP: &str = "manage_contacts actions:
+- list: every contact, their agent and ids, and pairing codes waiting for approval
+- add {name, agent?}: a new contact (agent: the agent that answers them)
+- update {name, new_name?, agent?, enabled?}
+- disable {name} / enable {name}
+- remove {name}
+- add_identity {name, channel, id}: the id must be in that channel's allow-list
+- remove_identity {name, channel, id}
+- approve {code, name?, agent?}: approve a pairing code a stranger got";
+
+/// `manage_agents`' help.
+const AGENTS_HELP: &str = "manage_agents actions (main agent only):
+- list: every agent with its tools and model
+- create {name, system_prompt, allowed_tools, model?}: a sub-agent; allowed_tools names tools (a Lua skill's tools as skill.*)
+- update {name, new_name?, system_prompt?, allowed_tools?, model?, enabled?}
+- delete {name}";
+
+impl PeopleTools {
+    /// `manage_contacts`.
+    pub fn manage_contacts(&self, args: &Value) -> Result<Value, String> {
+        let action = args["action"].as_str().unwrap_or_default();
+        let name = || field(args, "name");
+        let agent = |key| -> Result<Option<i64>, String> {
+            match args.get(key).and_then(Value::as_str) {
+                None => Ok(None),
+                Some(agent) => self
+                    .people
+                    .read(|conn| profiles::id_of(conn, agent))
+                    .map(Some)
+                    .map_err(|e| format!("field `{key}`: {e}")),
+            }
+        };
+        let done = |what: String| Ok(json!({ "ok": true, "done": what }));
+        match action {
+            "help" => Ok(json!({ "help": CONTACTS_HELP })),
+            "list" => {
+                let (contacts, codes) = self
+                    .people
+                    .read(|conn| {
+                        Ok::<_, rusqlite::Error>((contacts::list(conn)?, pairing::pending(conn)?))
+                    })
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({ "contacts": contacts, "pairing_codes": codes }))
+            }
+            "add" => {
+                let name = name()?;
+                let agent = agent("agent")?;
+                self.people
+                    .change(|conn| contacts::add(conn, name, agent))
+                    .map_err(|e| e.to_string())?;
+                done(format!("added {name}"))
+            }
+            "update" | "disable" | "enable" => {
+                let name = name()?;
+                let changes = Changes {
+                    name: args["new_name"].as_str().map(str::to_owned),
+                    agent: agent("agent")?.map(Some),
+                    enabled: match action {
+                        "disable" => Some(false),
+                        "enable" => Some(true),
+                        _ => args["enabled"].as_bool(),
+                    },
+                };
+                self.people
+                    .change(|conn| contacts::update(conn, name, &changes))
+                    .map_err(|e| e.to_string())?;
+                done(format!("{action}d {name}"))
+            }
+            "remove" => {
+                let name = name()?;
+                self.people
+                    .change(|conn| contacts::remove(conn, name))
+                    .map_err(|e| e.to_string())?;
+                done(format!("removed {name}"))
+            }
+            "add_identity" | "remove_identity" => {
+                let (name, channel, id) = (name()?, field(args, "channel")?, field(args, "id")?);
+                if action == "add_identity" {
+                    self.inside_hard_gate(channel, id)?;
+                    self.people
+                        .change(|conn| contacts::add_identity(conn, name, channel, id))
+                        .map_err(|e| e.to_string())?;
+                } else {
+                    self.people
+                        .change(|conn| contacts::remove_identity(conn, name, channel, id))
+                        .map_err(|e| e.to_string())?;
+                }
+                done(format!("{action} {channel} {id} for {name}"))
+            }
+            "approve" => {
+                let code = field(args, "code")?;
+                let agent = match agent("agent")? {
+                    Some(agent) => Some(agent),
+                    None => Some(MAIN_AGENT),
+                };
+                let name = self
+                    .people
+                    .change(|conn| pairing::approve(conn, code, args["name"].as_str(), agent))
+                    .map_err(|e| e.to_string())?;
+                done(format!("{name} is a contact now"))
+            }
+            other => Err(format!(
+                "field `action`: unknown action {other:?}; try \"help\""
+            )),
+        }
+    }
+
+    /// `send_message`: to the owner, or to a contact by display name.
+    pub fn send_message(&self, args: &Value) -> Result<Value, String> {
+        let to = field(args, "to")?;
+        let text = field(args, "text")?;
+        let (channel, chat) = if to.eq_ignore_ascii_case(OWNER) {
+            self.owner_address()?
+        } else {
+            self.contact_address(to)?
+        };
+        let id = self
+            .people
+            .read(|conn| outbox::enqueue(conn, &channel, &chat, text))
+            .map_err(|e| format!("the message could not be stored: {e}"))?;
+        self.router.outbox_wake.notify_one();
+        Ok(json!({ "ok": true, "queued": id, "channel": channel }))
+    }
+
+    /// Why `send_message` with `args` should ask the owner, if it should.
+    pub fn asks(&self, args: &Value) -> Option<String> {
+        let to = args["to"].as_str()?;
+        (self.ask_before_messaging && !to.eq_ignore_ascii_case(OWNER))
+            .then(|| format!("a message to {to}, who is not you, in your name"))
+    }
+
+    /// `manage_agents`: the main agent's, or the owner's.
+    pub fn manage_agents(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+        if caller.agent_id().is_some_and(|id| id != MAIN_AGENT) {
+            return Err(
+                "only the main agent manages agents; a sub-agent cannot change any agent".into(),
+            );
+        }
+        let action = args["action"].as_str().unwrap_or_default();
+        let draft = || -> Result<Draft, String> {
+            Ok(Draft {
+                name: args["new_name"].as_str().map(str::to_owned),
+                system_prompt: args["system_prompt"].as_str().map(str::to_owned),
+                allowed_tools: match args.get("allowed_tools") {
+                    None => None,
+                    Some(list) => Some(
+                        serde_json::from_value(list.clone())
+                            .map_err(|_| "field `allowed_tools`: expected a list of tool names")?,
+                    ),
+                },
+                model: args.get("model").map(|m| m.as_str().map(str::to_owned)),
+                enabled: args["enabled"].as_bool(),
+            })
+        };
+        let changed = |what: String| {
+            self.router.agents_changed.notify_one();
+            Ok(json!({ "ok": true, "done": what }))
+        };
+        match action {
+            "help" => Ok(json!({ "help": AGENTS_HELP })),
+            "list" => {
+                let agents = self
+                    .people
+                    .read(profiles::list)
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({ "agents": agents }))
+            }
+            "create" => {
+                let name = field(args, "name")?;
+                let mut draft = draft()?;
+                draft.name = Some(name.to_owned());
+                if draft.allowed_tools.is_none() {
+                    return Err(
+                        "field `allowed_tools`: required to create an agent (a list, may be empty)"
+                            .into(),
+                    );
+                }
+                self.people
+                    .read(|conn| profiles::create(conn, &draft))
+                    .map_err(|e| e.to_string())?;
+                changed(format!("created {name}"))
+            }
+            "update" => {
+                let name = field(args, "name")?;
+                self.people.read(|conn| {
+                    profiles::update(conn, name, &draft()?).map_err(|e| e.to_string())
+                })?;
+                changed(format!("updated {name}"))
+            }
+            "delete" => {
+                let name = field(args, "name")?;
+                self.people
+                    .change(|conn| profiles::delete(conn, name))
+                    .map_err(|e| e.to_string())?;
+                changed(format!("deleted {name}"))
+            }
+            other => Err(format!(
+                "field `action`: unknown action {other:?}; try \"help\""
+            )),
+        }
+    }
+
+    /// `send_agent_message`: leaves a message in another agent's inbox;
+    /// its answer comes back to this conversation the same way.
+    pub fn send_agent_message(
+        &self,
+        turn: Option<&TurnContext>,
+        args: &Value,
+    ) -> Result<Value, String> {
+        let turn = turn.ok_or("send_agent_message works only inside an agent's turn")?;
+        let target = field(args, "agent")?;
+        let text = field(args, "text")?;
+        let hops = turn.hops + 1;
+        if hops > i64::from(self.max_hops) {
+            return Err(format!(
+                "refused: agents have passed messages {} times since the person's message, the limit is {} \
+                 ([agent] max_agent_hops); answer without asking another agent",
+                turn.hops, self.max_hops
+            ));
+        }
+        let to = self
+            .people
+            .read(|conn| profiles::id_of(conn, target))
+            .map_err(|e| format!("field `agent`: {e}"))?;
+        if to == turn.agent {
+            return Err("field `agent`: that is you".into());
+        }
+        let enabled = self
+            .people
+            .read(|conn| profiles::get(conn, to))
+            .map_err(|e| e.to_string())?
+            .is_some_and(|p| p.enabled);
+        if !enabled {
+            return Err(format!("field `agent`: {target} is disabled"));
+        }
+        let key = format!(
+            "agent:{}:{}",
+            turn.inbox_id,
+            crate::policy::confirm::fingerprint(target, &json!(text))
+        );
+        let message = AgentMessage {
+            to,
+            from: (turn.agent, &turn.agent_name),
+            source: "agent",
+            text,
+            hops,
+            origin: (&turn.channel, &turn.chat),
+            key,
+        };
+        self.people
+            .read(|conn| send_to_agent(conn, &message))
+            .map_err(|e| format!("the message could not be stored: {e}"))?;
+        self.router.agent(to).wake.notify_one();
+        Ok(json!({
+            "ok": true,
+            "sent_to": target,
+            "note": "its answer comes back to this conversation as a new message"
+        }))
+    }
+
+    /// Refuses an id outside `channel`'s allow-list, naming the key that
+    /// widens it.
+    fn inside_hard_gate(&self, channel: &str, id: &str) -> Result<(), String> {
+        let spec = self.channels.get(channel).ok_or_else(|| {
+            let running: Vec<&str> = self.channels.keys().map(String::as_str).collect();
+            format!(
+                "field `channel`: no running channel {channel:?} (running: {})",
+                running.join(", ")
+            )
+        })?;
+        if spec.allowed.iter().any(|a| a == id) {
+            return Ok(());
+        }
+        Err(format!(
+            "refused by the hard gate: {channel} id {id:?} is not in {}; only the owner can add it there, in hearth.toml",
+            spec.allowed_key
+                .as_deref()
+                .unwrap_or("the channel's allow-list")
+        ))
+    }
+
+    /// Where the owner is reached: `[owner] notify` first, then any running
+    /// channel that knows the owner.
+    fn owner_address(&self) -> Result<(String, String), String> {
+        let address = |channel: &str| -> Option<(String, String)> {
+            let spec = self.channels.get(channel)?;
+            let id = self
+                .owner
+                .identities
+                .get(channel)
+                .and_then(|ids| ids.first())
+                .or_else(|| spec.owners.first())
+                .cloned()
+                .or_else(|| spec.authenticates_owner.then(|| OWNER_SENDER.to_owned()))?;
+            Some((channel.to_owned(), id))
+        };
+        self.owner
+            .notify
+            .as_deref()
+            .and_then(address)
+            .or_else(|| self.channels.keys().find_map(|c| address(c)))
+            .ok_or_else(|| {
+                "no running channel knows the owner: set [owner.identities] and [owner] notify"
+                    .into()
+            })
+    }
+
+    /// Where a contact is reached: their first id on a running channel,
+    /// inside its allow-list.
+    fn contact_address(&self, name: &str) -> Result<(String, String), String> {
+        let contact = self
+            .people
+            .read(contacts::list)
+            .map_err(|e| e.to_string())?
+            .into_iter()
+            .find(|c| c.name.eq_ignore_ascii_case(name.trim()))
+            .ok_or_else(|| {
+                format!("refused by the soft gate: no contact named {name:?}; manage_contacts lists them")
+            })?;
+        if !contact.enabled {
+            return Err(format!(
+                "refused by the soft gate: {} is disabled; manage_contacts enables them",
+                contact.name
+            ));
+        }
+        let mut outside = None;
+        for identity in &contact.identities {
+            match self.inside_hard_gate(&identity.channel, &identity.id) {
+                Ok(()) => return Ok((identity.channel.clone(), identity.id.clone())),
+                Err(why) => outside = Some(why),
+            }
+        }
+        Err(outside.unwrap_or_else(|| {
+            format!(
+                "{} has no id on a running channel; add one with manage_contacts add_identity",
+                contact.name
+            )
+        }))
+    }
+}
+
+/// A required string field, named in the error when missing.
+fn field<'a>(args: &'a Value, key: &str) -> Result<&'a str, String> {
+    match args.get(key).and_then(Value::as_str).map(str::trim) {
+        Some(value) if !value.is_empty() => Ok(value),
+        _ => Err(format!("field `{key}`: required, a non-empty string")),
+    }
+}
