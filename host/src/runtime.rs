@@ -177,6 +177,7 @@ impl Runtime {
                     owner: config.owner.clone(),
                     max_hops: config.agent.max_agent_hops,
                     ask_before_messaging: config.agent.ask_before_messaging_contacts,
+                    contact_agent: config.agent.contact_agent.clone(),
                 })
             }),
         };

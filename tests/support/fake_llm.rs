@@ -51,6 +51,9 @@ struct Shared {
 #[derive(Default)]
 struct State {
     script: VecDeque<Reply>,
+    /// Replies for requests whose system prompt contains a marker, taken
+    /// before the script: several agents asking at once each get theirs.
+    routed: Vec<(String, Reply)>,
     requests: Vec<Recorded>,
     /// How many times `release` was called; a parked request waits for it to
     /// move past the value it saw when it parked.
@@ -165,6 +168,12 @@ impl FakeLlm {
         self.shared.lock().script.push_back(reply);
     }
 
+    /// Queues a reply for the next request whose system prompt contains
+    /// `marker` (an agent's name, say), ahead of the plain script.
+    pub fn push_for(&self, marker: &str, reply: Reply) {
+        self.shared.lock().routed.push((marker.to_owned(), reply));
+    }
+
     /// When each answer was completely written, in order.
     pub fn answered(&self) -> Vec<Instant> {
         self.shared.lock().answered.clone()
@@ -241,7 +250,14 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             );
         let (reply, releases) = {
             let mut state = shared.lock();
-            let reply = if scripted {
+            let system = system_prompt(&request.body);
+            let routed = state
+                .routed
+                .iter()
+                .position(|(marker, _)| system.contains(marker.as_str()));
+            let reply = if let (true, Some(i)) = (scripted, routed) {
+                state.routed.remove(i).1
+            } else if scripted {
                 state.script.pop_front().unwrap_or_else(no_reply_left)
             } else {
                 let message = format!("fake: no route for {} {}", request.method, request.path);
@@ -309,6 +325,18 @@ fn answer(out: &mut TcpStream, reply: Reply, shared: &Shared, releases: u64) -> 
             drop(state);
             answer(out, next, shared, releases)
         }
+    }
+}
+
+/// A request's system prompt, in either provider's shape.
+fn system_prompt(body: &Value) -> String {
+    match &body["system"] {
+        Value::String(text) => text.clone(),
+        Value::Null => body["messages"][0]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+        other => other.to_string(),
     }
 }
 

@@ -327,22 +327,23 @@ impl Conversations {
         }
         if let Some(message) = reply_to {
             send_to_agent(&tx, message)?;
-            tx.prepare_cached("UPDATE inbox SET status = 'done', done_at_ms = ?1 WHERE id = ?2")?
-                .execute(params![now_ms(), claimed.id])?;
-            return tx.commit();
-        }
-        tx.prepare_cached(
+        } else if claimed.channel != AGENT_CHANNEL {
+            // A reply on the agents' channel that is not sent back (the hop
+            // limit is spent) stays in the session only: no channel
+            // delivers there.
+            tx.prepare_cached(
             "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms, attachments) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
         )?
-        .execute(params![
-            claimed.id,
-            claimed.channel,
-            claimed.chat,
-            reply,
-            now_ms(),
-            (!files.is_empty()).then(|| serde_json::to_string(files).unwrap_or_default()),
-        ])?;
+            .execute(params![
+                claimed.id,
+                claimed.channel,
+                claimed.chat,
+                reply,
+                now_ms(),
+                (!files.is_empty()).then(|| serde_json::to_string(files).unwrap_or_default()),
+            ])?;
+        }
         tx.prepare_cached("UPDATE inbox SET status = 'done', done_at_ms = ?1 WHERE id = ?2")?
             .execute(params![now_ms(), claimed.id])?;
         tx.commit()

@@ -1,6 +1,6 @@
 //! Slash commands: handled by the host, without the model.
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::Agent;
 use super::history::{Claimed, Speaker};
@@ -13,6 +13,9 @@ const HELP: &str = "Commands:
 /tools - the tools I can use
 /skills - the skills I know
 /status - model, uptime, plugins, tools, queue, kernel floor
+/agents - the agents: the main one and its sub-agents
+/contacts - the people I may talk to, and pairing codes waiting
+/contacts approve CODE [NAME] - let a stranger who got CODE in
 /tool NAME {json} - call a tool directly
 /stop - stop what I am doing";
 
@@ -65,14 +68,129 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
             out
         }
         "/status" if owner => agent.status_text(),
+        "/agents" if owner => agents(agent),
+        "/contacts" if owner => contacts(agent, rest),
         "/stop" => "Stopped (any turn that was running has been cancelled).".into(),
         // A command typed in a sub-agent's conversation reaches only the
         // tools that agent may use.
         "/tool" if owner || !agent.profile.is_main() => call_tool(agent, claimed, rest).await,
-        "/tools" | "/skills" | "/status" | "/tool" => {
+        "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" => {
             "That command is for the owner. Try /help.".into()
         }
         other => format!("Unknown command {other}. Try /help."),
+    }
+}
+
+/// `/agents`: every agent, its state, model and tools.
+fn agents(agent: &Agent) -> String {
+    let Some(people) = agent.tools.people_tools() else {
+        return "Agents are served by the running daemon.".into();
+    };
+    match people.manage_agents(&Caller::owner("slash"), &json!({ "action": "list" })) {
+        Ok(list) => {
+            let mut out = String::from("Agents:");
+            for a in list["agents"].as_array().into_iter().flatten() {
+                let tools: Vec<&str> = a["allowed_tools"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Value::as_str)
+                    .collect();
+                out.push_str(&format!(
+                    "\n- {}{}{}: {}",
+                    a["name"].as_str().unwrap_or("?"),
+                    if a["enabled"] == true {
+                        ""
+                    } else {
+                        " (disabled)"
+                    },
+                    a["model"]
+                        .as_str()
+                        .map(|m| format!(" [{m}]"))
+                        .unwrap_or_default(),
+                    if tools.is_empty() {
+                        "no tools".to_owned()
+                    } else {
+                        tools.join(", ")
+                    }
+                ));
+            }
+            out
+        }
+        Err(e) => format!("Error: {e}"),
+    }
+}
+
+/// `/contacts`, and `/contacts approve CODE [NAME]`.
+fn contacts(agent: &Agent, rest: &str) -> String {
+    let Some(people) = agent.tools.people_tools() else {
+        return "Contacts are served by the running daemon.".into();
+    };
+    let mut words = rest.split_whitespace();
+    if words.next() == Some("approve") {
+        let Some(code) = words.next() else {
+            return "Usage: /contacts approve CODE [NAME]".into();
+        };
+        let name: Vec<&str> = words.collect();
+        let mut args = json!({ "action": "approve", "code": code });
+        if !name.is_empty() {
+            args["name"] = name.join(" ").into();
+        }
+        return match people.manage_contacts(&args) {
+            Ok(done) => done["done"].as_str().unwrap_or("Approved.").to_owned(),
+            Err(e) => format!("Error: {e}"),
+        };
+    }
+    match people.manage_contacts(&json!({ "action": "list" })) {
+        Ok(list) => {
+            let mut out = String::from("Contacts:");
+            for c in list["contacts"].as_array().into_iter().flatten() {
+                let ids: Vec<String> = c["identities"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|i| {
+                        format!(
+                            "{} {}",
+                            i["channel"].as_str().unwrap_or("?"),
+                            i["id"].as_str().unwrap_or("?")
+                        )
+                    })
+                    .collect();
+                out.push_str(&format!(
+                    "\n- {}{} (agent: {}): {}",
+                    c["name"].as_str().unwrap_or("?"),
+                    match (c["is_owner"] == true, c["enabled"] == true) {
+                        (true, _) => " (owner)",
+                        (false, true) => "",
+                        (false, false) => " (disabled)",
+                    },
+                    c["agent"].as_str().unwrap_or("none"),
+                    if ids.is_empty() {
+                        "no ids".to_owned()
+                    } else {
+                        ids.join(", ")
+                    }
+                ));
+            }
+            let codes = list["pairing_codes"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if !codes.is_empty() {
+                out.push_str("\nPairing codes waiting (/contacts approve CODE):");
+                for p in codes {
+                    out.push_str(&format!(
+                        "\n- {} from {} {}",
+                        p["code"].as_str().unwrap_or("?"),
+                        p["channel"].as_str().unwrap_or("?"),
+                        p["sender"].as_str().unwrap_or("?")
+                    ));
+                }
+            }
+            out
+        }
+        Err(e) => format!("Error: {e}"),
     }
 }
 
@@ -91,7 +209,10 @@ async fn call_tool(agent: &Agent, claimed: &Claimed, rest: &str) -> String {
     let name = name.to_owned();
     let caller = match &claimed.speaker {
         Speaker::Contact(name) => Caller::contact(name, &claimed.channel, &agent.profile.scope()),
-        _ => Caller::owner(&claimed.channel),
+        _ if agent.profile.is_main() => Caller::owner(&claimed.channel),
+        // Only the main agent's conversations have the owner in them; any
+        // other command runs no wider than the agent answering it.
+        _ => agent.profile.caller(),
     };
     let turn = agent.turn_context(claimed);
     match tokio::task::spawn_blocking(move || tools.call_in_turn(&caller, &turn, &name, args)).await

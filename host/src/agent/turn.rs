@@ -37,7 +37,10 @@ impl Agent {
         let started = std::time::Instant::now();
         self.attached_files().clear();
         self.announce(true);
-        let (reply, last) = if claimed.text.trim_start().starts_with('/') {
+        // Another agent's words are never the owner's commands.
+        let typed_command = claimed.text.trim_start().starts_with('/')
+            && !matches!(claimed.speaker, super::history::Speaker::Agent(..));
+        let (reply, last) = if typed_command {
             (super::slash::handle(self, &claimed).await, None)
         } else {
             match &self.llm {
@@ -55,7 +58,10 @@ impl Agent {
             .conversations
             .finish(&claimed, last, &reply, &files, reply_to.as_ref())
         {
-            Ok(()) => self.router.outbox_wake.notify_one(),
+            Ok(()) => match &reply_to {
+                Some(answer) => self.router.agent(answer.to).wake.notify_one(),
+                None => self.router.outbox_wake.notify_one(),
+            },
             Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
         }
         self.announce(false);

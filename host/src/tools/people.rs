@@ -38,6 +38,8 @@ pub struct PeopleTools {
     pub max_hops: u32,
     /// `[agent] ask_before_messaging_contacts`.
     pub ask_before_messaging: bool,
+    /// `[agent] contact_agent`: who answers a contact approved by code.
+    pub contact_agent: String,
 }
 
 /// `manage_contacts`' help.
@@ -133,12 +135,15 @@ impl PeopleTools {
             "approve" => {
                 let code = field(args, "code")?;
                 let agent = match agent("agent")? {
-                    Some(agent) => Some(agent),
-                    None => Some(MAIN_AGENT),
+                    Some(agent) => agent,
+                    None => self
+                        .people
+                        .read(|conn| profiles::id_of(conn, &self.contact_agent))
+                        .map_err(|e| format!("[agent] contact_agent: {e}"))?,
                 };
                 let name = self
                     .people
-                    .change(|conn| pairing::approve(conn, code, args["name"].as_str(), agent))
+                    .change(|conn| pairing::approve(conn, code, args["name"].as_str(), Some(agent)))
                     .map_err(|e| e.to_string())?;
                 done(format!("{name} is a contact now"))
             }
