@@ -630,3 +630,33 @@ fn a_cli_command_leaves_the_daemons_port_alone_and_shows_its_health() {
         "{out}"
     );
 }
+
+#[test]
+fn the_status_names_the_other_agents_at_work() {
+    let fake = FakeLlm::start();
+    fake.push(anthropic_tool_use(
+        None,
+        "toolu_ask",
+        "send_agent_message",
+        &json!({"agent": "researcher", "text": "look into it"}),
+    ));
+    fake.push(anthropic_text("asked"));
+    fake.push_for(
+        "You are researcher,",
+        hearth_tests::fake_llm::anthropic_text_paced(&["found ", "it"], Duration::from_millis(300)),
+    );
+    fake.push(anthropic_text("the researcher found it"));
+    let h = home(&fake, "");
+    let (_daemon, canvas) = start(&h);
+    let args = json!({"action": "create", "name": "researcher", "allowed_tools": []});
+    h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
+        .ok();
+    let (mut ws, _hello) = canvas.connect();
+
+    ws.send(&send("c1", "find out"));
+    let busy = ws.wait_for(WAIT, |f| {
+        f["type"] == "status" && f["working"] == json!(["researcher"])
+    });
+    assert_eq!(busy["model"], "fake-model");
+    ws.wait_for(WAIT, |f| f["type"] == "status" && f["working"] == json!([]));
+}

@@ -370,12 +370,16 @@ pub enum ChannelEvent {
         /// The message being answered.
         turn: String,
     },
-    /// The agent started or finished a turn; the model it uses.
+    /// The main agent started or finished a turn, or another agent or a
+    /// worker did; the model the main agent uses.
     Status {
-        /// Whether a turn is running.
+        /// Whether the main agent runs a turn (what "typing…" follows).
         busy: bool,
         /// The configured model, if any.
         model: Option<String>,
+        /// The other agents and the workers running a turn now, by name.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        working: Vec<String>,
     },
     /// A tool call waits for the owner's approval.
     Confirmation(ConfirmationRequest),

@@ -12,6 +12,7 @@
 //! One runner task per agent: an agent's turns run one at a time, in
 //! order; different agents' turns run at the same time.
 
+pub mod activity;
 mod attachments;
 pub mod history;
 pub mod memory;
@@ -72,6 +73,8 @@ pub struct Agent {
     pub started: Instant,
     /// Streamed text and status for the channels that show them.
     pub events: Arc<ChannelEvents>,
+    /// Which agents are at work, shared by every runner.
+    pub activity: Arc<activity::Activity>,
     /// Files `attach_file` put on the running turn's reply. An agent's
     /// turns run one at a time, so one list serves.
     pub attached: std::sync::Mutex<Vec<hearth_sdk::protocol::Attachment>>,
@@ -109,6 +112,8 @@ pub struct AgentBase {
     pub started: Instant,
     /// Streamed text and status for the channels that show them.
     pub events: Arc<ChannelEvents>,
+    /// Which agents are at work.
+    pub activity: Arc<activity::Activity>,
 }
 
 impl Agent {
@@ -135,6 +140,7 @@ impl Agent {
             channels: base.channels.clone(),
             started: base.started,
             events: Arc::clone(&base.events),
+            activity: Arc::clone(&base.activity),
             attached: Default::default(),
             tool_defs: Default::default(),
         }
@@ -175,14 +181,18 @@ impl Agent {
 
     /// Tells the channels that show it whether a turn is running.
     pub fn announce(&self, busy: bool) {
-        // The channels show the main agent's state; a sub-agent answering a
-        // contact must not make the owner's status flicker.
-        if !self.profile.is_main() {
-            return;
-        }
+        // `busy` is the main agent's alone: a sub-agent answering a contact
+        // must not make the owner's chat show "typing…". It is listed
+        // among the agents at work instead.
+        let now = if self.profile.is_main() {
+            self.activity.main(busy)
+        } else {
+            self.activity.other(&self.profile.name, busy)
+        };
         self.events.broadcast(&ChannelEvent::Status {
-            busy,
-            model: self.model(),
+            busy: now.main_busy,
+            model: self.activity.model().map(str::to_owned),
+            working: now.working,
         });
     }
 

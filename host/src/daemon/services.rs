@@ -10,6 +10,7 @@ use tokio::task::JoinHandle;
 
 use super::control::{self, Control};
 use super::runners::Runners;
+use crate::agent::activity::Activity;
 use crate::agent::history::{Conversations, MAIN_AGENT};
 use crate::agent::profiles;
 use crate::agent::prompt::DEFAULT_IDENTITY;
@@ -42,6 +43,7 @@ impl Services {
             None => Err("no [llm] section in the config".to_owned()),
             Some(config) => Llm::new(config).map(Arc::new).map_err(|e| e.to_string()),
         };
+        let model = llm.as_ref().ok().map(|l| l.model().to_owned());
         match &llm {
             Ok(l) => tracing::info!(model = l.model(), "model configured"),
             Err(why) => tracing::warn!("running without a model: {why}"),
@@ -94,6 +96,7 @@ impl Services {
                 .collect(),
             started,
             events: Arc::clone(&runtime.events),
+            activity: Arc::new(Activity::new(model)),
         };
         let main = runtime
             .people

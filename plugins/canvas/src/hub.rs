@@ -43,7 +43,7 @@ pub struct Hub {
     host: Host,
     frames: broadcast::Sender<Utf8Bytes>,
     elements: Mutex<Vec<Element>>,
-    status: Mutex<(bool, Option<String>)>,
+    status: Mutex<(bool, Option<String>, Vec<String>)>,
     confirmations: Mutex<VecDeque<ConfirmationRecord>>,
     /// The text streamed so far of each reply being generated. Deltas are
     /// broadcast while this lock is held, so a browser that subscribes
@@ -67,7 +67,7 @@ impl Hub {
             host,
             frames,
             elements: Mutex::new(elements),
-            status: Mutex::new((false, None)),
+            status: Mutex::new((false, None, Vec::new())),
             confirmations: Mutex::new(VecDeque::new()),
             streaming: Mutex::new(HashMap::new()),
             next_element: AtomicU64::new(1),
@@ -199,11 +199,15 @@ impl Hub {
                 self.broadcast(&json!({ "type": "delta_reset", "turn": turn }));
                 return;
             }
-            ChannelEvent::Status { busy, model } => {
+            ChannelEvent::Status {
+                busy,
+                model,
+                working,
+            } => {
                 if !busy {
                     lock(&self.streaming).clear();
                 }
-                *lock(&self.status) = (busy, model);
+                *lock(&self.status) = (busy, model, working);
                 let mut frame = self.status_json();
                 frame["type"] = "status".into();
                 frame
@@ -297,8 +301,13 @@ impl Hub {
     }
 
     fn status_json(&self) -> Value {
-        let (busy, model) = lock(&self.status).clone();
-        json!({ "agent": if busy { "busy" } else { "idle" }, "model": model, "connected": true })
+        let (busy, model, working) = lock(&self.status).clone();
+        json!({
+            "agent": if busy { "busy" } else { "idle" },
+            "model": model,
+            "working": working,
+            "connected": true
+        })
     }
 
     fn persist(&self) {

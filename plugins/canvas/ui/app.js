@@ -13,6 +13,9 @@
  *   [data-testid="agent"]         text and data-state "idle" or "busy";
  *                                 data-connected "true"/"false" (Status.connected)
  *   [data-testid="model"]         the model name, "—" when unknown
+ *   [data-testid="working"]       the other agents and workers running a turn
+ *                                 (Status.working), comma-separated; hidden
+ *                                 when none
  *   [data-testid="messages"]      the chat list (role=log, aria-live=polite):
  *                                 stored messages and confirmation cards sorted
  *                                 by at_ms (then key), then streaming bubbles,
@@ -97,7 +100,7 @@
     answered: new Set(),
     pending: loadPending(),
     answers: new Map(),
-    status: { agent: "idle", model: null, connected: true },
+    status: { agent: "idle", model: null, working: [], connected: true },
     chips: [],
   };
 
@@ -410,7 +413,7 @@
         state.streaming.set(s.turn, s.text);
       }
     }
-    state.status = { agent: "idle", model: null, connected: true };
+    state.status = { agent: "idle", model: null, working: [], connected: true };
     onStatus(f.status || {});
 
     conn.ready = true;
@@ -464,6 +467,7 @@
     if (f.agent === "idle" || f.agent === "busy") state.status.agent = f.agent;
     if ("model" in f) state.status.model = typeof f.model === "string" && f.model ? f.model : null;
     if (typeof f.connected === "boolean") state.status.connected = f.connected;
+    if (Array.isArray(f.working)) state.status.working = f.working.filter((w) => typeof w === "string");
     if (state.status.agent === "idle" && state.streaming.size) {
       state.streaming.clear();
       scheduleChat();
@@ -669,6 +673,9 @@
     ui.agent.dataset.connected = String(st.connected);
     ui.agentDown.hidden = st.connected !== false;
     ui.model.textContent = st.model || "—";
+    const working = st.working.join(", ");
+    ui.workingItem.hidden = working === "";
+    if (ui.working.textContent !== working) ui.working.textContent = working;
     ui.model.title = st.model ? `Model: ${st.model}` : "Model unknown";
   }
 
@@ -1299,6 +1306,8 @@
     ui.agent = document.querySelector('[data-testid="agent"]');
     ui.agentDown = document.getElementById("agent-down");
     ui.model = document.querySelector('[data-testid="model"]');
+    ui.working = document.querySelector('[data-testid="working"]');
+    ui.workingItem = document.getElementById("working-item");
     ui.approvals = document.getElementById("approvals");
     ui.messages = document.querySelector('[data-testid="messages"]');
     ui.elements = document.querySelector('[data-testid="canvas"]');
