@@ -289,3 +289,192 @@ fn two_agents_turns_run_at_the_same_time() {
         "only {overlapping} requests before the first slow answer"
     );
 }
+
+#[test]
+fn manage_agents_refuses_bad_input_naming_the_field() {
+    let fake = FakeLlm::start();
+    let h = Hearth::new(&config(&fake, ""));
+    let _daemon = start(&h);
+    create_agent(&h, "helper", &["echo"]);
+    let cases = [
+        (
+            json!({"action": "create", "allowed_tools": []}),
+            "field `name`",
+        ),
+        (
+            json!({"action": "create", "name": "a b", "allowed_tools": []}),
+            "field `name`: only letters",
+        ),
+        (
+            json!({"action": "create", "name": "x"}),
+            "field `allowed_tools`: required",
+        ),
+        (
+            json!({"action": "create", "name": "x", "allowed_tools": ["*"]}),
+            "main agent only",
+        ),
+        (
+            json!({"action": "create", "name": "x", "allowed_tools": "echo"}),
+            "allowed_tools",
+        ),
+        (
+            json!({"action": "create", "name": "HELPER", "allowed_tools": []}),
+            "already exists",
+        ),
+        (
+            json!({"action": "update", "name": "nobody"}),
+            "no agent named \"nobody\"",
+        ),
+        (
+            json!({"action": "update", "name": "main", "system_prompt": "x"}),
+            "main agent is not changed here",
+        ),
+        (
+            json!({"action": "delete", "name": "main"}),
+            "main agent is not changed here",
+        ),
+        (
+            json!({"action": "dance"}),
+            "args.action: \"dance\" is not one of",
+        ),
+    ];
+    for (args, wanted) in cases {
+        let out = h
+            .cmd(&["tool", "call", "manage_agents", &args.to_string()])
+            .fails();
+        assert!(out.contains(wanted), "{args}: {out}");
+    }
+    let listed = h.cmd(&["agents", "--json"]).json();
+    let names: Vec<&str> = listed
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["main", "helper"]);
+}
+
+#[test]
+fn a_sub_agent_cannot_change_any_agent() {
+    let fake = FakeLlm::start();
+    main_asks(&fake, "rogue", "Do your thing.", "Asked.");
+    let rogue = agent("rogue");
+    fake.push_for(
+        &rogue,
+        anthropic_tool_use(
+            None,
+            "t1",
+            "manage_agents",
+            &json!({"action": "update", "name": "rogue", "allowed_tools": ["shell_exec"]}),
+        ),
+    );
+    fake.push_for(&rogue, anthropic_text("tried"));
+    fake.push(anthropic_text("ok"));
+    let h = Hearth::new(&config(&fake, ""));
+    let _daemon = start(&h);
+    // Even with manage_agents on its own list.
+    create_agent(&h, "rogue", &["manage_agents"]);
+
+    h.chat("go").ok();
+    wait_until("the rogue's second model call", || {
+        fake.requests()
+            .iter()
+            .filter(|r| r.body["system"].to_string().contains(&rogue))
+            .count()
+            >= 2
+    });
+    let last = fake
+        .requests()
+        .into_iter()
+        .filter(|r| r.body["system"].to_string().contains(&rogue))
+        .last()
+        .unwrap();
+    assert!(
+        last.body["messages"]
+            .to_string()
+            .contains("only the main agent manages agents"),
+        "{}",
+        last.body["messages"]
+    );
+    let tools: String = h
+        .db()
+        .query_row(
+            "SELECT allowed_tools FROM agents WHERE name = 'rogue'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(tools, r#"["manage_agents"]"#);
+}
+
+#[test]
+fn a_contact_typing_tool_reaches_only_their_agents_tools() {
+    use hearth_tests::fake_telegram::FakeTelegram;
+    const TOKEN: &str = "4242:test-token";
+    const OWNER: i64 = 1001;
+    const ALEX: i64 = 2002;
+    let telegram = FakeTelegram::start(TOKEN);
+    let fake = FakeLlm::start();
+    let h = Hearth::with_plugins(
+        &[hearth_tests::plugin("telegram")],
+        &format!(
+            "[plugins.telegram]\ntoken = {TOKEN:?}\napi_url = {:?}\nallowed_chat_ids = [{OWNER}, {ALEX}]\n\
+             poll_timeout_s = 1\npace_chat_ms = 0\n[owner.identities]\ntelegram = [\"{OWNER}\"]\n{}",
+            telegram.url(),
+            config(&fake, "")
+        ),
+    );
+    let _daemon = start(&h);
+    create_agent(&h, "narrow", &["convert_units", "recall"]);
+    for args in [
+        json!({"action": "add", "name": "Alex", "agent": "narrow"}),
+        json!({"action": "add_identity", "name": "Alex", "channel": "telegram", "id": ALEX.to_string()}),
+    ] {
+        h.cmd(&["tool", "call", "manage_contacts", &args.to_string()])
+            .ok();
+    }
+
+    let cases = [
+        (
+            "/tool remember {\"fact\":\"x\"}",
+            "remember is not among the tools this agent may use",
+        ),
+        (
+            "/tool convert_units {\"value\":1,\"from\":\"km\",\"to\":\"m\"}",
+            "\"value\": 1000",
+        ),
+        // On its list, but the owner's memory is the main agent's alone.
+        (
+            "/tool recall {}",
+            "the owner's memory belongs to the main agent",
+        ),
+        ("/status", "That command is for the owner"),
+        ("/help", "/new"),
+    ];
+    for (i, (text, wanted)) in cases.iter().enumerate() {
+        telegram.push_message(ALEX, ALEX, text);
+        let sent = telegram.wait_for_sent(i + 1, WAIT);
+        let reply = sent
+            .get(i)
+            .unwrap_or_else(|| panic!("no reply to {text}: {sent:#?}"));
+        assert_eq!(reply.chat_id, ALEX);
+        let shown = reply.text.replace("&quot;", "\"");
+        assert!(shown.contains(wanted), "{text}: {shown}");
+    }
+    assert!(
+        fake.requests().is_empty(),
+        "a slash command reached the model"
+    );
+    let refused: (String, String) = h
+        .db()
+        .query_row(
+            "SELECT caller, outcome FROM audit WHERE tool = 'remember'",
+            [],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap();
+    assert_eq!(
+        refused,
+        ("contact Alex via telegram".into(), "refused".into())
+    );
+}

@@ -120,6 +120,13 @@ impl Caller {
         self.agent
     }
 
+    /// Whether the caller is limited to a list of tools (a sub-agent, a
+    /// worker, a contact): such a caller never reaches what belongs to the
+    /// owner alone, such as the owner's memory.
+    pub fn is_scoped(&self) -> bool {
+        self.scope != ToolScope::All
+    }
+
     /// Whether the caller may use `tool`.
     pub fn may_use(&self, tool: &str) -> bool {
         self.scope.allows(tool)

@@ -279,6 +279,11 @@ impl Builtin {
         };
         let scripts = || context.scripts.as_deref().ok_or("scripts are not running");
         let memory = || {
+            if caller.is_scoped() {
+                return Err(
+                    "the owner's memory belongs to the main agent; this agent cannot read or change it",
+                );
+            }
             context
                 .memory
                 .as_deref()
