@@ -386,8 +386,7 @@ fn a_sub_agent_cannot_change_any_agent() {
     let last = fake
         .requests()
         .into_iter()
-        .filter(|r| r.body["system"].to_string().contains(&rogue))
-        .last()
+        .rfind(|r| r.body["system"].to_string().contains(&rogue))
         .unwrap();
     assert!(
         last.body["messages"]
