@@ -32,10 +32,16 @@ fn start(h: &Hearth) -> Daemon {
 
 /// Creates a sub-agent through the running daemon, as the owner would.
 fn create_agent(h: &Hearth, name: &str, tools: &[&str]) {
+    create_agent_with(h, name, tools, json!(null));
+}
+
+/// As [`create_agent`], asking `model` first when it is a string.
+fn create_agent_with(h: &Hearth, name: &str, tools: &[&str], model: Value) {
     let args = json!({
         "action": "create", "name": name,
         "system_prompt": format!("You are the {name} test agent."),
         "allowed_tools": tools,
+        "model": model,
     });
     h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
         .ok();
@@ -84,7 +90,7 @@ fn a_message_round_trips_between_two_agents() {
     fake.push(anthropic_text("helper says 4"));
     let h = Hearth::new(&config(&fake, ""));
     let _daemon = start(&h);
-    create_agent(&h, "helper", &[]);
+    create_agent_with(&h, "helper", &[], json!("helper-model"));
     let listener = h.listen();
 
     h.cmd(&["chat", "-m", "ask helper", "--timeout", "60"]).ok();
@@ -102,6 +108,8 @@ fn a_message_round_trips_between_two_agents() {
                 .contains(&agent("helper"))
         })
         .expect("the helper's model was asked");
+    assert_eq!(helper.body["model"], "helper-model");
+    assert_eq!(requests[0].body["model"], "fake-model");
     let system = helper.body["system"].as_str().unwrap();
     assert!(
         system.contains("You are the helper test agent."),

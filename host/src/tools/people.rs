@@ -230,9 +230,12 @@ impl PeopleTools {
             }
             "update" => {
                 let name = field(args, "name")?;
-                self.people.read(|conn| {
-                    profiles::update(conn, name, &draft()?).map_err(|e| e.to_string())
-                })?;
+                let draft = draft()?;
+                // `change`: the directory records whether a contact's
+                // agent is enabled.
+                self.people
+                    .change(|conn| profiles::update(conn, name, &draft))
+                    .map_err(|e| e.to_string())?;
                 changed(format!("updated {name}"))
             }
             "delete" => {
