@@ -485,3 +485,13 @@ fn a_contact_typing_tool_reaches_only_their_agents_tools() {
         ("contact Alex via telegram".into(), "refused".into())
     );
 }
+
+#[test]
+fn a_fresh_store_has_the_main_agent_before_any_daemon_ran() {
+    let h = Hearth::new("");
+    let listed = h.cmd(&["agents", "--json"]).json();
+    assert_eq!(listed[0]["id"], 1);
+    assert_eq!(listed[0]["name"], "main");
+    assert_eq!(listed[0]["allowed_tools"], json!(["*"]));
+    assert!(h.cmd(&["contacts"]).ok().contains("name"));
+}

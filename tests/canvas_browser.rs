@@ -68,6 +68,16 @@ fn the_canvas_works_end_to_end_in_chromium() {
     std::fs::create_dir_all(h.home().join("shared")).unwrap();
     std::fs::write(h.home().join("shared/pixel.png"), PIXEL_PNG).unwrap();
     std::fs::write(h.home().join("shared/clip.mp4"), b"not really a video").unwrap();
+    // A sub-agent for the status bar's "also working": the store is made
+    // by a command that needs no daemon, then the row written in place.
+    h.cmd(&["agents"]).ok();
+    h.db()
+        .execute(
+            "INSERT INTO agents (name, system_prompt, allowed_tools, created_at_ms) \
+             VALUES ('researcher', 'You research.', '[]', 0)",
+            [],
+        )
+        .unwrap();
     let mut daemon = start(&h);
     let canvas = Canvas::of(h.home());
 
@@ -94,6 +104,22 @@ fn the_canvas_works_end_to_end_in_chromium() {
             "chat" => {
                 let pieces = ["Hello ", "from ", "the ", "fake ", "model", "."];
                 fake.push(anthropic_text_paced(&pieces, Duration::from_millis(150)));
+                Ok(())
+            }
+            "working" => {
+                fake.push(anthropic_tool_use(
+                    None,
+                    "a1",
+                    "send_agent_message",
+                    &json!({ "agent": "researcher", "text": "look into it" }),
+                ));
+                fake.push(anthropic_text("Asked the researcher."));
+                let pieces = ["found ", "it ", "after ", "a ", "while"];
+                fake.push_for(
+                    "You are researcher,",
+                    anthropic_text_paced(&pieces, Duration::from_millis(250)),
+                );
+                fake.push(anthropic_text("The researcher found it."));
                 Ok(())
             }
             "elements" => {

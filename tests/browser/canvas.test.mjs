@@ -245,6 +245,16 @@ async function main() {
     assertEq(await page.locator('[data-testid="pending"]').count(), 0, "no message is left pending");
   }
 
+  // b2. another agent at work shows in the status bar
+  await step("working");
+  await send(page, "ask the researcher");
+  await waitUntil(page, "the researcher to show as working", () => {
+    const item = document.getElementById("working-item");
+    return item && !item.hidden && document.querySelector('[data-testid="working"]')?.textContent === "researcher";
+  });
+  await waitForAgentMessage(page, "The researcher found it.");
+  await waitUntil(page, "no other agent to show as working", () => document.getElementById("working-item")?.hidden === true);
+
   // c. every element type
   await step("elements");
   await send(page, "show me everything");

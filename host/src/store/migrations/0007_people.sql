@@ -54,6 +54,9 @@ ALTER TABLE agents ADD COLUMN allowed_tools TEXT NOT NULL DEFAULT '[]';
 ALTER TABLE agents ADD COLUMN model TEXT;
 ALTER TABLE agents ADD COLUMN enabled INTEGER NOT NULL DEFAULT 1;
 ALTER TABLE agents ADD COLUMN updated_at_ms INTEGER;
+-- Agent 1 is the main agent from the start, whoever opens the store first
+-- (a CLI command may, before any daemon has run).
+INSERT OR IGNORE INTO agents (id, name, created_at_ms) VALUES (1, 'main', 0);
 UPDATE agents SET allowed_tools = '["*"]' WHERE id = 1;
 CREATE UNIQUE INDEX agents_by_name ON agents (name COLLATE NOCASE);
 
