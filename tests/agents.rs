@@ -9,6 +9,7 @@
 use std::time::{Duration, Instant};
 
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_text_paced, anthropic_tool_use};
+use hearth_tests::fake_telegram::FakeTelegram;
 use hearth_tests::{Daemon, Hearth};
 use serde_json::{Value, json};
 
@@ -414,23 +415,29 @@ fn a_sub_agent_cannot_change_any_agent() {
     assert_eq!(tools, r#"["manage_agents"]"#);
 }
 
-#[test]
-fn a_contact_typing_tool_reaches_only_their_agents_tools() {
-    use hearth_tests::fake_telegram::FakeTelegram;
-    const TOKEN: &str = "4242:test-token";
-    const OWNER: i64 = 1001;
-    const ALEX: i64 = 2002;
-    let telegram = FakeTelegram::start(TOKEN);
-    let fake = FakeLlm::start();
-    let h = Hearth::with_plugins(
+const TOKEN: &str = "4242:test-token";
+const OWNER: i64 = 1001;
+const ALEX: i64 = 2002;
+
+/// A home with the Telegram channel (the owner and Alex allowed) and the
+/// fake model.
+fn with_telegram(telegram: &FakeTelegram, fake: &FakeLlm) -> Hearth {
+    Hearth::with_plugins(
         &[hearth_tests::plugin("telegram")],
         &format!(
             "[plugins.telegram]\ntoken = {TOKEN:?}\napi_url = {:?}\nallowed_chat_ids = [{OWNER}, {ALEX}]\n\
              poll_timeout_s = 1\npace_chat_ms = 0\n[owner.identities]\ntelegram = [\"{OWNER}\"]\n{}",
             telegram.url(),
-            config(&fake, "")
+            config(fake, "")
         ),
-    );
+    )
+}
+
+#[test]
+fn a_contact_typing_tool_reaches_only_their_agents_tools() {
+    let telegram = FakeTelegram::start(TOKEN);
+    let fake = FakeLlm::start();
+    let h = with_telegram(&telegram, &fake);
     let _daemon = start(&h);
     create_agent(&h, "narrow", &["convert_units", "recall"]);
     for args in [
@@ -494,4 +501,28 @@ fn a_fresh_store_has_the_main_agent_before_any_daemon_ran() {
     assert_eq!(listed[0]["name"], "main");
     assert_eq!(listed[0]["allowed_tools"], json!(["*"]));
     assert!(h.cmd(&["contacts"]).ok().contains("name"));
+}
+
+#[test]
+fn send_message_reaches_the_owner_with_files_and_names_a_bad_one() {
+    let telegram = FakeTelegram::start(TOKEN);
+    let fake = FakeLlm::start();
+    let h = with_telegram(&telegram, &fake);
+    let report = h.write("report.txt", "all good");
+    let _daemon = start(&h);
+
+    let args = json!({"to": "owner", "text": "Here is the report.", "attachments": [report]});
+    h.cmd(&["tool", "call", "send_message", &args.to_string()])
+        .ok();
+    let sent = telegram.wait_for_sent(2, WAIT);
+    assert_eq!(sent.len(), 2, "{sent:#?}");
+    assert!(sent.iter().all(|s| s.chat_id == OWNER));
+    assert!(sent[0].text.contains("Here is the report."));
+    assert_eq!(sent[1].method, "sendDocument");
+
+    let missing = json!({"to": "owner", "text": "x", "attachments": ["/nonexistent/file"]});
+    let out = h
+        .cmd(&["tool", "call", "send_message", &missing.to_string()])
+        .fails();
+    assert!(out.contains("field `attachments[0]`"), "{out}");
 }

@@ -155,6 +155,9 @@ pub fn update(conn: &Connection, name: &str, changes: &Changes) -> Result<(), Co
     if is_owner {
         return Err(ContactsError::OwnerRow);
     }
+    // All of it or none: a refused field leaves the row as it was.
+    let tx = conn.unchecked_transaction()?;
+    let conn = &*tx;
     if let Some(new) = &changes.name {
         let new = check_name(new)?;
         if find(conn, &new)?.is_some_and(|(other, _)| other != id) {
@@ -181,6 +184,7 @@ pub fn update(conn: &Connection, name: &str, changes: &Changes) -> Result<(), Co
         "UPDATE contacts SET updated_at_ms = ?1 WHERE id = ?2",
         params![now_ms(), id],
     )?;
+    tx.commit()?;
     Ok(())
 }
 

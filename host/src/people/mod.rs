@@ -50,9 +50,8 @@ impl People {
         f(&self.cold.lock())
     }
 
-    /// Changes the contacts with `f`, then rebuilds the directory (whether
-    /// or not `f` succeeded: a failed change may have done part of its work
-    /// outside a transaction, and the directory must match the tables).
+    /// Changes the contacts with `f`, then rebuilds the directory, whether
+    /// or not `f` succeeded, so the directory always matches the tables.
     pub fn change<T, E>(&self, f: impl FnOnce(&Connection) -> Result<T, E>) -> Result<T, E> {
         let conn = self.cold.lock();
         let outcome = f(&conn);

@@ -182,7 +182,8 @@ impl Bridge {
     fn send_pairing_code(&self, message: &InboundMessage, code: &str) {
         let chat = message.chat.as_deref().unwrap_or(&message.sender);
         let text = crate::people::pairing::reply_text(code);
-        match crate::router::outbox::enqueue(&self.local.lock(), &message.channel, chat, &text) {
+        match crate::router::outbox::enqueue(&self.local.lock(), &message.channel, chat, &text, &[])
+        {
             Ok(_) => self.router.outbox_wake.notify_one(),
             Err(e) => tracing::error!("cannot queue a pairing code: {e}"),
         }

@@ -32,15 +32,22 @@ pub struct Outbox {
 }
 
 /// Stores a message that answers no inbound message (a pairing code, or
-/// one the agent sends first) for delivery; returns its row id. The caller
-/// wakes the outbox.
-pub fn enqueue(conn: &Connection, channel: &str, chat: &str, text: &str) -> rusqlite::Result<i64> {
+/// one the agent sends first) for delivery, with `files` sent after its
+/// text; returns its row id. The caller wakes the outbox.
+pub fn enqueue(
+    conn: &Connection,
+    channel: &str,
+    chat: &str,
+    text: &str,
+    files: &[Attachment],
+) -> rusqlite::Result<i64> {
     let now = now_ms();
+    let files = (!files.is_empty()).then(|| serde_json::to_string(files).unwrap_or_default());
     conn.prepare_cached(
-        "INSERT INTO outbox (channel, chat, text, next_attempt_at_ms, created_at_ms) \
-         VALUES (?1, ?2, ?3, ?4, ?4)",
+        "INSERT INTO outbox (channel, chat, text, next_attempt_at_ms, created_at_ms, attachments) \
+         VALUES (?1, ?2, ?3, ?4, ?4, ?5)",
     )?
-    .execute(params![channel, chat, text, now])?;
+    .execute(params![channel, chat, text, now, files])?;
     Ok(conn.last_insert_rowid())
 }
 

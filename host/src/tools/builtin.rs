@@ -196,12 +196,17 @@ impl Builtin {
             },
             Builtin::SendMessage => ToolSpec {
                 name: "send_message".into(),
-                description: "Sends a message now, unprompted: to \"owner\" (on the owner's preferred channel), or to a contact by display name. A message to a contact asks the owner first.".into(),
+                description: "Sends a message now, unprompted: to \"owner\" (on the owner's preferred channel), or to a contact by display name, with files from this machine as attachments (absolute paths, 50 MB each at most). A message to a contact asks the owner first.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
                         "to": { "type": "string", "minLength": 1, "maxLength": 80 },
-                        "text": { "type": "string", "minLength": 1, "maxLength": 4000 }
+                        "text": { "type": "string", "minLength": 1, "maxLength": 4000 },
+                        "attachments": {
+                            "type": "array",
+                            "items": { "type": "string", "minLength": 1, "maxLength": 4096 },
+                            "maxItems": 10
+                        }
                     },
                     "required": ["to", "text"],
                     "additionalProperties": false
@@ -349,8 +354,9 @@ impl Builtin {
     }
 }
 
-/// Checks a file for `attach_file` and describes it for the reply.
-fn attach(args: &Value) -> Result<Value, String> {
+/// Checks a file for `attach_file` (and `send_message`'s attachments) and
+/// describes it for the reply.
+pub(super) fn attach(args: &Value) -> Result<Value, String> {
     let path = std::path::Path::new(args["path"].as_str().unwrap_or_default());
     if !path.is_absolute() {
         return Err(format!(

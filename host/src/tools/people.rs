@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hearth_sdk::protocol::{ChannelSpec, OWNER_SENDER};
+use hearth_sdk::protocol::{Attachment, ChannelSpec, OWNER_SENDER};
 use serde_json::{Value, json};
 
 use super::TurnContext;
@@ -157,6 +157,7 @@ impl PeopleTools {
     pub fn send_message(&self, args: &Value) -> Result<Value, String> {
         let to = field(args, "to")?;
         let text = field(args, "text")?;
+        let files = attachments(args)?;
         let (channel, chat) = if to.eq_ignore_ascii_case(OWNER) {
             self.owner_address()?
         } else {
@@ -164,7 +165,7 @@ impl PeopleTools {
         };
         let id = self
             .people
-            .read(|conn| outbox::enqueue(conn, &channel, &chat, text))
+            .read(|conn| outbox::enqueue(conn, &channel, &chat, text, &files))
             .map_err(|e| format!("the message could not be stored: {e}"))?;
         self.router.outbox_wake.notify_one();
         Ok(json!({ "ok": true, "queued": id, "channel": channel }))
@@ -388,6 +389,21 @@ impl PeopleTools {
             )
         }))
     }
+}
+
+/// `send_message`'s files, each checked as `attach_file` checks one.
+fn attachments(args: &Value) -> Result<Vec<Attachment>, String> {
+    let paths = args["attachments"].as_array().cloned().unwrap_or_default();
+    paths
+        .iter()
+        .enumerate()
+        .map(|(i, path)| {
+            let described = super::builtin::attach(&json!({ "path": path }))
+                .map_err(|e| e.replace("field `path`", &format!("field `attachments[{i}]`")))?;
+            serde_json::from_value(described["attached"].clone())
+                .map_err(|e| format!("field `attachments[{i}]`: {e}"))
+        })
+        .collect()
 }
 
 /// A required string field, named in the error when missing.
