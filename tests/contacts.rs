@@ -412,3 +412,26 @@ fn manage_contacts_refuses_bad_input_naming_the_field() {
         .collect();
     assert_eq!(names, ["Sam", "Alex"]);
 }
+
+#[test]
+fn check_warns_when_a_channels_owner_comes_from_its_allow_list() {
+    let s = Setup::new("", "");
+    let named = s.home.cmd(&["check"]).ok().to_owned();
+    assert!(!named.contains("warnings:"), "{named}");
+    let config = std::fs::read_to_string(s.home.config()).unwrap();
+    s.home.write_config(&config.replace(
+        &format!("[owner.identities]\ntelegram = [\"{OWNER}\"]\n"),
+        "",
+    ));
+    let out = s.home.cmd(&["check"]).ok().to_owned();
+    assert!(
+        out.contains(
+            "[owner.identities] names no telegram id, so every id in plugins.telegram.allowed_chat_ids counts as the owner"
+        ),
+        "{out}"
+    );
+    assert!(
+        out.contains("check passed"),
+        "a warning does not fail the check: {out}"
+    );
+}

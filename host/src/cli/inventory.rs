@@ -55,6 +55,35 @@ pub fn problems(rt: &Runtime) -> Vec<String> {
         .collect()
 }
 
+/// What `hearth check` warns about without failing: channels whose owner
+/// is whoever their allow-list names, because `[owner.identities]` names
+/// no id for them. That was the meaning before contacts; with contacts,
+/// a contact inside the allow-list would count as the owner.
+pub fn warnings(rt: &Runtime) -> Vec<String> {
+    rt.plugins
+        .active()
+        .iter()
+        .filter_map(|p| p.description().channel.as_ref())
+        .filter(|c| !c.owners.is_empty())
+        .filter(|c| {
+            rt.config
+                .owner
+                .identities
+                .get(&c.name)
+                .is_none_or(Vec::is_empty)
+        })
+        .map(|c| {
+            format!(
+                "[owner.identities] names no {name} id, so every id in {key} counts as the owner; \
+                 that is ambiguous once contacts exist: set [owner.identities] {name} = [\"<your id>\"] \
+                 (docs/agents.md)",
+                name = c.name,
+                key = c.allowed_key.as_deref().unwrap_or("the channel's allow-list"),
+            )
+        })
+        .collect()
+}
+
 /// Prints plugin rows; `live` says whether they are the daemon's (only
 /// then can a channel's health be known).
 fn print_plugins(rows: &[Value], live: bool, as_json: bool) -> anyhow::Result<ExitCode> {

@@ -296,6 +296,13 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
         inventory::plugins(rt, false)?;
         println!();
         inventory::tools(rt, false)?;
+        let warnings = inventory::warnings(rt);
+        if !warnings.is_empty() {
+            println!("\nwarnings:");
+            for w in &warnings {
+                println!("  - {w}");
+            }
+        }
         let problems = inventory::problems(rt);
         if problems.is_empty() {
             println!("\ncheck passed");
