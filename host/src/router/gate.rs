@@ -18,8 +18,8 @@
 //! the host, not a model). The drop is logged once per sender per hour, so
 //! a stranger cannot flood the log either.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use hearth_sdk::protocol::{ChannelSpec, InboundMessage, OWNER_SENDER, UnknownSender};
@@ -77,6 +77,10 @@ impl Admission {
 pub struct Gate {
     owner: OwnerConfig,
     people: Option<Arc<People>>,
+    /// Each channel's allow-list as a set, built on its first message: a
+    /// channel's description is fixed for its plugin's life, and a list
+    /// of thousands must not cost a scan per message.
+    hard: RwLock<HashMap<String, Arc<HashSet<String>>>>,
     logged: Mutex<HashMap<(String, String), Instant>>,
 }
 
@@ -87,6 +91,7 @@ impl Gate {
         Gate {
             owner,
             people,
+            hard: RwLock::new(HashMap::new()),
             logged: Mutex::new(HashMap::new()),
         }
     }
@@ -118,7 +123,7 @@ impl Gate {
             return Admission::Owner;
         }
         let admission = match (spec, &self.people) {
-            (Some(spec), Some(people)) if inside_hard_gate(spec, message) => {
+            (Some(spec), Some(people)) if self.inside_hard_gate(spec, message) => {
                 match people.lookup(channel, sender) {
                     Some(known) if known.enabled && !known.is_owner => match known.agent_id {
                         Some(agent_id) => Admission::Contact {
@@ -140,6 +145,30 @@ impl Gate {
             self.log_drop(channel, sender);
         }
         admission
+    }
+
+    /// Whether the message's sender or chat is in the channel's
+    /// allow-list.
+    fn inside_hard_gate(&self, spec: &ChannelSpec, message: &InboundMessage) -> bool {
+        let cached = self
+            .hard
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(&spec.name)
+            .cloned();
+        let allowed = cached.unwrap_or_else(|| {
+            let set: Arc<HashSet<String>> = Arc::new(spec.allowed.iter().cloned().collect());
+            self.hard
+                .write()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(spec.name.clone(), Arc::clone(&set));
+            set
+        });
+        allowed.contains(&message.sender)
+            || message
+                .chat
+                .as_ref()
+                .is_some_and(|chat| allowed.contains(chat))
     }
 
     fn pair(&self, people: &People, message: &InboundMessage) -> Admission {
@@ -183,11 +212,4 @@ impl Gate {
             );
         }
     }
-}
-
-/// Whether the message's sender or chat is in the channel's allow-list.
-pub fn inside_hard_gate(spec: &ChannelSpec, message: &InboundMessage) -> bool {
-    spec.allowed
-        .iter()
-        .any(|id| *id == message.sender || message.chat.as_deref() == Some(id))
 }
