@@ -14,6 +14,7 @@ use hearth_sdk::abi;
 use hearth_sdk::protocol::HostInfo;
 
 use crate::agent::memory::Memory;
+use crate::agent::workers::{WorkerLimits, Workers};
 use crate::config::Config;
 use crate::people::People;
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
@@ -178,6 +179,14 @@ impl Runtime {
                     max_hops: config.agent.max_agent_hops,
                     ask_before_messaging: config.agent.ask_before_messaging_contacts,
                     contact_agent: config.agent.contact_agent.clone(),
+                    workers: Arc::new(Workers::new(
+                        cold.clone(),
+                        WorkerLimits {
+                            timeout: Duration::from_millis(config.agent.worker_timeout_ms),
+                            max_result_chars: config.agent.worker_result_chars,
+                            dir: config.home.join("workers"),
+                        },
+                    )),
                 })
             }),
         };

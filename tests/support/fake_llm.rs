@@ -631,6 +631,16 @@ pub fn anthropic_tool_use(text: Option<&str>, id: &str, name: &str, input: &Valu
     stream.finish("tool_use")
 }
 
+/// An Anthropic answer asking for several tools in one step, in order:
+/// `(id, name, input)` each.
+pub fn anthropic_tool_uses(calls: &[(&str, &str, Value)]) -> Reply {
+    let mut stream = AnthropicStream::new();
+    for (id, name, input) in calls {
+        stream.tool_use(id, name, input);
+    }
+    stream.finish("tool_use")
+}
+
 /// OpenAI: a text answer in several content deltas, then a chunk with
 /// `finish_reason` `"stop"`, then a usage chunk with empty `choices`, then
 /// `[DONE]`.

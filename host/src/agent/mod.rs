@@ -19,8 +19,10 @@ pub mod memory;
 pub mod profiles;
 pub mod prompt;
 mod slash;
+pub mod templates;
 mod tool_defs;
 mod turn;
+pub mod workers;
 
 pub use tool_defs::ToolDefs;
 

@@ -19,7 +19,14 @@ use super::attachments::with_attachments;
 use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History};
 use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
-use crate::tools::{ATTACH_FILE, TurnContext};
+use crate::tools::{ATTACH_FILE, SPAWN_AGENT, ToolError, TurnContext};
+
+/// A tool call running on a blocking thread.
+struct Started {
+    id: String,
+    name: String,
+    call: tokio::task::JoinHandle<Result<Value, ToolError>>,
+}
 
 /// The most characters of one tool result shown to the model.
 const MAX_TOOL_RESULT_CHARS: usize = 32_000;
@@ -134,13 +141,26 @@ impl Agent {
     ) -> rusqlite::Result<(String, Option<(i64, Message)>)> {
         let stop_at_start = self.signals.stop_generation();
         let stopped = || ("Stopped.".to_owned(), None);
+        let mut lost = Vec::new();
         if claimed.retried {
             self.conversations.clear_turn(claimed.id)?;
+            lost = self.interrupted_workers(claimed.id);
         }
         let session =
             self.conversations
                 .session(self.profile.id, &claimed.channel, &claimed.chat)?;
-        let typed = with_attachments(&claimed.text, &claimed.attachments);
+        let mut typed = with_attachments(&claimed.text, &claimed.attachments);
+        if !lost.is_empty() {
+            typed.push_str(&format!(
+                "\n\n[hearth: a restart cut short the earlier attempt at this message; the workers it \
+                 had spawned were interrupted and their results are lost: {}. Spawn them again if \
+                 they are still needed.]",
+                lost.iter()
+                    .map(|t| format!("{t:?}"))
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            ));
+        }
         self.conversations
             .append(session, claimed.id, &Message::user_text(typed))?;
         let streams = self.events.takes_events(&claimed.channel);
@@ -200,11 +220,22 @@ impl Agent {
             self.conversations
                 .append_to(&mut history, session, claimed.id, answer)?;
             let mut results = Vec::with_capacity(calls.len());
-            for (id, name, input) in calls {
+            let mut calls = calls.into_iter().peekable();
+            while let Some((id, name, input)) = calls.next() {
                 if self.signals.stop_generation() != stop_at_start {
                     return Ok(stopped());
                 }
-                results.push(self.run_tool(claimed, id, name, input).await);
+                // Workers spawned side by side run at the same time; every
+                // other call runs alone, in the model's order.
+                let mut batch = vec![self.start_tool(claimed, id, name.clone(), input)];
+                while name == SPAWN_AGENT
+                    && let Some((id, name, input)) = calls.next_if(|(_, n, _)| n == SPAWN_AGENT)
+                {
+                    batch.push(self.start_tool(claimed, id, name, input));
+                }
+                for started in batch {
+                    results.push(self.finish_tool(started).await);
+                }
             }
             let results = Message {
                 role: Role::User,
@@ -220,16 +251,22 @@ impl Agent {
         Ok((text, None))
     }
 
-    /// Runs one tool call; failures become an error result for the model.
-    async fn run_tool(&self, claimed: &Claimed, id: String, name: String, input: Value) -> Block {
+    /// Starts one tool call on a blocking thread.
+    fn start_tool(&self, claimed: &Claimed, id: String, name: String, input: Value) -> Started {
         let tools = Arc::clone(&self.tools);
         let tool = name.clone();
         let caller = self.profile.caller();
         let turn = self.turn_context(claimed);
-        let outcome =
-            tokio::task::spawn_blocking(move || tools.call_in_turn(&caller, &turn, &tool, input))
-                .await;
-        let (content, is_error) = match outcome {
+        let call =
+            tokio::task::spawn_blocking(move || tools.call_in_turn(&caller, &turn, &tool, input));
+        Started { id, name, call }
+    }
+
+    /// Waits for a started call; failures become an error result for the
+    /// model.
+    async fn finish_tool(&self, started: Started) -> Block {
+        let Started { id, name, call } = started;
+        let (content, is_error) = match call.await {
             Ok(Ok(value)) => {
                 if name == ATTACH_FILE
                     && let Ok(file) =
@@ -252,6 +289,21 @@ impl Agent {
 
     fn attached_files(&self) -> std::sync::MutexGuard<'_, Vec<Attachment>> {
         self.attached.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The tasks of workers an earlier attempt of this turn spawned that a
+    /// restart cut short, each reported once.
+    fn interrupted_workers(&self, inbox_id: i64) -> Vec<String> {
+        let Some(people) = self.tools.people_tools() else {
+            return Vec::new();
+        };
+        people
+            .workers
+            .interrupted_for(inbox_id)
+            .unwrap_or_else(|e| {
+                tracing::error!("cannot read interrupted workers: {e}");
+                Vec::new()
+            })
     }
 
     /// What a tool call made in this turn knows about it.

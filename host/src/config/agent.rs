@@ -96,6 +96,11 @@ pub struct AgentConfig {
     /// Whether `send_message` to anyone but the owner asks the owner first
     /// (in either mode).
     pub ask_before_messaging_contacts: bool,
+    /// The wall-clock limit of one delegated worker.
+    pub worker_timeout_ms: u64,
+    /// A worker's result longer than this many characters is cut for the
+    /// caller, the whole kept in a file under `$HEARTH_HOME/workers`.
+    pub worker_result_chars: usize,
 }
 
 /// `[agent]` as written.
@@ -110,6 +115,8 @@ pub(super) struct RawAgent {
     max_agent_hops: Option<u32>,
     contact_agent: Option<String>,
     ask_before_messaging_contacts: Option<bool>,
+    worker_timeout_ms: Option<u64>,
+    worker_result_chars: Option<usize>,
 }
 
 /// `[owner]`: the one person the agent works for.
@@ -175,7 +182,21 @@ pub(super) fn build_agent(raw: RawAgent, base: &Path) -> Result<AgentConfig, (St
         max_agent_hops: raw.max_agent_hops.unwrap_or(8),
         contact_agent: raw.contact_agent.unwrap_or_else(|| "main".into()),
         ask_before_messaging_contacts: raw.ask_before_messaging_contacts.unwrap_or(true),
+        worker_timeout_ms: raw.worker_timeout_ms.unwrap_or(300_000),
+        worker_result_chars: raw.worker_result_chars.unwrap_or(16_000),
     };
+    if !(1_000..=86_400_000).contains(&config.worker_timeout_ms) {
+        return Err((
+            "agent.worker_timeout_ms".into(),
+            "must be 1000 to 86400000 (1 s to a day)".into(),
+        ));
+    }
+    if !(100..=1_000_000).contains(&config.worker_result_chars) {
+        return Err((
+            "agent.worker_result_chars".into(),
+            "must be 100 to 1000000".into(),
+        ));
+    }
     if config.max_agent_hops == 0 || config.max_agent_hops > 64 {
         return Err(("agent.max_agent_hops".into(), "must be 1 to 64".into()));
     }

@@ -21,6 +21,7 @@ use crate::router::local::LocalHub;
 use crate::router::outbox::Outbox;
 use crate::runtime::Runtime;
 use crate::store;
+use hearth_sdk::protocol::ChannelEvent;
 
 /// The running services.
 pub struct Services {
@@ -44,6 +45,7 @@ impl Services {
             Some(config) => Llm::new(config).map(Arc::new).map_err(|e| e.to_string()),
         };
         let model = llm.as_ref().ok().map(|l| l.model().to_owned());
+        let activity = Arc::new(Activity::new(model));
         match &llm {
             Ok(l) => tracing::info!(model = l.model(), "model configured"),
             Err(why) => tracing::warn!("running without a model: {why}"),
@@ -96,8 +98,9 @@ impl Services {
                 .collect(),
             started,
             events: Arc::clone(&runtime.events),
-            activity: Arc::new(Activity::new(model)),
+            activity: Arc::clone(&activity),
         };
+        connect_workers(runtime, &base.llm, &activity);
         let main = runtime
             .people
             .read(|conn| profiles::get(conn, MAIN_AGENT))
@@ -142,4 +145,34 @@ impl Services {
         self.runners.stop();
         let _ = std::fs::remove_file(&self.socket);
     }
+}
+
+/// Gives `spawn_agent`'s workers the model, the registry and the way to
+/// show them as busy, and marks the runs a crash cut short.
+fn connect_workers(runtime: &Runtime, llm: &Result<Arc<Llm>, String>, activity: &Arc<Activity>) {
+    let Some(people) = runtime.tools.people_tools() else {
+        return;
+    };
+    match people.workers.recover() {
+        Ok(0) => {}
+        Ok(n) => tracing::warn!(
+            count = n,
+            "workers cut short by the last stop are marked interrupted"
+        ),
+        Err(e) => tracing::error!("cannot mark interrupted workers: {e}"),
+    }
+    let (events, activity) = (Arc::clone(&runtime.events), Arc::clone(activity));
+    people.workers.connect(
+        llm.clone(),
+        &runtime.tools,
+        tokio::runtime::Handle::current(),
+        Box::new(move |name, busy| {
+            let now = activity.other(name, busy);
+            events.broadcast(&ChannelEvent::Status {
+                busy: now.main_busy,
+                model: activity.model().map(str::to_owned),
+                working: now.working,
+            });
+        }),
+    );
 }

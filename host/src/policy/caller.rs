@@ -78,6 +78,15 @@ impl Caller {
         }
     }
 
+    /// Delegated worker `id`, limited to `scope`.
+    pub fn worker(id: i64, scope: ToolScope) -> Caller {
+        Caller {
+            label: format!("worker {id}"),
+            scope,
+            agent: None,
+        }
+    }
+
     /// The owner, typing `/tool` on a channel.
     pub fn owner(channel: &str) -> Caller {
         Caller::labelled(format!("owner via {channel}"))

@@ -55,6 +55,28 @@ pub enum Builtin {
     ManageAgents,
     /// A message to another agent.
     SendAgentMessage,
+    /// Worker templates.
+    ManageAgentTemplates,
+    /// A delegated worker.
+    SpawnAgent,
+}
+
+/// The tool whose calls in one step run in parallel.
+pub const SPAWN_AGENT: &str = "spawn_agent";
+
+/// The JSON Schema of a worker spec.
+fn worker_spec_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "system_prompt": { "type": "string", "maxLength": 20000 },
+            "allowed_tools": { "type": "array", "items": { "type": "string", "maxLength": 100 }, "maxItems": 200 },
+            "max_turns": { "type": "integer", "minimum": 1, "maximum": 50 },
+            "model": { "type": "string", "maxLength": 200 },
+            "token_budget": { "type": "integer", "minimum": 1 }
+        },
+        "additionalProperties": false
+    })
 }
 
 /// The name of the tool whose results the turn collects as attachments.
@@ -64,7 +86,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 11] = [
+    pub const ALL: [Builtin; 13] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -76,6 +98,8 @@ impl Builtin {
         Builtin::SendMessage,
         Builtin::ManageAgents,
         Builtin::SendAgentMessage,
+        Builtin::ManageAgentTemplates,
+        Builtin::SpawnAgent,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -89,7 +113,9 @@ impl Builtin {
             Builtin::ManageContacts
             | Builtin::SendMessage
             | Builtin::ManageAgents
-            | Builtin::SendAgentMessage => context.people.is_some(),
+            | Builtin::SendAgentMessage
+            | Builtin::ManageAgentTemplates
+            | Builtin::SpawnAgent => context.people.is_some(),
         }
     }
 
@@ -249,6 +275,38 @@ impl Builtin {
                 risk: Risk::Read,
                 targets: Default::default(),
             },
+            Builtin::ManageAgentTemplates => ToolSpec {
+                name: "manage_agent_templates".into(),
+                description: "Manages worker templates for spawn_agent: named kinds of worker with their instructions, tools, model call limit (max_turns) and token budget. Call with action \"help\" for the actions.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "action": { "type": "string", "enum": ["help", "list", "create", "update", "delete"] },
+                        "name": { "type": "string", "maxLength": 40 },
+                        "spec": worker_spec_schema()
+                    },
+                    "required": ["action"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
+            Builtin::SpawnAgent => ToolSpec {
+                name: SPAWN_AGENT.into(),
+                description: "Delegates a task to an invisible worker and returns its final answer. Give `template` (a name from manage_agent_templates) or `spec` (an inline worker), and the `task`, written so it stands alone: the worker does not see this conversation. Several spawn_agent calls in one step run in parallel. Workers cannot message anyone or spawn workers.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "template": { "type": "string", "minLength": 1, "maxLength": 40 },
+                        "spec": worker_spec_schema(),
+                        "task": { "type": "string", "minLength": 1, "maxLength": 50000 }
+                    },
+                    "required": ["task"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+                targets: Default::default(),
+            },
             Builtin::AttachFile => ToolSpec {
                 name: ATTACH_FILE.into(),
                 description: "Attaches a file from this machine to your reply: the owner gets it after the reply's text (on Telegram as a photo or a document). `path` is absolute; `name` is how it is shown (default: the file's name). At most 50 MB.".into(),
@@ -303,6 +361,8 @@ impl Builtin {
             Builtin::SendMessage => people()?.send_message(args),
             Builtin::ManageAgents => people()?.manage_agents(caller, args),
             Builtin::SendAgentMessage => people()?.send_agent_message(turn, args),
+            Builtin::ManageAgentTemplates => people()?.manage_templates(args),
+            Builtin::SpawnAgent => people()?.spawn_agent(caller, turn, args),
             Builtin::ReadSkill => {
                 let name = args["name"].as_str().unwrap_or_default();
                 let catalog = scripts()?.catalog();

@@ -11,7 +11,7 @@ mod registry;
 pub mod schema;
 mod turn_context;
 
-pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext};
+pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, SPAWN_AGENT};
 pub use people::PeopleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
 pub use turn_context::TurnContext;

@@ -17,6 +17,8 @@ use serde_json::{Value, json};
 use super::TurnContext;
 use crate::agent::history::{AgentMessage, MAIN_AGENT, send_to_agent};
 use crate::agent::profiles::{self, Draft};
+use crate::agent::templates::{self, WorkerSpec};
+use crate::agent::workers::Workers;
 use crate::config::OwnerConfig;
 use crate::people::contacts::{self, Changes, OWNER};
 use crate::people::{People, pairing};
@@ -40,6 +42,8 @@ pub struct PeopleTools {
     pub ask_before_messaging: bool,
     /// `[agent] contact_agent`: who answers a contact approved by code.
     pub contact_agent: String,
+    /// Runs `spawn_agent`'s workers.
+    pub workers: Arc<Workers>,
 }
 
 /// `manage_contacts`' help.
@@ -52,6 +56,14 @@ const CONTACTS_HELP: &str = "manage_contacts actions:
 - add_identity {name, channel, id}: the id must be in that channel's allow-list
 - remove_identity {name, channel, id}
 - approve {code, name?, agent?}: approve a pairing code a stranger got";
+
+/// `manage_agent_templates`' help.
+const TEMPLATES_HELP: &str = "manage_agent_templates actions:
+- list: every template
+- create {name, spec: {system_prompt, allowed_tools, max_turns?, model?, token_budget?}}
+- update {name, spec}: replaces the template's spec
+- delete {name}
+A template is what spawn_agent's workers are: their instructions, tools and bounds.";
 
 /// `manage_agents`' help.
 const AGENTS_HELP: &str = "manage_agents actions (main agent only):
@@ -252,6 +264,73 @@ impl PeopleTools {
         }
     }
 
+    /// `manage_agent_templates`.
+    pub fn manage_templates(&self, args: &Value) -> Result<Value, String> {
+        let action = args["action"].as_str().unwrap_or_default();
+        let done = |what: String| Ok(json!({ "ok": true, "done": what }));
+        match action {
+            "help" => Ok(json!({ "help": TEMPLATES_HELP })),
+            "list" => {
+                let list = self
+                    .people
+                    .read(templates::list)
+                    .map_err(|e| e.to_string())?;
+                Ok(json!({ "templates": list }))
+            }
+            "create" | "update" => {
+                let name = field(args, "name")?;
+                let spec = spec_of(&args["spec"], "spec.")?;
+                self.people
+                    .read(|conn| {
+                        if action == "create" {
+                            templates::create(conn, name, &spec)
+                        } else {
+                            templates::update(conn, name, &spec)
+                        }
+                    })
+                    .map_err(|e| e.to_string())?;
+                done(format!("{action}d template {name}"))
+            }
+            "delete" => {
+                let name = field(args, "name")?;
+                self.people
+                    .read(|conn| templates::delete(conn, name))
+                    .map_err(|e| e.to_string())?;
+                done(format!("deleted template {name}"))
+            }
+            other => Err(format!(
+                "field `action`: unknown action {other:?}; try \"help\""
+            )),
+        }
+    }
+
+    /// `spawn_agent`: runs a worker of a template or an inline spec on
+    /// `task`, blocking until it answers.
+    pub fn spawn_agent(
+        &self,
+        caller: &Caller,
+        turn: Option<&TurnContext>,
+        args: &Value,
+    ) -> Result<Value, String> {
+        let task = field(args, "task")?;
+        let spec = match (args.get("template"), args.get("spec")) {
+            (Some(name), None) => {
+                let name = name.as_str().unwrap_or_default();
+                self.people
+                    .read(|conn| templates::get(conn, name))
+                    .map_err(|e| format!("field `template`: {e}"))?
+                    .spec
+            }
+            (None, Some(spec)) => spec_of(spec, "spec.")?,
+            _ => {
+                return Err(
+                    "give either `template` (a name) or `spec` (an inline worker), not both".into(),
+                );
+            }
+        };
+        self.workers.run(caller, turn, &spec, task)
+    }
+
     /// `send_agent_message`: leaves a message in another agent's inbox;
     /// its answer comes back to this conversation the same way.
     pub fn send_agent_message(
@@ -404,6 +483,47 @@ fn attachments(args: &Value) -> Result<Vec<Attachment>, String> {
                 .map_err(|e| format!("field `attachments[{i}]`: {e}"))
         })
         .collect()
+}
+
+/// A worker spec from arguments, its defaults filled in and checked;
+/// `prefix` names where it sits (`spec.`).
+fn spec_of(value: &Value, prefix: &str) -> Result<WorkerSpec, String> {
+    let object = value.as_object().ok_or_else(|| {
+        format!(
+            "field `{}`: expected an object",
+            prefix.trim_end_matches('.')
+        )
+    })?;
+    let tools = match object.get("allowed_tools") {
+        None => Vec::new(),
+        Some(list) => serde_json::from_value(list.clone())
+            .map_err(|_| format!("field `{prefix}allowed_tools`: expected a list of tool names"))?,
+    };
+    let spec = WorkerSpec {
+        system_prompt: object
+            .get("system_prompt")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .trim()
+            .to_owned(),
+        allowed_tools: tools,
+        max_turns: object
+            .get("max_turns")
+            .and_then(Value::as_u64)
+            .map_or(templates::DEFAULT_TURNS, |n| {
+                n.min(u64::from(u32::MAX)) as u32
+            }),
+        model: object
+            .get("model")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+        token_budget: object
+            .get("token_budget")
+            .and_then(Value::as_u64)
+            .unwrap_or(templates::DEFAULT_TOKEN_BUDGET),
+    };
+    templates::check(&spec, prefix).map_err(|e| e.to_string())?;
+    Ok(spec)
 }
 
 /// A required string field, named in the error when missing.
