@@ -321,3 +321,39 @@ fn templates_and_spawn_agent_refuse_bad_input_naming_the_field() {
         assert!(out.contains(wanted), "{tool} {args}: {out}");
     }
 }
+
+#[test]
+fn a_worker_stops_at_its_token_budget_and_at_its_time_limit() {
+    let fake = FakeLlm::start();
+    // Every fake answer reports a 25-token prompt: a budget of 10 is spent
+    // by the first call.
+    fake.push(anthropic_tool_use(
+        None,
+        "w1",
+        "spawn_agent",
+        &json!({ "spec": {"allowed_tools": ["echo"], "token_budget": 10}, "task": "spend" }),
+    ));
+    fake.push_for(
+        WORKER,
+        anthropic_tool_use(Some("first step"), "e1", "echo", &json!({"text": "x"})),
+    );
+    fake.push(anthropic_tool_use(
+        None,
+        "w2",
+        "spawn_agent",
+        &json!({ "spec": {}, "task": "take forever" }),
+    ));
+    fake.push_for(WORKER, Reply::Hang);
+    fake.push(anthropic_text("Both stopped."));
+    let h = home(&fake, "[agent]\nworker_timeout_ms = 1000\n");
+    let _daemon = start(&h);
+
+    assert_eq!(h.chat("go").ok().trim(), "Both stopped.");
+    let results = last_results(&fake);
+    assert!(results.contains("its token budget of 10"), "{results}");
+    assert!(results.contains("first step"), "what it had so far: {results}");
+    assert!(
+        results.contains("its wall-clock limit of 1 s ([agent] worker_timeout_ms)"),
+        "{results}"
+    );
+}
