@@ -351,7 +351,10 @@ fn a_worker_stops_at_its_token_budget_and_at_its_time_limit() {
     assert_eq!(h.chat("go").ok().trim(), "Both stopped.");
     let results = last_results(&fake);
     assert!(results.contains("its token budget of 10"), "{results}");
-    assert!(results.contains("first step"), "what it had so far: {results}");
+    assert!(
+        results.contains("first step"),
+        "what it had so far: {results}"
+    );
     assert!(
         results.contains("its wall-clock limit of 1 s ([agent] worker_timeout_ms)"),
         "{results}"
