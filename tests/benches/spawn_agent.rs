@@ -3,11 +3,12 @@
 //!
 //! The release daemon runs against the fake model server. Each round the
 //! main agent asks for one worker, the worker answers at once, and the
-//! main agent answers the owner. The host's share of the round trip is
-//! (the worker's request arrives − the main agent's tool call was written)
-//! + (the main agent's next request arrives − the worker's answer was
-//! written): starting the worker (its row, its session, its prompt) and
-//! handing its result back (storing it, the tool result, the next prompt).
+//! main agent answers the owner. The host's share of the round trip is the
+//! sum of two gaps: from the main agent's tool call being written to the
+//! worker's request arriving (starting the worker: its row, its session,
+//! its prompt), and from the worker's answer being written to the main
+//! agent's next request arriving (storing the result, the tool result, the
+//! next prompt).
 //!
 //! Run with `cargo build --release --workspace && cargo bench -p hearth-tests --bench spawn_agent`.
 
