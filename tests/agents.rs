@@ -526,3 +526,55 @@ fn send_message_reaches_the_owner_with_files_and_names_a_bad_one() {
         .fails();
     assert!(out.contains("field `attachments[0]`"), "{out}");
 }
+
+#[test]
+fn send_agent_message_refuses_bad_input_naming_the_field() {
+    let fake = FakeLlm::start();
+    let bad = [
+        json!({"agent": "ghost", "text": "x"}),
+        json!({"agent": "main", "text": "x"}),
+        json!({"agent": "sleepy", "text": "x"}),
+        json!({"agent": "helper"}),
+    ];
+    for (i, args) in bad.iter().enumerate() {
+        fake.push(anthropic_tool_use(
+            None,
+            &format!("t{i}"),
+            "send_agent_message",
+            args,
+        ));
+    }
+    fake.push(anthropic_text("gave up"));
+    let h = Hearth::new(&config(&fake, ""));
+    let _daemon = start(&h);
+    create_agent(&h, "helper", &[]);
+    create_agent(&h, "sleepy", &[]);
+    h.cmd(&[
+        "tool",
+        "call",
+        "manage_agents",
+        &json!({"action": "update", "name": "sleepy", "enabled": false}).to_string(),
+    ])
+    .ok();
+
+    assert_eq!(h.chat("try them").ok().trim(), "gave up");
+    let seen = fake.requests().last().unwrap().body["messages"].to_string();
+    for wanted in [
+        "field `agent`: no agent named \\\"ghost\\\"",
+        "field `agent`: that is you",
+        "field `agent`: sleepy is disabled",
+        "args.text: required field is missing",
+    ] {
+        assert!(seen.contains(wanted), "{wanted}: {seen}");
+    }
+    // Outside a turn there is no one to answer to.
+    let out = h
+        .cmd(&[
+            "tool",
+            "call",
+            "send_agent_message",
+            &json!({"agent": "helper", "text": "x"}).to_string(),
+        ])
+        .fails();
+    assert!(out.contains("only inside an agent's turn"), "{out}");
+}
