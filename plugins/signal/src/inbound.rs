@@ -167,7 +167,11 @@ fn envelope_in(core: &Core, envelope: &Value) {
         chat: Some(chat.clone()),
         text,
         attachments: saved.files,
-        sender_name: None,
+        // signal-cli's envelope carries the sender's profile name.
+        sender_name: envelope["sourceName"]
+            .as_str()
+            .filter(|n| !n.trim().is_empty())
+            .map(|n| n.chars().take(80).collect()),
     });
     if submit(core, &message, &key) {
         core.set_last_chat(chat);
