@@ -29,17 +29,24 @@ struct Setup {
 impl Setup {
     /// `telegram` adds `[plugins.telegram]` keys, `extra` whole sections.
     fn new(telegram_keys: &str, extra: &str) -> Setup {
+        Setup::allowing(&[OWNER, ALEX], telegram_keys, extra)
+    }
+
+    /// As [`Setup::new`], with `allowed` as the allow-list.
+    fn allowing(allowed: &[i64], telegram_keys: &str, extra: &str) -> Setup {
+        let allowed: Vec<String> = allowed.iter().map(i64::to_string).collect();
         let telegram = FakeTelegram::start(TOKEN);
         let llm = FakeLlm::start();
         let home = Hearth::with_plugins(
             &[plugin("telegram")],
             &format!(
                 "[plugins.telegram]\ntoken = {TOKEN:?}\napi_url = {:?}\n\
-                 allowed_chat_ids = [{OWNER}, {ALEX}]\npoll_timeout_s = 1\npace_chat_ms = 0\n{telegram_keys}\n\
+                 allowed_chat_ids = [{}]\npoll_timeout_s = 1\npace_chat_ms = 0\n{telegram_keys}\n\
                  [owner]\nname = \"Sam\"\n[owner.identities]\ntelegram = [\"{OWNER}\"]\n\
                  [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
                  api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n{extra}",
                 telegram.url(),
+                allowed.join(", "),
                 llm.url()
             ),
         );
@@ -433,5 +440,40 @@ fn check_warns_when_a_channels_owner_comes_from_its_allow_list() {
     assert!(
         out.contains("check passed"),
         "a warning does not fail the check: {out}"
+    );
+}
+
+#[test]
+fn at_most_three_pairing_codes_wait_at_once() {
+    let strangers = [2101, 2102, 2103, 2104];
+    let mut allowed = vec![OWNER];
+    allowed.extend(strangers);
+    let s = Setup::allowing(&allowed, "unknown_sender = \"pairing\"", "");
+    let _daemon = s.start();
+    for id in strangers {
+        s.telegram.push_message(id, id, "hi");
+        s.polled(2);
+    }
+    s.polled(2);
+    let got: Vec<i64> = s.telegram.sent().iter().map(|m| m.chat_id).collect();
+    assert_eq!(got, strangers[..3], "the fourth stranger gets silence");
+}
+
+#[test]
+fn send_message_to_the_owner_uses_the_notify_channel() {
+    let s = Setup::new("", "");
+    let config = std::fs::read_to_string(s.home.config()).unwrap();
+    s.home
+        .write_config(&config.replace("[owner]\n", "[owner]\nnotify = \"telegram\"\n"));
+    let _daemon = s.start();
+    let queued = s.tool(
+        "send_message",
+        json!({"to": "owner", "text": "The build is green."}),
+    );
+    assert_eq!(queued["channel"], "telegram");
+    assert!(
+        s.wait_sent_to(OWNER, 1)[0]
+            .text
+            .contains("The build is green.")
     );
 }
