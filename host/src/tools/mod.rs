@@ -5,6 +5,7 @@
 //! spec (name, description, JSON Schema, risk) and a provider. Arguments are
 //! validated against the schema before any provider sees them.
 
+mod agent_tools;
 mod builtin;
 mod people;
 mod registry;
