@@ -41,42 +41,17 @@ use history::Conversations;
 use memory::Memory;
 use profiles::Profile;
 
-/// Everything a turn needs.
+/// One agent: who it is, its signals and model, on what every agent shares.
 pub struct Agent {
     /// Who this agent is.
     pub profile: Profile,
     /// Its wake-ups and stop signal.
     pub signals: Arc<AgentSignals>,
-    /// The conversation tables, shared by every agent.
-    pub conversations: Arc<Conversations>,
-    /// The agent's memory.
-    pub memory: Arc<Memory>,
+    /// What every agent shares.
+    pub base: AgentBase,
     /// The model (the agent's own, when it names one), or why there is
     /// none.
     pub llm: Result<Arc<Llm>, String>,
-    /// Every tool.
-    pub tools: Arc<ToolRegistry>,
-    /// Wake-ups and the stop signal.
-    pub router: Arc<Router>,
-    /// `[agent]`.
-    pub config: AgentConfig,
-    /// The identity text.
-    pub identity: String,
-    /// The owner's name.
-    pub owner: Option<String>,
-    /// Plugin names and states, for `/status`.
-    pub plugins: Vec<String>,
-    /// The kernel floor under unapproved production commands, in words,
-    /// for `/status`.
-    pub floor: String,
-    /// The plugins that serve a channel, for their health in `/status`.
-    pub channels: Vec<Arc<ActivePlugin>>,
-    /// When the daemon started.
-    pub started: Instant,
-    /// Streamed text and status for the channels that show them.
-    pub events: Arc<ChannelEvents>,
-    /// Which agents are at work, shared by every runner.
-    pub activity: Arc<activity::Activity>,
     /// Files `attach_file` put on the running turn's reply. An agent's
     /// turns run one at a time, so one list serves.
     pub attached: std::sync::Mutex<Vec<hearth_sdk::protocol::Attachment>>,
@@ -129,20 +104,8 @@ impl Agent {
         Agent {
             signals: base.router.agent(profile.id),
             profile,
-            conversations: Arc::clone(&base.conversations),
-            memory: Arc::clone(&base.memory),
+            base: base.clone(),
             llm,
-            tools: Arc::clone(&base.tools),
-            router: Arc::clone(&base.router),
-            config: base.config.clone(),
-            identity: base.identity.clone(),
-            owner: base.owner.clone(),
-            plugins: base.plugins.clone(),
-            floor: base.floor.clone(),
-            channels: base.channels.clone(),
-            started: base.started,
-            events: Arc::clone(&base.events),
-            activity: Arc::clone(&base.activity),
             attached: Default::default(),
             tool_defs: Default::default(),
         }
@@ -153,7 +116,7 @@ impl Agent {
     pub fn spawn(self: Arc<Self>) -> tokio::task::JoinHandle<()> {
         tokio::spawn(async move {
             let id = self.profile.id;
-            match self.conversations.recover(id) {
+            match self.base.conversations.recover(id) {
                 Ok(0) => {}
                 Ok(n) => {
                     tracing::info!(agent = %self.profile.name, count = n, "re-running turns interrupted by the last stop")
@@ -164,7 +127,7 @@ impl Agent {
                 // Registered before the inbox is read, so a message stored
                 // in between still wakes this loop.
                 let woken = self.signals.wake.notified();
-                match self.conversations.claim_next(id) {
+                match self.base.conversations.claim_next(id) {
                     Ok(Some(claimed)) => self.turn(claimed).await,
                     Ok(None) => woken.await,
                     Err(e) => {
@@ -187,13 +150,13 @@ impl Agent {
         // must not make the owner's chat show "typing…". It is listed
         // among the agents at work instead.
         let now = if self.profile.is_main() {
-            self.activity.main(busy)
+            self.base.activity.main(busy)
         } else {
-            self.activity.other(&self.profile.name, busy)
+            self.base.activity.other(&self.profile.name, busy)
         };
-        self.events.broadcast(&ChannelEvent::Status {
+        self.base.events.broadcast(&ChannelEvent::Status {
             busy: now.main_busy,
-            model: self.activity.model().map(str::to_owned),
+            model: self.base.activity.model().map(str::to_owned),
             working: now.working,
         });
     }
@@ -202,12 +165,12 @@ impl Agent {
     pub fn status(&self) -> serde_json::Value {
         serde_json::json!({
             "model": self.llm.as_ref().map(|l| l.model().to_owned()).unwrap_or_else(|why| format!("none ({why})")),
-            "uptime_s": self.started.elapsed().as_secs(),
-            "plugins": self.plugins,
+            "uptime_s": self.base.started.elapsed().as_secs(),
+            "plugins": self.base.plugins,
             "channels": self.channel_health(),
-            "tools": self.tools.list().len(),
-            "queue": self.conversations.pending().unwrap_or(-1),
-            "floor": self.floor,
+            "tools": self.base.tools.list().len(),
+            "queue": self.base.conversations.pending().unwrap_or(-1),
+            "floor": self.base.floor,
         })
     }
 
@@ -216,6 +179,7 @@ impl Agent {
         let s = self.status();
         let uptime = s["uptime_s"].as_u64().unwrap_or(0);
         let channels: Vec<String> = self
+            .base
             .channels
             .iter()
             .map(|p| match p.channel_status() {
@@ -230,7 +194,7 @@ impl Agent {
             uptime / 3600,
             uptime / 60 % 60,
             uptime % 60,
-            self.plugins.join(", "),
+            self.base.plugins.join(", "),
             if channels.is_empty() {
                 "none".to_owned()
             } else {
@@ -238,13 +202,14 @@ impl Agent {
             },
             s["tools"],
             s["queue"],
-            self.floor
+            self.base.floor
         )
     }
 
     /// Each channel plugin's last reported health.
     fn channel_health(&self) -> Vec<serde_json::Value> {
-        self.channels
+        self.base
+            .channels
             .iter()
             .map(|p| {
                 let health = p.channel_status();
@@ -260,7 +225,8 @@ impl Agent {
 
     /// `(name, description)` of every skill.
     pub fn skills(&self) -> Vec<(String, String)> {
-        self.tools
+        self.base
+            .tools
             .scripts()
             .map(|s| {
                 s.catalog()

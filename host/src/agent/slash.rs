@@ -35,16 +35,17 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
         "/help" if owner => HELP.into(),
         "/help" => CONTACT_HELP.into(),
         "/new" => {
-            match agent
-                .conversations
-                .end_session(agent.profile.id, &claimed.channel, &claimed.chat)
-            {
+            match agent.base.conversations.end_session(
+                agent.profile.id,
+                &claimed.channel,
+                &claimed.chat,
+            ) {
                 Ok(_) => "Started a new conversation.".into(),
                 Err(e) => format!("Could not start a new conversation: {e}"),
             }
         }
         "/tools" if owner => {
-            let tools = agent.tools.list();
+            let tools = agent.base.tools.list();
             let mut out = format!("{} tools:", tools.len());
             for t in tools {
                 out.push_str(&format!(
@@ -83,7 +84,7 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
 
 /// `/agents`: every agent, its state, model and tools.
 fn agents(agent: &Agent) -> String {
-    let Some(people) = agent.tools.people_tools() else {
+    let Some(people) = agent.base.tools.people_tools() else {
         return "Agents are served by the running daemon.".into();
     };
     match people.manage_agents(&Caller::owner("slash"), &json!({ "action": "list" })) {
@@ -123,7 +124,7 @@ fn agents(agent: &Agent) -> String {
 
 /// `/contacts`, and `/contacts approve CODE [NAME]`.
 fn contacts(agent: &Agent, rest: &str) -> String {
-    let Some(people) = agent.tools.people_tools() else {
+    let Some(people) = agent.base.tools.people_tools() else {
         return "Contacts are served by the running daemon.".into();
     };
     let mut words = rest.split_whitespace();
@@ -205,7 +206,7 @@ async fn call_tool(agent: &Agent, claimed: &Claimed, rest: &str) -> String {
         Ok(_) => return "The arguments must be a JSON object, like {\"text\":\"hi\"}.".into(),
         Err(e) => return format!("The arguments are not valid JSON: {e}"),
     };
-    let tools = agent.tools.clone();
+    let tools = agent.base.tools.clone();
     let name = name.to_owned();
     let caller = match &claimed.speaker {
         Speaker::Contact(name) => Caller::contact(name, &claimed.channel, &agent.profile.scope()),

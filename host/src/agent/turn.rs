@@ -55,19 +55,21 @@ impl Agent {
                 Err(_) => (NO_MODEL.to_owned(), None),
             }
         };
-        self.events
+        self.base
+            .events
             .flush(&claimed.channel, std::time::Duration::from_secs(1))
             .await;
         let last = last.as_ref().map(|(session, message)| (*session, message));
         let files = std::mem::take(&mut *self.attached_files());
         let reply_to = self.reply_route(&claimed, &reply);
         match self
+            .base
             .conversations
             .finish(&claimed, last, &reply, &files, reply_to.as_ref())
         {
             Ok(()) => match &reply_to {
-                Some(answer) => self.router.agent(answer.to).wake.notify_one(),
-                None => self.router.outbox_wake.notify_one(),
+                Some(answer) => self.base.router.agent(answer.to).wake.notify_one(),
+                None => self.base.router.outbox_wake.notify_one(),
             },
             Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
         }
@@ -90,7 +92,7 @@ impl Agent {
             return None;
         };
         let hops = claimed.hops + 1;
-        if hops > i64::from(self.config.max_agent_hops) {
+        if hops > i64::from(self.base.config.max_agent_hops) {
             tracing::warn!(
                 inbox = claimed.id,
                 hops,
@@ -143,11 +145,12 @@ impl Agent {
         let stopped = || ("Stopped.".to_owned(), None);
         let mut lost = Vec::new();
         if claimed.retried {
-            self.conversations.clear_turn(claimed.id)?;
+            self.base.conversations.clear_turn(claimed.id)?;
             lost = self.interrupted_workers(claimed.id);
         }
         let session =
-            self.conversations
+            self.base
+                .conversations
                 .session(self.profile.id, &claimed.channel, &claimed.chat)?;
         let mut typed = with_attachments(&claimed.text, &claimed.attachments);
         if !lost.is_empty() {
@@ -161,9 +164,10 @@ impl Agent {
                     .join("; ")
             ));
         }
-        self.conversations
+        self.base
+            .conversations
             .append(session, claimed.id, &Message::user_text(typed))?;
-        let streams = self.events.takes_events(&claimed.channel);
+        let streams = self.base.events.takes_events(&claimed.channel);
         let on_text = |event: StreamEvent<'_>| {
             if !streams {
                 return;
@@ -177,13 +181,13 @@ impl Agent {
                     text: text.to_owned(),
                 },
             };
-            self.events.send(&claimed.channel, &event);
+            self.base.events.send(&claimed.channel, &event);
         };
         // Read once; each step appends to this copy as it stores.
-        let mut history = self.conversations.history(session)?;
-        for _ in 0..self.config.max_steps {
+        let mut history = self.base.conversations.history(session)?;
+        for _ in 0..self.base.config.max_steps {
             if self.maybe_compact(llm, session, &history).await {
-                history = self.conversations.history(session)?;
+                history = self.base.conversations.history(session)?;
             }
             let request = self.request(llm, &history, claimed)?;
             let response = tokio::select! {
@@ -217,7 +221,8 @@ impl Agent {
                 };
                 return Ok((text, Some((session, answer))));
             }
-            self.conversations
+            self.base
+                .conversations
                 .append_to(&mut history, session, claimed.id, answer)?;
             let mut results = Vec::with_capacity(calls.len());
             let mut calls = calls.into_iter().peekable();
@@ -241,19 +246,20 @@ impl Agent {
                 role: Role::User,
                 content: results,
             };
-            self.conversations
+            self.base
+                .conversations
                 .append_to(&mut history, session, claimed.id, results)?;
         }
         let text = format!(
             "I stopped after {} steps without finishing; ask me to continue if you want me to go on.",
-            self.config.max_steps
+            self.base.config.max_steps
         );
         Ok((text, None))
     }
 
     /// Starts one tool call on a blocking thread.
     fn start_tool(&self, claimed: &Claimed, id: String, name: String, input: Value) -> Started {
-        let tools = Arc::clone(&self.tools);
+        let tools = Arc::clone(&self.base.tools);
         let tool = name.clone();
         let caller = self.profile.caller();
         let turn = self.turn_context(claimed);
@@ -294,7 +300,7 @@ impl Agent {
     /// The tasks of workers an earlier attempt of this turn spawned that a
     /// restart cut short, each reported once.
     fn interrupted_workers(&self, inbox_id: i64) -> Vec<String> {
-        let Some(people) = self.tools.people_tools() else {
+        let Some(people) = self.base.tools.people_tools() else {
             return Vec::new();
         };
         people
@@ -326,10 +332,10 @@ impl Agent {
         claimed: &Claimed,
     ) -> rusqlite::Result<ChatRequest> {
         let scope = self.profile.scope();
-        let tools = self.tool_defs.current(&self.tools, &scope);
+        let tools = self.tool_defs.current(&self.base.tools, &scope);
         // Only the main agent sees the owner's memory.
         let memory = if self.profile.is_main() {
-            Some(self.memory.facts()?)
+            Some(self.base.memory.facts()?)
         } else {
             None
         };
@@ -339,9 +345,9 @@ impl Agent {
             .filter(|(name, _)| self.profile.is_main() || scope.allows(&format!("{name}.*")))
             .collect();
         let system = system_prompt(&PromptParts {
-            identity: &self.identity,
+            identity: &self.base.identity,
             profile: &self.profile,
-            owner: self.owner.as_deref(),
+            owner: self.base.owner.as_deref(),
             speaker: &claimed.speaker,
             skills,
             memory,
@@ -363,12 +369,12 @@ impl Agent {
     /// Returns whether it compacted.
     async fn maybe_compact(&self, llm: &Llm, session: i64, history: &History) -> bool {
         let n = history.messages.len();
-        if n <= self.config.compact_after_messages
-            && history.chars <= self.config.compact_after_chars
+        if n <= self.base.config.compact_after_messages
+            && history.chars <= self.base.config.compact_after_chars
         {
             return false;
         }
-        let keep_from = n.saturating_sub(self.config.keep_recent_messages);
+        let keep_from = n.saturating_sub(self.base.config.keep_recent_messages);
         let Some(cut) = (1..=keep_from)
             .rev()
             .find(|&i| is_typed_by_owner(&history.messages[i].1))
@@ -399,7 +405,7 @@ impl Agent {
                 }
                 .text();
                 let up_to = history.messages[cut - 1].0;
-                match self.conversations.compact(session, up_to, &summary) {
+                match self.base.conversations.compact(session, up_to, &summary) {
                     Ok(()) => {
                         tracing::info!(session, up_to, "conversation compacted");
                         true

@@ -282,7 +282,7 @@ fn v1(control: &Control, op: &str, request: &Value, tx: &mpsc::Sender<Value>) ->
         "subscribe" => {
             control.hub.subscribe(chat, tx.clone());
             control.outbox.retry_local_now(chat);
-            control.agent.router.outbox_wake.notify_one();
+            control.agent.base.router.outbox_wake.notify_one();
             Some(json!({ "op": "subscribed", "chat": chat }))
         }
         _ => {
