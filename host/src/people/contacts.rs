@@ -151,10 +151,7 @@ pub fn add(conn: &Connection, name: &str, agent: Option<i64>) -> Result<i64, Con
 
 /// Changes a contact (never the owner's row).
 pub fn update(conn: &Connection, name: &str, changes: &Changes) -> Result<(), ContactsError> {
-    let (id, is_owner) = require(conn, name)?;
-    if is_owner {
-        return Err(ContactsError::OwnerRow);
-    }
+    let id = editable(conn, name)?;
     // All of it or none: a refused field leaves the row as it was.
     let tx = conn.unchecked_transaction()?;
     let conn = &*tx;
@@ -191,10 +188,7 @@ pub fn update(conn: &Connection, name: &str, changes: &Changes) -> Result<(), Co
 /// Removes a contact and its identities (never the owner's row). Their
 /// past messages stay in the inbox and sessions.
 pub fn remove(conn: &Connection, name: &str) -> Result<(), ContactsError> {
-    let (id, is_owner) = require(conn, name)?;
-    if is_owner {
-        return Err(ContactsError::OwnerRow);
-    }
+    let id = editable(conn, name)?;
     let tx = conn.unchecked_transaction()?;
     tx.execute("DELETE FROM contact_identities WHERE contact_id = ?1", [id])?;
     tx.execute(
@@ -213,10 +207,7 @@ pub fn add_identity(
     channel: &str,
     native_id: &str,
 ) -> Result<(), ContactsError> {
-    let (id, is_owner) = require(conn, name)?;
-    if is_owner {
-        return Err(ContactsError::OwnerRow);
-    }
+    let id = editable(conn, name)?;
     if let Some(holder) = holder(conn, channel, native_id)? {
         return Err(ContactsError::IdentityTaken {
             channel: channel.into(),
@@ -239,10 +230,7 @@ pub fn remove_identity(
     channel: &str,
     native_id: &str,
 ) -> Result<(), ContactsError> {
-    let (id, is_owner) = require(conn, name)?;
-    if is_owner {
-        return Err(ContactsError::OwnerRow);
-    }
+    let id = editable(conn, name)?;
     let changed = conn.execute(
         "UPDATE contact_identities SET removed_at_ms = ?1 \
          WHERE contact_id = ?2 AND channel = ?3 AND native_id = ?4 AND removed_at_ms IS NULL",
@@ -337,8 +325,13 @@ pub fn find(conn: &Connection, name: &str) -> rusqlite::Result<Option<(i64, bool
         .optional()
 }
 
-fn require(conn: &Connection, name: &str) -> Result<(i64, bool), ContactsError> {
-    find(conn, name)?.ok_or_else(|| ContactsError::Unknown(name.trim().to_owned()))
+/// A contact's id by name, refusing the owner's row (kept from `[owner]`).
+fn editable(conn: &Connection, name: &str) -> Result<i64, ContactsError> {
+    match find(conn, name)? {
+        None => Err(ContactsError::Unknown(name.trim().to_owned())),
+        Some((_, true)) => Err(ContactsError::OwnerRow),
+        Some((id, false)) => Ok(id),
+    }
 }
 
 fn holder(conn: &Connection, channel: &str, native_id: &str) -> rusqlite::Result<Option<String>> {
