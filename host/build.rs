@@ -17,10 +17,14 @@ fn main() {
     if !orders_text() {
         return;
     }
-    let path = std::env::current_dir()
-        .expect("the build script runs in the package directory")
-        .join(order);
-    println!("cargo:rustc-link-arg-bin=hearth=-Wl,-T,{}", path.display());
+    // The linker gets a copy in OUT_DIR, not a path into this checkout:
+    // cargo may reuse this script's output for another checkout of the
+    // same source sharing the target directory, and that path would be
+    // stale there.
+    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
+        .join("idle.ld");
+    std::fs::copy(order, &out).expect("copy link/idle.ld into OUT_DIR");
+    println!("cargo:rustc-link-arg-bin=hearth=-Wl,-T,{}", out.display());
 }
 
 /// Only optimised builds for the target whose default linker is LLD (Rust
