@@ -32,13 +32,7 @@ fn main() {
          [agent]\ncompact_after_messages = 100000\ncompact_after_chars = 100000000\n",
         fake.url()
     ));
-    let mut daemon = h
-        .command(&["run"])
-        .env("HEARTH_BENCH_KEY", "bench-key")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start hearth run");
+    let mut daemon = h.bench_daemon();
     let socket = h.home().join("hearth.sock");
     let started = std::time::Instant::now();
     while std::os::unix::net::UnixStream::connect(&socket).is_err() {

@@ -44,15 +44,7 @@ fn main() {
             llm.url()
         ),
     );
-    // Info-level logs, discarded: the measurement is of hearth, not of a
-    // debug log written to a pipe.
-    let mut daemon = h
-        .command(&["run"])
-        .env("HEARTH_BENCH_KEY", "bench-key")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start hearth run");
+    let mut daemon = h.bench_daemon();
     let started = Instant::now();
     while telegram.requests_for("getUpdates").is_empty() {
         assert!(

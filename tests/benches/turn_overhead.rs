@@ -28,15 +28,7 @@ fn main() {
         "[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_BENCH_KEY\"\n",
         fake.url()
     ));
-    // Info-level logs, discarded: the measurement is of hearth, not of a
-    // debug log being written to a pipe.
-    let mut daemon = h
-        .command(&["run"])
-        .env("HEARTH_BENCH_KEY", "bench-key")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("start hearth run");
+    let mut daemon = h.bench_daemon();
     let socket = h.home().join("hearth.sock");
     let started = Instant::now();
     while UnixStream::connect(&socket).is_err() {

@@ -274,6 +274,19 @@ impl Hearth {
         Run::from(output)
     }
 
+    /// Starts `hearth run` for a benchmark: info-level logs, discarded (the
+    /// measurement is of hearth, not of a log written to a pipe), with
+    /// `HEARTH_BENCH_KEY` set for the fake model. The caller waits for
+    /// what readiness means to it.
+    pub fn bench_daemon(&self) -> Child {
+        self.command(&["run"])
+            .env("HEARTH_BENCH_KEY", "bench-key")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start hearth run")
+    }
+
     /// Starts `hearth run` with JSON logs and waits until it is ready.
     pub fn daemon(&self) -> Daemon {
         self.daemon_with(|_| {})
