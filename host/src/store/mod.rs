@@ -29,6 +29,9 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0007_people.sql"),
 ];
 
+/// The schema after the last migration, which creates a fresh store.
+const SCHEMA: &str = include_str!("schema.sql");
+
 /// The database file name inside `$HEARTH_HOME`.
 pub const FILE_NAME: &str = "hearth.db";
 
@@ -57,7 +60,8 @@ pub enum StoreError {
         /// SQLite's error.
         source: rusqlite::Error,
     },
-    /// A migration failed; the database is left at the previous version.
+    /// A migration failed; the database is left at the version it had before
+    /// this start (pending migrations commit together).
     #[error("database {path}: migration {version} failed: {source}")]
     Migration {
         /// The file.
@@ -217,22 +221,44 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
             known: MIGRATIONS.len(),
         });
     }
-    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current.max(0) as usize) {
-        let version = index + 1;
-        let fail = |source| StoreError::Migration {
-            path: path.to_owned(),
-            version,
-            source,
-        };
-        // Each migration and its version bump commit together, so a crash
-        // mid-migration leaves the previous version intact.
-        let tx = conn.unchecked_transaction().map_err(fail)?;
-        tx.execute_batch(sql).map_err(fail)?;
-        tx.pragma_update(None, "user_version", version as i64)
-            .map_err(fail)?;
-        tx.commit().map_err(fail)?;
+    if current <= 0 {
+        return create_fresh(conn, path);
     }
+    // All pending migrations and the version bump commit together: a crash
+    // mid-way leaves the previous version intact.
+    let tx = conn
+        .unchecked_transaction()
+        .map_err(|source| migration_error(path, current as usize + 1, source))?;
+    for (index, sql) in MIGRATIONS.iter().enumerate().skip(current as usize) {
+        let version = index + 1;
+        tx.execute_batch(sql)
+            .and_then(|()| tx.pragma_update(None, "user_version", version as i64))
+            .map_err(|source| migration_error(path, version, source))?;
+    }
+    tx.commit()
+        .map_err(|source| migration_error(path, MIGRATIONS.len(), source))?;
     Ok(())
+}
+
+/// Creates the schema of a new store from `schema.sql`, at the last
+/// migration's version, in one transaction.
+fn create_fresh(conn: &Connection, path: &Path) -> Result<(), StoreError> {
+    let version = MIGRATIONS.len();
+    let tx = conn
+        .unchecked_transaction()
+        .map_err(|source| migration_error(path, version, source))?;
+    tx.execute_batch(SCHEMA)
+        .and_then(|()| tx.pragma_update(None, "user_version", version as i64))
+        .and_then(|()| tx.commit())
+        .map_err(|source| migration_error(path, version, source))
+}
+
+fn migration_error(path: &Path, version: usize, source: rusqlite::Error) -> StoreError {
+    StoreError::Migration {
+        path: path.to_owned(),
+        version,
+        source,
+    }
 }
 
 #[cfg(test)]
@@ -295,6 +321,81 @@ mod tests {
         store.close().unwrap();
         // Reopening runs no migration twice.
         Store::open(&dir.path().join("sub/hearth.db")).unwrap();
+    }
+
+    /// Everything about a schema that code can observe: each table's columns
+    /// (order, type, null, default, key), foreign keys and indexes (with
+    /// their origin and columns), each index's definition, and the rows the
+    /// schema seeds.
+    fn shape(conn: &Connection) -> Vec<String> {
+        let rows = |sql: &str| -> Vec<Vec<rusqlite::types::Value>> {
+            let mut stmt = conn.prepare(sql).unwrap();
+            let width = stmt.column_count();
+            stmt.query_map([], |r| (0..width).map(|i| r.get(i)).collect())
+                .unwrap()
+                .map(Result::unwrap)
+                .collect()
+        };
+        let text = |v: &rusqlite::types::Value| match v {
+            rusqlite::types::Value::Text(t) => t.clone(),
+            other => format!("{other:?}"),
+        };
+        let mut shape = Vec::new();
+        let mut dump = |rows: Vec<Vec<rusqlite::types::Value>>| {
+            shape.extend(rows.iter().map(|r| format!("{r:?}")));
+        };
+        let objects = rows(
+            "SELECT type, name, ifnull(sql, '') FROM sqlite_schema \
+             WHERE name NOT LIKE 'sqlite_%' ORDER BY type, name",
+        );
+        let mut described = Vec::new();
+        for object in &objects {
+            let (kind, name) = (text(&object[0]), text(&object[1]));
+            if kind == "table" {
+                described.push(format!("table {name}"));
+                dump(rows(&format!("PRAGMA table_xinfo('{name}')")));
+                dump(rows(&format!(
+                    "SELECT * FROM pragma_foreign_key_list('{name}')"
+                )));
+                let indexes = rows(&format!(
+                    "SELECT name, \"unique\", origin, partial FROM pragma_index_list('{name}') \
+                     ORDER BY name"
+                ));
+                for index in indexes {
+                    dump(vec![index.clone()]);
+                    dump(rows(&format!("PRAGMA index_xinfo('{}')", text(&index[0]))));
+                }
+            } else {
+                let sql = text(&object[2]);
+                described.push(format!(
+                    "{kind} {name}: {}",
+                    sql.split_whitespace().collect::<Vec<_>>().join(" ")
+                ));
+            }
+        }
+        dump(rows("SELECT * FROM agents ORDER BY id"));
+        shape.extend(described);
+        shape
+    }
+
+    #[test]
+    fn the_fresh_schema_equals_the_migrations_applied_one_by_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let fresh = Store::open(&dir.path().join("fresh.db")).unwrap();
+        // A store made by the first migration only, as hearth's first
+        // release left it; opening it applies the rest.
+        let old_path = dir.path().join("old.db");
+        let old = Connection::open(&old_path).unwrap();
+        old.execute_batch(MIGRATIONS[0]).unwrap();
+        old.pragma_update(None, "user_version", 1).unwrap();
+        drop(old);
+        let migrated = Store::open(&old_path).unwrap();
+        let (fresh, migrated) = (shape(fresh.conn()), shape(migrated.conn()));
+        assert!(fresh.len() > 100, "{fresh:#?}");
+        for (a, b) in fresh.iter().zip(&migrated) {
+            assert_eq!(a, b, "schema.sql and the migrations differ");
+        }
+        assert_eq!(fresh.len(), migrated.len());
     }
 
     #[test]

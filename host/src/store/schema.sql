@@ -1,0 +1,215 @@
+-- The whole schema as of the last migration, in one piece. A fresh store
+-- is created from this file in one step; an existing store is brought up to
+-- date by the numbered files in `migrations/`, which stay the history.
+-- Creating a fresh store through seventeen `ALTER TABLE`s re-reads the
+-- schema each time and costs milliseconds on the path to ready.
+--
+-- Every new migration is applied here too, and `store::tests` proves that
+-- this file and the migrations give the same tables, columns, indexes and
+-- rows. Column comments live in the migration that added the column.
+
+CREATE TABLE inbox (
+    id              INTEGER PRIMARY KEY,
+    channel         TEXT    NOT NULL,
+    idempotency_key TEXT    NOT NULL,
+    sender          TEXT    NOT NULL,
+    chat            TEXT,
+    text            TEXT    NOT NULL,
+    status          TEXT    NOT NULL DEFAULT 'pending',
+    received_at_ms  INTEGER NOT NULL,
+    retried         INTEGER NOT NULL DEFAULT 0,
+    done_at_ms      INTEGER,
+    attachments     TEXT,
+    agent_id        INTEGER NOT NULL DEFAULT 1,
+    contact_id      INTEGER,
+    source          TEXT    NOT NULL DEFAULT 'channel',
+    from_agent_id   INTEGER,
+    hops            INTEGER NOT NULL DEFAULT 0,
+    origin_channel  TEXT,
+    origin_chat     TEXT,
+    UNIQUE (channel, idempotency_key)
+);
+CREATE TABLE daemon_runs (
+    id            INTEGER PRIMARY KEY,
+    pid           INTEGER NOT NULL,
+    version       TEXT    NOT NULL,
+    started_at_ms INTEGER NOT NULL,
+    ready_at_ms   INTEGER,
+    stopped_at_ms INTEGER,
+    clean_stop    INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE kv (
+    namespace     TEXT    NOT NULL,
+    key           TEXT    NOT NULL,
+    value         TEXT    NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    PRIMARY KEY (namespace, key)
+) WITHOUT ROWID;
+CREATE TABLE agents (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    system_prompt TEXT    NOT NULL DEFAULT '',
+    allowed_tools TEXT    NOT NULL DEFAULT '[]',
+    model         TEXT,
+    enabled       INTEGER NOT NULL DEFAULT 1,
+    updated_at_ms INTEGER
+);
+CREATE TABLE sessions (
+    id            INTEGER PRIMARY KEY,
+    agent_id      INTEGER NOT NULL REFERENCES agents (id),
+    channel       TEXT    NOT NULL,
+    chat          TEXT    NOT NULL,
+    started_at_ms INTEGER NOT NULL,
+    ended_at_ms   INTEGER
+);
+CREATE INDEX sessions_open ON sessions (agent_id, channel, chat) WHERE ended_at_ms IS NULL;
+CREATE TABLE messages (
+    id            INTEGER PRIMARY KEY,
+    session_id    INTEGER NOT NULL REFERENCES sessions (id),
+    inbox_id      INTEGER,
+    role          TEXT    NOT NULL,
+    content       TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL
+);
+CREATE INDEX messages_by_session ON messages (session_id, id);
+CREATE INDEX messages_by_turn ON messages (inbox_id);
+CREATE TABLE compactions (
+    id               INTEGER PRIMARY KEY,
+    session_id       INTEGER NOT NULL REFERENCES sessions (id),
+    up_to_message_id INTEGER NOT NULL,
+    summary          TEXT    NOT NULL,
+    created_at_ms    INTEGER NOT NULL
+);
+CREATE INDEX compactions_by_session ON compactions (session_id, id);
+CREATE TABLE memory (
+    id            INTEGER PRIMARY KEY,
+    agent_id      INTEGER NOT NULL REFERENCES agents (id),
+    fact          TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL
+);
+CREATE TABLE outbox (
+    id                 INTEGER PRIMARY KEY,
+    inbox_id           INTEGER UNIQUE,
+    channel            TEXT    NOT NULL,
+    chat               TEXT    NOT NULL,
+    text               TEXT    NOT NULL,
+    status             TEXT    NOT NULL DEFAULT 'pending',
+    attempts           INTEGER NOT NULL DEFAULT 0,
+    next_attempt_at_ms INTEGER NOT NULL,
+    last_error         TEXT,
+    created_at_ms      INTEGER NOT NULL,
+    delivered_at_ms    INTEGER,
+    attachments        TEXT
+);
+CREATE INDEX outbox_due ON outbox (status, next_attempt_at_ms);
+CREATE TABLE confirmations (
+    id            TEXT    PRIMARY KEY,
+    tool          TEXT    NOT NULL,
+    args          TEXT    NOT NULL,
+    command       TEXT,
+    reason        TEXT    NOT NULL,
+    fingerprint   TEXT    NOT NULL,
+    state         TEXT    NOT NULL DEFAULT 'pending',
+    decided_by    TEXT,
+    at_ms         INTEGER NOT NULL,
+    expires_at_ms INTEGER NOT NULL,
+    decided_at_ms INTEGER,
+    cwd           TEXT,
+    mode          TEXT
+);
+CREATE INDEX confirmations_by_time ON confirmations (at_ms);
+CREATE INDEX inbox_by_chat ON inbox (channel, chat, id);
+CREATE INDEX outbox_by_chat ON outbox (channel, chat, id);
+CREATE TABLE grants (
+    id              INTEGER PRIMARY KEY,
+    tool            TEXT    NOT NULL,
+    fingerprint     TEXT    NOT NULL,
+    args            TEXT    NOT NULL,
+    command         TEXT,
+    granted_by      TEXT    NOT NULL,
+    created_at_ms   INTEGER NOT NULL,
+    uses            INTEGER NOT NULL DEFAULT 0,
+    last_used_at_ms INTEGER,
+    revoked_at_ms   INTEGER
+);
+CREATE UNIQUE INDEX grants_active ON grants (fingerprint) WHERE revoked_at_ms IS NULL;
+CREATE TABLE audit (
+    id          INTEGER PRIMARY KEY,
+    at_ms       INTEGER NOT NULL,
+    caller      TEXT    NOT NULL,
+    tool        TEXT    NOT NULL,
+    args        TEXT    NOT NULL,
+    fingerprint TEXT    NOT NULL,
+    decision    TEXT    NOT NULL,
+    reason      TEXT,
+    approval    TEXT,
+    approver    TEXT,
+    outcome     TEXT    NOT NULL,
+    detail      TEXT,
+    duration_ms REAL    NOT NULL
+);
+CREATE INDEX audit_by_time ON audit (at_ms);
+CREATE INDEX audit_by_tool ON audit (tool, at_ms);
+CREATE TABLE contacts (
+    id            INTEGER PRIMARY KEY,
+    display_name  TEXT    NOT NULL COLLATE NOCASE UNIQUE,
+    enabled       INTEGER NOT NULL DEFAULT 1,
+    agent_id      INTEGER REFERENCES agents (id),
+    is_owner      INTEGER NOT NULL DEFAULT 0,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+CREATE UNIQUE INDEX contacts_one_owner ON contacts (is_owner) WHERE is_owner = 1;
+CREATE TABLE contact_identities (
+    id            INTEGER PRIMARY KEY,
+    contact_id    INTEGER NOT NULL REFERENCES contacts (id),
+    channel       TEXT    NOT NULL,
+    native_id     TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    removed_at_ms INTEGER
+);
+CREATE UNIQUE INDEX contact_identities_active
+    ON contact_identities (channel, native_id) WHERE removed_at_ms IS NULL;
+CREATE TABLE pairing_codes (
+    code          TEXT    PRIMARY KEY,
+    channel       TEXT    NOT NULL,
+    sender        TEXT    NOT NULL,
+    chat          TEXT    NOT NULL,
+    sender_name   TEXT,
+    state         TEXT    NOT NULL DEFAULT 'pending',
+    created_at_ms INTEGER NOT NULL,
+    decided_at_ms INTEGER,
+    contact_id    INTEGER REFERENCES contacts (id)
+);
+CREATE INDEX pairing_codes_by_sender ON pairing_codes (channel, sender, created_at_ms);
+CREATE UNIQUE INDEX agents_by_name ON agents (name COLLATE NOCASE);
+CREATE TABLE agent_templates (
+    id            INTEGER PRIMARY KEY,
+    name          TEXT    NOT NULL COLLATE NOCASE UNIQUE,
+    system_prompt TEXT    NOT NULL,
+    allowed_tools TEXT    NOT NULL DEFAULT '[]',
+    max_turns     INTEGER NOT NULL,
+    model         TEXT,
+    token_budget  INTEGER NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+CREATE TABLE workers (
+    id              INTEGER PRIMARY KEY,
+    caller_agent_id INTEGER NOT NULL REFERENCES agents (id),
+    caller_inbox_id INTEGER,
+    spec            TEXT    NOT NULL,
+    task            TEXT    NOT NULL,
+    session_id      INTEGER REFERENCES sessions (id),
+    status          TEXT    NOT NULL DEFAULT 'running',
+    result          TEXT,
+    reported        INTEGER NOT NULL DEFAULT 0,
+    started_at_ms   INTEGER NOT NULL,
+    finished_at_ms  INTEGER
+);
+CREATE INDEX workers_running ON workers (status) WHERE status = 'running';
+CREATE INDEX inbox_pending ON inbox (agent_id, status, id);
+
+-- Agent 1 is the main agent from the start (migration 7).
+INSERT INTO agents (id, name, created_at_ms, allowed_tools) VALUES (1, 'main', 0, '["*"]');
