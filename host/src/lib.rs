@@ -17,6 +17,7 @@ pub mod policy;
 pub mod queue;
 pub mod router;
 pub mod runtime;
+pub mod scheduler;
 pub mod scripting;
 pub mod store;
 pub mod tls;

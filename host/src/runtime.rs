@@ -16,14 +16,15 @@ use hearth_sdk::protocol::HostInfo;
 use crate::agent::memory::Memory;
 use crate::agent::workers::{WorkerLimits, Workers};
 use crate::config::Config;
-use crate::people::People;
+use crate::people::{People, Reach};
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
 use crate::policy::{self, Audit, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy};
 use crate::router::events::ChannelEvents;
 use crate::router::{Gate, Router};
+use crate::scheduler::{Clock, Jobs, Scheduler};
 use crate::scripting::{Scripts, ScriptsError};
 use crate::store::{self, Store, StoreError};
-use crate::tools::{BuiltinContext, PeopleTools, ToolRegistry};
+use crate::tools::{BuiltinContext, PeopleTools, ScheduleTools, ToolRegistry};
 
 /// A started hearth.
 pub struct Runtime {
@@ -49,6 +50,10 @@ pub struct Runtime {
     /// Streamed text, status and confirmations for the channels that show
     /// them.
     pub events: Arc<ChannelEvents>,
+    /// The scheduler (the daemon's; one-shot commands have none).
+    pub scheduler: Option<Arc<Scheduler>>,
+    /// Where the owner is reached.
+    pub reach: Arc<Reach>,
 }
 
 /// Why hearth could not start.
@@ -77,6 +82,9 @@ pub enum StartError {
     /// `$HEARTH_HOME/config/guards.toml` could not be seeded or is invalid.
     #[error(transparent)]
     Guards(#[from] GuardsFileError),
+    /// `HEARTH_FAKE_NOW` is set but unreadable.
+    #[error("{0}")]
+    Clock(String),
 }
 
 /// Why a stop was not clean.
@@ -106,6 +114,12 @@ impl Runtime {
 
     fn start_as(config: Config, daemon: bool) -> Result<Runtime, StartError> {
         create_home(&config.home)?;
+        // Read before anything starts, so a bad value stops nothing half-way.
+        let clock = if daemon {
+            Some(Clock::from_env().map_err(StartError::Clock)?)
+        } else {
+            None
+        };
         let guards = GuardsFile::open(&config.home, &user_home().unwrap_or_else(|| "/".into()))?;
         let db = config.home.join(store::FILE_NAME);
         let store = Store::open(&db)?;
@@ -161,6 +175,26 @@ impl Runtime {
             store::open_connection(&db)?,
             crate::agent::history::MAIN_AGENT,
         ));
+        let reach = Arc::new(Reach {
+            owner: config.owner.clone(),
+            channels: plugins
+                .active()
+                .iter()
+                .filter_map(|p| p.description().channel.clone())
+                .map(|c| (c.name.clone(), c))
+                .collect(),
+        });
+        // Jobs fire only in the daemon.
+        let scheduler = if let Some(clock) = clock {
+            if clock.is_fake() {
+                tracing::warn!(now = %clock.now(), "the scheduler's clock is moved by HEARTH_FAKE_NOW");
+            }
+            let zone = crate::scheduler::schedule::owner_zone(config.owner.timezone.as_deref());
+            let jobs = Arc::new(Jobs::new(cold.clone(), clock, config.scheduler.clone(), zone));
+            Some(Arc::new(Scheduler::new(jobs, Arc::clone(&router))))
+        } else {
+            None
+        };
         let builtins = BuiltinContext {
             scripts: Some(scripts),
             memory: Some(Arc::clone(&memory)),
@@ -169,13 +203,7 @@ impl Runtime {
                 Arc::new(PeopleTools {
                     people: Arc::clone(&people),
                     router: Arc::clone(&router),
-                    channels: plugins
-                        .active()
-                        .iter()
-                        .filter_map(|p| p.description().channel.clone())
-                        .map(|c| (c.name.clone(), c))
-                        .collect(),
-                    owner: config.owner.clone(),
+                    reach: Arc::clone(&reach),
                     max_hops: config.agent.max_agent_hops,
                     ask_before_messaging: config.agent.ask_before_messaging_contacts,
                     contact_agent: config.agent.contact_agent.clone(),
@@ -187,6 +215,12 @@ impl Runtime {
                             dir: config.home.join("workers"),
                         },
                     )),
+                })
+            }),
+            schedule: scheduler.as_ref().map(|scheduler| {
+                Arc::new(ScheduleTools {
+                    scheduler: Arc::clone(scheduler),
+                    people: Arc::clone(&people),
                 })
             }),
         };
@@ -224,6 +258,8 @@ impl Runtime {
             people,
             bridge,
             events,
+            scheduler,
+            reach,
         })
     }
 

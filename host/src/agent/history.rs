@@ -13,6 +13,7 @@ use hearth_sdk::protocol::Attachment;
 use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::llm::{Block, Message, Role};
+use crate::scheduler::fire::SCHEDULER_CHANNEL;
 use crate::store::now_ms;
 
 /// The main agent's id.
@@ -50,6 +51,8 @@ pub struct Claimed {
     pub key: String,
     /// Files that came with it.
     pub attachments: Vec<Attachment>,
+    /// The scheduled job whose firing stored it.
+    pub job_id: Option<i64>,
 }
 
 /// Who wrote a message, as the agent is told.
@@ -62,6 +65,8 @@ pub enum Speaker {
     Contact(String),
     /// Another agent: `(id, name)`.
     Agent(i64, String),
+    /// The scheduler: a reminder or task set earlier fired.
+    Scheduler,
 }
 
 /// A message one agent leaves in another's inbox.
@@ -132,7 +137,7 @@ impl Conversations {
                 "UPDATE inbox SET status = 'in_flight' \
                  WHERE id = (SELECT id FROM inbox WHERE agent_id = ?1 AND status = 'pending' ORDER BY id LIMIT 1) \
                  RETURNING id, channel, COALESCE(chat, sender), text, retried, idempotency_key, attachments, \
-                           contact_id, source, from_agent_id, hops, origin_channel, origin_chat",
+                           contact_id, source, from_agent_id, hops, origin_channel, origin_chat, job_id",
             )?
             .query_row([agent_id], |r| {
                 let attachments: Option<String> = r.get(6)?;
@@ -156,6 +161,7 @@ impl Conversations {
                         hops: r.get(10)?,
                         origin,
                         speaker: Speaker::Owner,
+                        job_id: r.get(13)?,
                     },
                     r.get::<_, Option<i64>>(7)?,
                     r.get::<_, Option<i64>>(9)?,
@@ -166,6 +172,7 @@ impl Conversations {
             return Ok(None);
         };
         claimed.speaker = match (contact, from_agent) {
+            _ if claimed.source == "scheduler" => Speaker::Scheduler,
             (_, Some(agent)) => {
                 let name: Option<String> = conn
                     .prepare_cached("SELECT name FROM agents WHERE id = ?1")?
@@ -310,8 +317,11 @@ impl Conversations {
 
     /// Stores the turn's reply and marks its message done, atomically,
     /// together with the model's last message when there is one. The reply
-    /// goes to the outbox, or, when it answers another agent, to that
-    /// agent's inbox as `reply_to` says.
+    /// goes to the outbox for the conversation it answers, or for
+    /// `deliver_to` when given (a scheduled task's answer, for the owner),
+    /// or, when it answers another agent, to that agent's inbox as
+    /// `reply_to` says.
+    #[allow(clippy::too_many_arguments)]
     pub fn finish(
         &self,
         claimed: &Claimed,
@@ -319,26 +329,28 @@ impl Conversations {
         reply: &str,
         files: &[Attachment],
         reply_to: Option<&AgentMessage<'_>>,
+        deliver_to: Option<(&str, &str)>,
     ) -> rusqlite::Result<()> {
         let mut conn = self.conn();
         let tx = conn.transaction()?;
         if let Some((session, message)) = last {
             append_on(&tx, session, claimed.id, message)?;
         }
+        let (channel, chat) = deliver_to.unwrap_or((&claimed.channel, &claimed.chat));
         if let Some(message) = reply_to {
             send_to_agent(&tx, message)?;
-        } else if claimed.channel != AGENT_CHANNEL {
+        } else if channel != AGENT_CHANNEL && channel != SCHEDULER_CHANNEL {
             // A reply on the agents' channel that is not sent back (the hop
-            // limit is spent) stays in the session only: no channel
-            // delivers there.
+            // limit is spent), or a task's answer that asks for silence,
+            // stays in the session only: no channel delivers there.
             tx.prepare_cached(
-            "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms, attachments) \
-             VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
-        )?
+                "INSERT OR IGNORE INTO outbox (inbox_id, channel, chat, text, next_attempt_at_ms, created_at_ms, attachments) \
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?5, ?6)",
+            )?
             .execute(params![
                 claimed.id,
-                claimed.channel,
-                claimed.chat,
+                channel,
+                chat,
                 reply,
                 now_ms(),
                 (!files.is_empty()).then(|| serde_json::to_string(files).unwrap_or_default()),

@@ -91,6 +91,10 @@ pub struct AgentBase {
     pub events: Arc<ChannelEvents>,
     /// Which agents are at work.
     pub activity: Arc<activity::Activity>,
+    /// The scheduler's jobs: a firing's options, and how its run went.
+    pub jobs: Option<Arc<crate::scheduler::Jobs>>,
+    /// Where the owner is reached (a scheduled task's answer).
+    pub reach: Arc<crate::people::Reach>,
 }
 
 impl Agent {

@@ -77,6 +77,10 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
                 "The message comes from {name}, another of your owner's agents, not from a person."
             );
         }
+        Speaker::Scheduler => p.push_str(
+            "The message comes from your scheduler, not from a person: a reminder or task set \
+             earlier is due. Carry it out for your owner.\n",
+        ),
     }
     let _ = writeln!(p, "Current date and time: {}.", local_now());
     if !parts.skills.is_empty() {

@@ -16,6 +16,7 @@ const HELP: &str = "Commands:
 /agents - the agents: the main one and its sub-agents
 /contacts - the people I may talk to, and pairing codes waiting
 /contacts approve CODE [NAME] - let a stranger who got CODE in
+/schedule - reminders and scheduled tasks, soonest first
 /tool NAME {json} - call a tool directly
 /stop - stop what I am doing";
 
@@ -71,14 +72,48 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
         "/status" if owner => agent.status_text(),
         "/agents" if owner => agents(agent),
         "/contacts" if owner => contacts(agent, rest),
+        "/schedule" if owner => schedule(agent),
         "/stop" => "Stopped (any turn that was running has been cancelled).".into(),
         // A command typed in a sub-agent's conversation reaches only the
         // tools that agent may use.
         "/tool" if owner || !agent.profile.is_main() => call_tool(agent, claimed, rest).await,
-        "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" => {
+        "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" | "/schedule" => {
             "That command is for the owner. Try /help.".into()
         }
         other => format!("Unknown command {other}. Try /help."),
+    }
+}
+
+/// `/schedule`: every job, soonest first.
+fn schedule(agent: &Agent) -> String {
+    let Some(tools) = agent.base.tools.schedule_tools() else {
+        return "The scheduler runs in the daemon.".into();
+    };
+    match tools.call(&Caller::owner("slash"), None, &json!({ "action": "list" })) {
+        Ok(list) => {
+            let jobs = list["jobs"].as_array().cloned().unwrap_or_default();
+            if jobs.is_empty() {
+                return "No reminders or scheduled tasks. Ask me to set one.".into();
+            }
+            let mut out = format!("Jobs (times in {}):", list["owner_zone"].as_str().unwrap_or("UTC"));
+            for j in &jobs {
+                let when = j["cron"]
+                    .as_str()
+                    .map(|c| format!("{c} {}", j["zone"].as_str().unwrap_or_default()))
+                    .unwrap_or_else(|| "once".into());
+                out.push_str(&format!(
+                    "\n- {} {} [{}] next {}: {} ({when}, {})",
+                    j["id"],
+                    j["kind"].as_str().unwrap_or("?"),
+                    j["state"].as_str().unwrap_or("?"),
+                    j["next_run"].as_str().unwrap_or("-"),
+                    j["text"].as_str().unwrap_or_default().lines().next().unwrap_or_default(),
+                    j["agent"].as_str().unwrap_or("?"),
+                ));
+            }
+            out
+        }
+        Err(e) => format!("Could not list the jobs: {e}"),
     }
 }
 

@@ -16,7 +16,9 @@ use hearth_sdk::protocol::{Attachment, ChannelEvent};
 
 use super::Agent;
 use super::attachments::with_attachments;
-use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History};
+use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History, Speaker};
+use crate::scheduler::Job;
+use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
 use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::tools::{ATTACH_FILE, SPAWN_AGENT, ToolError, TurnContext};
@@ -46,14 +48,29 @@ impl Agent {
         self.announce(true);
         // Another agent's words are never the owner's commands.
         let typed_command = claimed.text.trim_start().starts_with('/')
-            && !matches!(claimed.speaker, super::history::Speaker::Agent(..));
+            && matches!(claimed.speaker, Speaker::Owner | Speaker::Contact(_));
+        let job = self.job_of(&claimed);
         let (reply, last) = if typed_command {
             (super::slash::handle(self, &claimed).await, None)
         } else {
-            match &self.llm {
-                Ok(llm) => self.converse(llm, &claimed).await,
-                Err(_) => (NO_MODEL.to_owned(), None),
+            match (&self.llm, &job) {
+                (Ok(llm), Some(job)) if job.model.is_some() || job.token_budget.is_some() => {
+                    let llm = match &job.model {
+                        Some(model) => Arc::new(llm.with_model(model)),
+                        None => Arc::clone(llm),
+                    };
+                    let budget = job.token_budget.map(|b| b.max(0) as u64);
+                    self.converse(&llm, &claimed, budget).await
+                }
+                (Ok(llm), _) => self.converse(llm, &claimed, None).await,
+                (Err(_), _) => (NO_MODEL.to_owned(), None),
             }
+        };
+        // A run that ends in the model's final answer went well; anything
+        // else (no model, a model error, the step limit, a stop) failed.
+        let outcome = match &last {
+            Some(_) => Ok(()),
+            None => Err(reply.lines().next().unwrap_or_default().to_owned()),
         };
         self.base
             .events
@@ -62,16 +79,23 @@ impl Agent {
         let last = last.as_ref().map(|(session, message)| (*session, message));
         let files = std::mem::take(&mut *self.attached_files());
         let reply_to = self.reply_route(&claimed, &reply);
-        match self
-            .base
-            .conversations
-            .finish(&claimed, last, &reply, &files, reply_to.as_ref())
-        {
+        let deliver_to = self.delivery(&claimed, &reply);
+        match self.base.conversations.finish(
+            &claimed,
+            last,
+            &reply,
+            &files,
+            reply_to.as_ref(),
+            deliver_to.as_ref().map(|(c, chat)| (c.as_str(), chat.as_str())),
+        ) {
             Ok(()) => match &reply_to {
                 Some(answer) => self.base.router.agent(answer.to).wake.notify_one(),
                 None => self.base.router.outbox_wake.notify_one(),
             },
             Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
+        }
+        if let Some(job) = claimed.job_id {
+            self.record_job_outcome(job, outcome);
         }
         self.announce(false);
         tracing::info!(
@@ -88,7 +112,7 @@ impl Agent {
         if claimed.source != "agent" {
             return None;
         }
-        let super::history::Speaker::Agent(asker, _) = claimed.speaker else {
+        let Speaker::Agent(asker, _) = claimed.speaker else {
             return None;
         };
         let hops = claimed.hops + 1;
@@ -117,14 +141,55 @@ impl Agent {
         })
     }
 
+    /// The scheduled job a claimed message is a firing of.
+    fn job_of(&self, claimed: &Claimed) -> Option<Job> {
+        let (jobs, id) = (self.base.jobs.as_ref()?, claimed.job_id?);
+        jobs.get(id).ok()
+    }
+
+    /// Where the reply goes when not where the message came from: a
+    /// scheduled task's answer goes to the owner, or nowhere when the
+    /// model answers [`SILENT`].
+    fn delivery(&self, claimed: &Claimed, reply: &str) -> Option<(String, String)> {
+        if claimed.channel != SCHEDULER_CHANNEL {
+            return None;
+        }
+        if reply.trim().eq_ignore_ascii_case(SILENT) {
+            return Some((SCHEDULER_CHANNEL.to_owned(), claimed.chat.clone()));
+        }
+        Some(self.base.reach.owner_address_or_later())
+    }
+
+    /// Records how a job's run went; tells the owner when that disabled it.
+    fn record_job_outcome(&self, job: i64, outcome: Result<(), String>) {
+        let Some(jobs) = &self.base.jobs else { return };
+        match jobs.record_outcome(job, outcome) {
+            Ok(None) => {}
+            Ok(Some(notice)) => {
+                tracing::warn!(job, "{notice}");
+                let (channel, chat) = self.base.reach.owner_address_or_later();
+                let stored = jobs.with_conn(|conn| {
+                    crate::router::outbox::enqueue(conn, &channel, &chat, &notice, &[])
+                });
+                match stored {
+                    Ok(_) => self.base.router.outbox_wake.notify_one(),
+                    Err(e) => tracing::error!(job, "cannot tell the owner: {e}"),
+                }
+            }
+            Err(e) => tracing::error!(job, "cannot record the job's outcome: {e}"),
+        }
+    }
+
     /// The model's part of a turn: the reply text, and the model's final
     /// message, which `finish` stores in the same transaction as the reply.
+    /// `budget` bounds the tokens the turn's model calls may use.
     async fn converse(
         &self,
         llm: &Arc<Llm>,
         claimed: &Claimed,
+        budget: Option<u64>,
     ) -> (String, Option<(i64, Message)>) {
-        match self.steps(llm, claimed).await {
+        match self.steps(llm, claimed, budget).await {
             Ok(outcome) => outcome,
             Err(e) => {
                 tracing::error!("the conversation store failed: {e}");
@@ -140,7 +205,9 @@ impl Agent {
         &self,
         llm: &Arc<Llm>,
         claimed: &Claimed,
+        budget: Option<u64>,
     ) -> rusqlite::Result<(String, Option<(i64, Message)>)> {
+        let mut tokens = 0u64;
         let stop_at_start = self.signals.stop_generation();
         let stopped = || ("Stopped.".to_owned(), None);
         let mut lost = Vec::new();
@@ -204,6 +271,7 @@ impl Agent {
                     return Ok((text, None));
                 }
             };
+            tokens += response.usage.input_tokens + response.usage.output_tokens;
             let answer = Message {
                 role: Role::Assistant,
                 content: response.content,
@@ -224,6 +292,12 @@ impl Agent {
             self.base
                 .conversations
                 .append_to(&mut history, session, claimed.id, answer)?;
+            if let Some(budget) = budget.filter(|b| tokens > *b) {
+                let text = format!(
+                    "I stopped: this task's token budget of {budget} is used up ({tokens} tokens so far)."
+                );
+                return Ok((text, None));
+            }
             let mut results = Vec::with_capacity(calls.len());
             let mut calls = calls.into_iter().peekable();
             while let Some((id, name, input)) = calls.next() {

@@ -10,6 +10,7 @@ mod client;
 mod inventory;
 mod people;
 mod records;
+mod schedule;
 mod tool_call;
 
 use std::path::PathBuf;
@@ -114,6 +115,15 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Reminders and scheduled tasks: list them, fire one now, enable,
+    /// disable or remove one.
+    Schedule {
+        #[command(subcommand)]
+        action: Option<ScheduleAction>,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
@@ -144,6 +154,32 @@ enum ContactAction {
         /// The agent that answers them (default: `[agent] contact_agent`).
         #[arg(long)]
         agent: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ScheduleAction {
+    /// Every job, soonest first (the default).
+    List,
+    /// Fire a job now, outside its schedule.
+    Run {
+        /// The job's id, from `hearth schedule list`.
+        id: i64,
+    },
+    /// Let a job fire again (from its next run after now).
+    Enable {
+        /// The job's id.
+        id: i64,
+    },
+    /// Stop a job from firing, keeping it.
+    Disable {
+        /// The job's id.
+        id: i64,
+    },
+    /// Remove a job.
+    Remove {
+        /// The job's id.
+        id: i64,
     },
 }
 
@@ -261,6 +297,16 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
         Command::Audit { tool, limit, json } => {
             let mut daemon = Daemon::find(&config.home)?;
             records::audit(&config, daemon.as_mut(), tool.as_deref(), limit, json)
+        }
+        Command::Schedule { action, json } => {
+            let mut daemon = Daemon::find(&config.home)?;
+            match action {
+                None | Some(ScheduleAction::List) => schedule::list(&config, daemon.as_mut(), json),
+                Some(ScheduleAction::Run { id }) => schedule::act(daemon.as_mut(), "run_now", id),
+                Some(ScheduleAction::Enable { id }) => schedule::act(daemon.as_mut(), "enable", id),
+                Some(ScheduleAction::Disable { id }) => schedule::act(daemon.as_mut(), "disable", id),
+                Some(ScheduleAction::Remove { id }) => schedule::act(daemon.as_mut(), "remove", id),
+            }
         }
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }

@@ -134,6 +134,11 @@ pub struct OwnerConfig {
     /// without it, any running channel that knows the owner.
     #[serde(default)]
     pub notify: Option<String>,
+    /// The owner's IANA time zone (`Europe/Berlin`): reminders and
+    /// schedules are read in it unless a job names its own. Without it, the
+    /// system's zone.
+    #[serde(default)]
+    pub timezone: Option<String>,
 }
 
 pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (String, String)> {

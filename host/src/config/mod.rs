@@ -10,6 +10,7 @@
 mod agent;
 mod plugins;
 mod policy;
+mod scheduler;
 mod scripts;
 
 use std::path::{Path, PathBuf};
@@ -19,6 +20,7 @@ use serde::Deserialize;
 pub use agent::{AgentConfig, LlmConfig, OwnerConfig, ProviderKind};
 pub use plugins::{PluginEntry, PluginsConfig};
 pub use policy::PolicyConfig;
+pub use scheduler::SchedulerConfig;
 pub use scripts::{HttpConfig, ScriptsConfig};
 
 /// The default config file name inside `$HEARTH_HOME`.
@@ -49,6 +51,8 @@ pub struct Config {
     pub owner: OwnerConfig,
     /// `[policy]`.
     pub policy: PolicyConfig,
+    /// `[scheduler]`.
+    pub scheduler: SchedulerConfig,
 }
 
 /// How much the agent may do without asking.
@@ -247,6 +251,12 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     let scripts = scripts::build(raw.scripts, &base).map_err(invalid_at)?;
     let llm = agent::build_llm(raw.llm).map_err(invalid_at)?;
     let agent = agent::build_agent(raw.agent, &base).map_err(invalid_at)?;
+    raw.scheduler.check().map_err(invalid_at)?;
+    if let Some(zone) = &raw.owner.timezone
+        && let Err(e) = jiff::tz::TimeZone::get(zone)
+    {
+        return Err(invalid("owner.timezone", &format!("{zone:?} is not a known IANA time zone ({e})")));
+    }
     Ok(Config {
         source: path.map(Path::to_owned),
         home,
@@ -259,6 +269,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         agent,
         owner: raw.owner,
         policy: raw.policy,
+        scheduler: raw.scheduler,
     })
 }
 
@@ -303,6 +314,8 @@ struct RawConfig {
     owner: OwnerConfig,
     #[serde(default)]
     policy: PolicyConfig,
+    #[serde(default)]
+    scheduler: SchedulerConfig,
 }
 
 impl Mode {

@@ -99,6 +99,8 @@ impl Services {
             started,
             events: Arc::clone(&runtime.events),
             activity: Arc::clone(&activity),
+            jobs: runtime.scheduler.as_ref().map(|s| Arc::clone(s.jobs())),
+            reach: Arc::clone(&runtime.reach),
         };
         connect_workers(runtime, &base.llm, &activity);
         let main = runtime
@@ -125,11 +127,14 @@ impl Services {
             db: db.clone(),
         });
         runners.start(agent);
-        let tasks = vec![
+        let mut tasks = vec![
             tokio::spawn(Arc::clone(&runners).supervise()),
             tokio::spawn(outbox.run(Arc::clone(&runtime.router.outbox_wake))),
             tokio::spawn(control::serve(listener, control)),
         ];
+        if let Some(scheduler) = &runtime.scheduler {
+            tasks.push(tokio::spawn(Arc::clone(scheduler).run()));
+        }
         Ok(Services {
             tasks,
             runners,

@@ -3,7 +3,8 @@
 //!
 //! - `contacts`: the tables and every change to them;
 //! - `directory`: the in-memory lookup by channel and id;
-//! - `pairing`: one-time codes for strangers inside an allow-list.
+//! - `pairing`: one-time codes for strangers inside an allow-list;
+//! - `reach`: where a message for the owner goes.
 //!
 //! [`People`] ties them together on the shared cold connection and keeps
 //! the directory in step with every change made through it.
@@ -11,6 +12,7 @@
 pub mod contacts;
 pub mod directory;
 pub mod pairing;
+pub mod reach;
 
 use std::sync::{Arc, RwLock};
 
@@ -18,6 +20,7 @@ use rusqlite::Connection;
 
 use crate::store::Cold;
 pub use directory::{Directory, Known};
+pub use reach::Reach;
 
 /// The contacts, and the directory the gate reads.
 pub struct People {

@@ -27,6 +27,7 @@ CREATE TABLE inbox (
     hops            INTEGER NOT NULL DEFAULT 0,
     origin_channel  TEXT,
     origin_chat     TEXT,
+    job_id          INTEGER,
     UNIQUE (channel, idempotency_key)
 );
 CREATE TABLE daemon_runs (
@@ -210,6 +211,32 @@ CREATE TABLE workers (
 );
 CREATE INDEX workers_running ON workers (status) WHERE status = 'running';
 CREATE INDEX inbox_pending ON inbox (agent_id, status, id);
+
+CREATE TABLE jobs (
+    id            INTEGER PRIMARY KEY,
+    kind          TEXT    NOT NULL,
+    cron          TEXT,
+    zone          TEXT    NOT NULL,
+    at_ms         INTEGER,
+    text          TEXT    NOT NULL,
+    agent_id      INTEGER NOT NULL REFERENCES agents (id),
+    channel       TEXT,
+    chat          TEXT,
+    model         TEXT,
+    token_budget  INTEGER,
+    missed        TEXT    NOT NULL DEFAULT 'once',
+    enabled       INTEGER NOT NULL DEFAULT 1,
+    next_run_ms   INTEGER,
+    last_run_ms   INTEGER,
+    last_outcome  TEXT,
+    failures      INTEGER NOT NULL DEFAULT 0,
+    created_by    INTEGER REFERENCES agents (id),
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    removed_at_ms INTEGER
+);
+CREATE INDEX jobs_due ON jobs (next_run_ms) WHERE enabled = 1 AND removed_at_ms IS NULL;
+CREATE INDEX jobs_by_creator ON jobs (created_by, created_at_ms);
 
 -- Agent 1 is the main agent from the start (migration 7).
 INSERT INTO agents (id, name, created_at_ms, allowed_tools) VALUES (1, 'main', 0, '["*"]');

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
-use super::{PeopleTools, TurnContext};
+use super::{PeopleTools, ScheduleTools, TurnContext};
 use crate::agent::memory::Memory;
 use crate::agent::profiles::SEND_AGENT_MESSAGE;
 use crate::policy::Caller;
@@ -28,6 +28,8 @@ pub struct BuiltinContext {
     pub memory: Option<Arc<Memory>>,
     /// Contacts, messages and agents (a daemon's, not a one-shot command's).
     pub people: Option<Arc<PeopleTools>>,
+    /// Reminders and scheduled tasks (a daemon's).
+    pub schedule: Option<Arc<ScheduleTools>>,
 }
 
 /// The built-in tools.
@@ -59,6 +61,8 @@ pub enum Builtin {
     ManageAgentTemplates,
     /// A delegated worker.
     SpawnAgent,
+    /// Reminders and scheduled tasks.
+    ManageSchedule,
 }
 
 /// The tool whose calls in one step run in parallel.
@@ -86,7 +90,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 13] = [
+    pub const ALL: [Builtin; 14] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -100,6 +104,7 @@ impl Builtin {
         Builtin::SendAgentMessage,
         Builtin::ManageAgentTemplates,
         Builtin::SpawnAgent,
+        Builtin::ManageSchedule,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -116,6 +121,7 @@ impl Builtin {
             | Builtin::SendAgentMessage
             | Builtin::ManageAgentTemplates
             | Builtin::SpawnAgent => context.people.is_some(),
+            Builtin::ManageSchedule => context.schedule.is_some(),
         }
     }
 
@@ -260,6 +266,31 @@ impl Builtin {
                 risk: Risk::Write,
                 targets: Default::default(),
             },
+            Builtin::ManageSchedule => ToolSpec {
+                name: "manage_schedule".into(),
+                description: "Sets reminders (\"remind me at 9\": wakes this conversation when due) and scheduled tasks (\"every Monday, summarize my inbox\": a prompt run in a fresh session, the answer sent to the owner), one-shot or by cron in a time zone; lists, changes, disables, removes and runs them. Answers with the next fire times in the owner's zone. Call with action \"help\" for the details.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "action": { "type": "string", "enum": ["help", "list", "add", "update", "enable", "disable", "remove", "run_now"] },
+                        "id": { "type": "integer" },
+                        "kind": { "type": "string", "enum": ["reminder", "task"] },
+                        "text": { "type": "string", "maxLength": 20000 },
+                        "cron": { "type": "string", "maxLength": 200 },
+                        "zone": { "type": "string", "maxLength": 100 },
+                        "at": { "type": "string", "maxLength": 100 },
+                        "in": { "type": "string", "maxLength": 100 },
+                        "agent": { "type": "string", "maxLength": 40 },
+                        "model": { "type": ["string", "null"], "maxLength": 200 },
+                        "token_budget": { "type": ["integer", "null"], "minimum": 1000 },
+                        "missed": { "type": "string", "enum": ["once", "skip", "all"] }
+                    },
+                    "required": ["action"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
             Builtin::SendAgentMessage => ToolSpec {
                 name: SEND_AGENT_MESSAGE.into(),
                 description: "Asks another agent, by name: the message goes to its inbox, and its answer comes back to this conversation as a new message.".into(),
@@ -363,6 +394,11 @@ impl Builtin {
             Builtin::SendAgentMessage => people()?.send_agent_message(turn, args),
             Builtin::ManageAgentTemplates => people()?.manage_templates(args),
             Builtin::SpawnAgent => people()?.spawn_agent(caller, turn, args),
+            Builtin::ManageSchedule => context
+                .schedule
+                .as_deref()
+                .ok_or("the scheduler runs in the daemon")?
+                .call(caller, turn, args),
             Builtin::ReadSkill => {
                 let name = args["name"].as_str().unwrap_or_default();
                 let catalog = scripts()?.catalog();

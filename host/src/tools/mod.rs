@@ -9,10 +9,12 @@ mod agent_tools;
 mod builtin;
 mod people;
 mod registry;
+mod schedule;
 pub mod schema;
 mod turn_context;
 
 pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, SPAWN_AGENT};
 pub use people::PeopleTools;
+pub use schedule::ScheduleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
 pub use turn_context::TurnContext;

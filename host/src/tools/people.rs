@@ -18,7 +18,7 @@ use crate::agent::profiles;
 use crate::agent::workers::Workers;
 use crate::config::OwnerConfig;
 use crate::people::contacts::{self, Changes, OWNER};
-use crate::people::{People, pairing};
+use crate::people::{People, Reach, pairing};
 use crate::router::Router;
 use crate::router::outbox;
 
@@ -28,10 +28,8 @@ pub struct PeopleTools {
     pub people: Arc<People>,
     /// Wakes agents and the outbox.
     pub router: Arc<Router>,
-    /// Each running channel's description, by channel name.
-    pub channels: BTreeMap<String, ChannelSpec>,
-    /// `[owner]`.
-    pub owner: OwnerConfig,
+    /// The owner and the running channels.
+    pub reach: Arc<Reach>,
     /// `[agent] max_agent_hops`.
     pub max_hops: u32,
     /// `[agent] ask_before_messaging_contacts`.
@@ -152,7 +150,7 @@ impl PeopleTools {
         let text = field(args, "text")?;
         let files = attachments(args)?;
         let (channel, chat) = if to.eq_ignore_ascii_case(OWNER) {
-            self.owner_address()?
+            self.reach.owner_address()?
         } else {
             self.contact_address(to)?
         };
@@ -174,8 +172,8 @@ impl PeopleTools {
     /// Refuses an id outside `channel`'s allow-list, naming the key that
     /// widens it.
     fn inside_hard_gate(&self, channel: &str, id: &str) -> Result<(), String> {
-        let spec = self.channels.get(channel).ok_or_else(|| {
-            let running: Vec<&str> = self.channels.keys().map(String::as_str).collect();
+        let spec = self.reach.channels.get(channel).ok_or_else(|| {
+            let running: Vec<&str> = self.reach.channels.keys().map(String::as_str).collect();
             format!(
                 "field `channel`: no running channel {channel:?} (running: {})",
                 running.join(", ")
@@ -190,32 +188,6 @@ impl PeopleTools {
                 .as_deref()
                 .unwrap_or("the channel's allow-list")
         ))
-    }
-
-    /// Where the owner is reached: `[owner] notify` first, then any running
-    /// channel that knows the owner.
-    fn owner_address(&self) -> Result<(String, String), String> {
-        let address = |channel: &str| -> Option<(String, String)> {
-            let spec = self.channels.get(channel)?;
-            let id = self
-                .owner
-                .identities
-                .get(channel)
-                .and_then(|ids| ids.first())
-                .or_else(|| spec.owners.first())
-                .cloned()
-                .or_else(|| spec.authenticates_owner.then(|| OWNER_SENDER.to_owned()))?;
-            Some((channel.to_owned(), id))
-        };
-        self.owner
-            .notify
-            .as_deref()
-            .and_then(address)
-            .or_else(|| self.channels.keys().find_map(|c| address(c)))
-            .ok_or_else(|| {
-                "no running channel knows the owner: set [owner.identities] and [owner] notify"
-                    .into()
-            })
     }
 
     /// Where a contact is reached: their first id on a running channel,

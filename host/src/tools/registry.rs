@@ -163,6 +163,11 @@ impl ToolRegistry {
         self.builtins.people.as_ref()
     }
 
+    /// `manage_schedule`'s parts, in a daemon.
+    pub fn schedule_tools(&self) -> Option<&Arc<super::ScheduleTools>> {
+        self.builtins.schedule.as_ref()
+    }
+
     /// The script subsystem, when there is one.
     pub fn scripts(&self) -> Option<&Arc<Scripts>> {
         self.scripts.as_ref()

@@ -239,6 +239,7 @@ async fn handle(
         "withdraw" => tool_call::withdraw(&session.in_flight),
         "approvals" | "revoke" | "audit" => Some(records(control, op, request).await),
         "contacts" | "agents" => Some(people(control, op, request)),
+        "schedule" => Some(schedule(control, request)),
         other => Some(protocol::unknown(other)),
     };
     (answer, false)
@@ -268,6 +269,26 @@ fn people(control: &Control, op: &str, request: &Value) -> Value {
     };
     match result {
         Ok(result) => json!({ "op": op, "result": result }),
+        Err(message) => error(Code::Tool, &message),
+    }
+}
+
+/// `schedule`: the owner's `list`, `run_now`, `enable`, `disable` and
+/// `remove`, through `manage_schedule`'s code.
+fn schedule(control: &Control, request: &Value) -> Value {
+    let Some(tools) = control.tools.schedule_tools() else {
+        return error(Code::Store, "this daemon runs no scheduler");
+    };
+    let action = request["action"].as_str().unwrap_or_default();
+    if !["list", "run_now", "enable", "disable", "remove"].contains(&action) {
+        return error(
+            Code::BadRequest,
+            "`schedule` needs `action`: \"list\", \"run_now\", \"enable\", \"disable\" or \"remove\"",
+        );
+    }
+    let args = json!({ "action": action, "id": request["id"] });
+    match tools.call(&Caller::owner_cli(), None, &args) {
+        Ok(result) => json!({ "op": "schedule", "result": result }),
         Err(message) => error(Code::Tool, &message),
     }
 }
