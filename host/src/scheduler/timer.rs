@@ -34,9 +34,11 @@ impl WallTimer {
         }
         // SAFETY: `raw` is a new descriptor that nothing else owns.
         let fd = unsafe { OwnedFd::from_raw_fd(raw) };
-        Ok(WallTimer {
-            fd: AsyncFd::with_interest(fd, Interest::READABLE)?,
-        })
+        // SAFETY: an `OwnedFd` keeps its descriptor open and unchanged until
+        // it is dropped, which is when the `AsyncFd` holding it is dropped.
+        let fd = unsafe { AsyncFd::register_with_interest(fd, Interest::READABLE) }
+            .map_err(io::Error::from)?;
+        Ok(WallTimer { fd })
     }
 
     /// Waits until the system wall clock reads `at_ms` (ms since the

@@ -8,15 +8,13 @@
 //! agents; agents pass messages at most `max_agent_hops` times per message
 //! from a person.
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use hearth_sdk::protocol::{Attachment, ChannelSpec, OWNER_SENDER};
+use hearth_sdk::protocol::Attachment;
 use serde_json::{Value, json};
 
 use crate::agent::profiles;
 use crate::agent::workers::Workers;
-use crate::config::OwnerConfig;
 use crate::people::contacts::{self, Changes, OWNER};
 use crate::people::{People, Reach, pairing};
 use crate::router::Router;
