@@ -6,160 +6,58 @@
 //! (the hard gate) holds the owner and Alex's private chat, 2002; 3003 is
 //! outside it.
 
-use std::time::{Duration, Instant};
-
-use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
-use hearth_tests::fake_telegram::{FakeTelegram, Sent};
-use hearth_tests::{Daemon, Hearth, plugin};
+use hearth_tests::fake_llm::anthropic_text;
+use hearth_tests::telegram_home::{OWNER, TelegramHome as Setup};
 use serde_json::{Value, json};
 
-const TOKEN: &str = "4242:test-token";
-const OWNER: i64 = 1001;
 const ALEX: i64 = 2002;
 const OUTSIDER: i64 = 3003;
-const WAIT: Duration = Duration::from_secs(30);
 
-/// A home with Telegram and the fake model, and its fakes.
-struct Setup {
-    telegram: FakeTelegram,
-    llm: FakeLlm,
-    home: Hearth,
+/// A sub-agent named `name` with no tools, and Alex as its contact.
+fn alex_with(s: &Setup, name: &str) {
+    s.tool(
+        "manage_agents",
+        json!({"action": "create", "name": name, "allowed_tools": [],
+               "system_prompt": format!("You are the {name} agent.")}),
+    );
+    s.tool(
+        "manage_contacts",
+        json!({"action": "add", "name": "Alex", "agent": name}),
+    );
+    s.tool(
+        "manage_contacts",
+        json!({"action": "add_identity", "name": "Alex", "channel": "telegram", "id": ALEX.to_string()}),
+    );
 }
 
-impl Setup {
-    /// `telegram` adds `[plugins.telegram]` keys, `extra` whole sections.
-    fn new(telegram_keys: &str, extra: &str) -> Setup {
-        Setup::allowing(&[OWNER, ALEX], telegram_keys, extra)
-    }
+/// Writes Olly, a contact whose only id lies outside the allow-list,
+/// into the store before the daemon starts, as no tool would let it.
+fn olly_outside(s: &Setup) {
+    s.home.cmd(&["contacts"]).ok();
+    let db = s.home.db();
+    db.execute(
+        "INSERT INTO contacts (display_name, agent_id, created_at_ms, updated_at_ms) \
+         VALUES ('Olly', 1, 0, 0)",
+        [],
+    )
+    .unwrap();
+    db.execute(
+        "INSERT INTO contact_identities (contact_id, channel, native_id, created_at_ms) \
+         VALUES (last_insert_rowid(), 'telegram', ?1, 0)",
+        [OUTSIDER.to_string()],
+    )
+    .unwrap();
+}
 
-    /// As [`Setup::new`], with `allowed` as the allow-list.
-    fn allowing(allowed: &[i64], telegram_keys: &str, extra: &str) -> Setup {
-        let allowed: Vec<String> = allowed.iter().map(i64::to_string).collect();
-        let telegram = FakeTelegram::start(TOKEN);
-        let llm = FakeLlm::start();
-        let home = Hearth::with_plugins(
-            &[plugin("telegram")],
-            &format!(
-                "[plugins.telegram]\ntoken = {TOKEN:?}\napi_url = {:?}\n\
-                 allowed_chat_ids = [{}]\npoll_timeout_s = 1\npace_chat_ms = 0\n{telegram_keys}\n\
-                 [owner]\nname = \"Sam\"\n[owner.identities]\ntelegram = [\"{OWNER}\"]\n\
-                 [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-                 api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n{extra}",
-                telegram.url(),
-                allowed.join(", "),
-                llm.url()
-            ),
-        );
-        Setup {
-            telegram,
-            llm,
-            home,
-        }
-    }
-
-    fn start(&self) -> Daemon {
-        self.home.daemon_with(|cmd| {
-            cmd.env("HEARTH_TEST_API_KEY", "sk-test");
-        })
-    }
-
-    /// Calls a tool through the running daemon as the owner; its result.
-    fn tool(&self, name: &str, args: Value) -> Value {
-        self.home
-            .cmd(&["tool", "call", name, &args.to_string()])
-            .json()
-    }
-
-    /// Calls a tool that must fail; its error text.
-    fn tool_fails(&self, name: &str, args: Value) -> String {
-        self.home
-            .cmd(&["tool", "call", name, &args.to_string()])
-            .fails()
-    }
-
-    /// A sub-agent named `name` with no tools, and Alex as its contact.
-    fn alex_with(&self, name: &str) {
-        self.tool(
-            "manage_agents",
-            json!({"action": "create", "name": name, "allowed_tools": [],
-                   "system_prompt": format!("You are the {name} agent.")}),
-        );
-        self.tool(
-            "manage_contacts",
-            json!({"action": "add", "name": "Alex", "agent": name}),
-        );
-        self.tool(
-            "manage_contacts",
-            json!({"action": "add_identity", "name": "Alex", "channel": "telegram", "id": ALEX.to_string()}),
-        );
-    }
-
-    /// Waits until the bot has polled `n` more times, so anything pushed
-    /// before has been read and judged.
-    fn polled(&self, n: usize) {
-        let target = self.telegram.requests_for("getUpdates").len() + n;
-        let start = Instant::now();
-        while self.telegram.requests_for("getUpdates").len() < target {
-            assert!(start.elapsed() < WAIT, "the bot stopped polling");
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// What the bot sent to `chat`.
-    fn sent_to(&self, chat: i64) -> Vec<Sent> {
-        self.telegram
-            .sent()
-            .into_iter()
-            .filter(|s| s.chat_id == chat)
-            .collect()
-    }
-
-    /// Waits until the bot has sent `n` messages to `chat`.
-    fn wait_sent_to(&self, chat: i64, n: usize) -> Vec<Sent> {
-        let start = Instant::now();
-        loop {
-            let sent = self.sent_to(chat);
-            if sent.len() >= n {
-                return sent;
-            }
-            assert!(
-                start.elapsed() < WAIT,
-                "expected {n} messages to {chat}: {:#?}",
-                self.telegram.sent()
-            );
-            std::thread::sleep(Duration::from_millis(20));
-        }
-    }
-
-    /// Writes Olly, a contact whose only id lies outside the allow-list,
-    /// into the store before the daemon starts, as no tool would let it.
-    fn olly_outside(&self) {
-        self.home.cmd(&["contacts"]).ok();
-        let db = self.home.db();
-        db.execute(
-            "INSERT INTO contacts (display_name, agent_id, created_at_ms, updated_at_ms) \
-             VALUES ('Olly', 1, 0, 0)",
-            [],
+fn inbox_rows_from(s: &Setup, sender: i64) -> i64 {
+    s.home
+        .db()
+        .query_row(
+            "SELECT COUNT(*) FROM inbox WHERE sender = ?1",
+            [sender.to_string()],
+            |r| r.get(0),
         )
-        .unwrap();
-        db.execute(
-            "INSERT INTO contact_identities (contact_id, channel, native_id, created_at_ms) \
-             VALUES (last_insert_rowid(), 'telegram', ?1, 0)",
-            [OUTSIDER.to_string()],
-        )
-        .unwrap();
-    }
-
-    fn inbox_rows_from(&self, sender: i64) -> i64 {
-        self.home
-            .db()
-            .query_row(
-                "SELECT COUNT(*) FROM inbox WHERE sender = ?1",
-                [sender.to_string()],
-                |r| r.get(0),
-            )
-            .unwrap()
-    }
+        .unwrap()
 }
 
 /// The marker the fake model routes a sub-agent's requests by.
@@ -175,7 +73,7 @@ fn a_contact_is_answered_by_their_agent_in_a_session_of_their_own() {
         .push_for(&agent("shopping"), anthropic_text("Milk and eggs."));
     let _daemon = s.start();
     s.tool("remember", json!({"fact": "Sam's door code is 4321"}));
-    s.alex_with("shopping");
+    alex_with(&s, "shopping");
 
     s.telegram
         .push_message(OWNER, OWNER, "my surprise party plan is secret");
@@ -237,7 +135,7 @@ fn a_contact_is_answered_by_their_agent_in_a_session_of_their_own() {
 #[test]
 fn inside_the_allow_list_without_a_contact_and_outside_it_get_silence() {
     let s = Setup::new("", "");
-    s.olly_outside();
+    olly_outside(&s);
     let _daemon = s.start();
 
     s.telegram.push_message(ALEX, ALEX, "hello?");
@@ -245,8 +143,8 @@ fn inside_the_allow_list_without_a_contact_and_outside_it_get_silence() {
         .push_message(OUTSIDER, OUTSIDER, "hello from outside");
     s.polled(3);
     assert!(s.telegram.sent().is_empty(), "{:#?}", s.telegram.sent());
-    assert_eq!(s.inbox_rows_from(ALEX), 0);
-    assert_eq!(s.inbox_rows_from(OUTSIDER), 0);
+    assert_eq!(inbox_rows_from(&s, ALEX), 0);
+    assert_eq!(inbox_rows_from(&s, OUTSIDER), 0);
     assert!(s.llm.requests().is_empty());
 
     // And no tool puts an id outside the allow-list on a contact.
@@ -314,15 +212,15 @@ fn pairing_gives_one_code_an_hour_and_approval_lets_the_stranger_in() {
     for early in ["hello?", "anyone there?", "please"] {
         assert!(!seen.contains(early), "{early} reached the model");
     }
-    assert_eq!(s.inbox_rows_from(ALEX), 1);
+    assert_eq!(inbox_rows_from(&s, ALEX), 1);
 }
 
 #[test]
 fn send_message_goes_through_both_gates_and_names_the_one_that_refused() {
     let s = Setup::new("", "[agent]\nask_before_messaging_contacts = false\n");
-    s.olly_outside();
+    olly_outside(&s);
     let _daemon = s.start();
-    s.alex_with("shopping");
+    alex_with(&s, "shopping");
     s.tool(
         "manage_contacts",
         json!({"action": "add", "name": "Blake", "agent": "shopping"}),
@@ -359,7 +257,7 @@ fn send_message_goes_through_both_gates_and_names_the_one_that_refused() {
 fn manage_contacts_refuses_bad_input_naming_the_field() {
     let s = Setup::new("", "");
     let _daemon = s.start();
-    s.alex_with("shopping");
+    alex_with(&s, "shopping");
     let cases = [
         (json!({"action": "add"}), "field `name`: required"),
         (

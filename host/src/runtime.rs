@@ -190,7 +190,12 @@ impl Runtime {
                 tracing::warn!(now = %clock.now(), "the scheduler's clock is moved by HEARTH_FAKE_NOW");
             }
             let zone = crate::scheduler::schedule::owner_zone(config.owner.timezone.as_deref());
-            let jobs = Arc::new(Jobs::new(cold.clone(), clock, config.scheduler.clone(), zone));
+            let jobs = Arc::new(Jobs::new(
+                cold.clone(),
+                clock,
+                config.scheduler.clone(),
+                zone,
+            ));
             Some(Arc::new(Scheduler::new(jobs, Arc::clone(&router))))
         } else {
             None

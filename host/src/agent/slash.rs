@@ -95,7 +95,10 @@ fn schedule(agent: &Agent) -> String {
             if jobs.is_empty() {
                 return "No reminders or scheduled tasks. Ask me to set one.".into();
             }
-            let mut out = format!("Jobs (times in {}):", list["owner_zone"].as_str().unwrap_or("UTC"));
+            let mut out = format!(
+                "Jobs (times in {}):",
+                list["owner_zone"].as_str().unwrap_or("UTC")
+            );
             for j in &jobs {
                 let when = j["cron"]
                     .as_str()
@@ -107,7 +110,12 @@ fn schedule(agent: &Agent) -> String {
                     j["kind"].as_str().unwrap_or("?"),
                     j["state"].as_str().unwrap_or("?"),
                     j["next_run"].as_str().unwrap_or("-"),
-                    j["text"].as_str().unwrap_or_default().lines().next().unwrap_or_default(),
+                    j["text"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .lines()
+                        .next()
+                        .unwrap_or_default(),
                     j["agent"].as_str().unwrap_or("?"),
                 ));
             }

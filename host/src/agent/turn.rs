@@ -17,10 +17,10 @@ use hearth_sdk::protocol::{Attachment, ChannelEvent};
 use super::Agent;
 use super::attachments::with_attachments;
 use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History, Speaker};
-use crate::scheduler::Job;
-use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
 use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
+use crate::scheduler::Job;
+use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
 use crate::tools::{ATTACH_FILE, SPAWN_AGENT, ToolError, TurnContext};
 
 /// A tool call running on a blocking thread.
@@ -86,7 +86,9 @@ impl Agent {
             &reply,
             &files,
             reply_to.as_ref(),
-            deliver_to.as_ref().map(|(c, chat)| (c.as_str(), chat.as_str())),
+            deliver_to
+                .as_ref()
+                .map(|(c, chat)| (c.as_str(), chat.as_str())),
         ) {
             Ok(()) => match &reply_to {
                 Some(answer) => self.base.router.agent(answer.to).wake.notify_one(),

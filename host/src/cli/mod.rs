@@ -121,7 +121,7 @@ enum Command {
         #[command(subcommand)]
         action: Option<ScheduleAction>,
         /// Print JSON instead of a table.
-        #[arg(long)]
+        #[arg(long, global = true)]
         json: bool,
     },
     /// Internal: a Lua worker process, started by the daemon.
@@ -304,7 +304,9 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 None | Some(ScheduleAction::List) => schedule::list(&config, daemon.as_mut(), json),
                 Some(ScheduleAction::Run { id }) => schedule::act(daemon.as_mut(), "run_now", id),
                 Some(ScheduleAction::Enable { id }) => schedule::act(daemon.as_mut(), "enable", id),
-                Some(ScheduleAction::Disable { id }) => schedule::act(daemon.as_mut(), "disable", id),
+                Some(ScheduleAction::Disable { id }) => {
+                    schedule::act(daemon.as_mut(), "disable", id)
+                }
                 Some(ScheduleAction::Remove { id }) => schedule::act(daemon.as_mut(), "remove", id),
             }
         }

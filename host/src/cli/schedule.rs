@@ -18,7 +18,11 @@ use crate::scheduler::{Clock, Jobs, schedule};
 use crate::store::{Cold, Store};
 
 /// `hearth schedule list [--json]`.
-pub fn list(config: &Config, daemon: Option<&mut Daemon>, as_json: bool) -> anyhow::Result<ExitCode> {
+pub fn list(
+    config: &Config,
+    daemon: Option<&mut Daemon>,
+    as_json: bool,
+) -> anyhow::Result<ExitCode> {
     let jobs: Vec<Value> = match daemon {
         Some(d) => {
             let answer = d.ask(json!({ "op": "schedule", "action": "list" }))?;
@@ -65,7 +69,9 @@ pub fn list(config: &Config, daemon: Option<&mut Daemon>, as_json: bool) -> anyh
 /// `hearth schedule run|enable|disable|remove ID`, through the daemon.
 pub fn act(daemon: Option<&mut Daemon>, action: &str, id: i64) -> anyhow::Result<ExitCode> {
     let Some(daemon) = daemon else {
-        bail!("hearth is not running; `hearth schedule {action}` goes through the daemon (start it with `hearth run`)");
+        bail!(
+            "hearth is not running; `hearth schedule {action}` goes through the daemon (start it with `hearth run`)"
+        );
     };
     let answer = daemon.ask(json!({ "op": "schedule", "action": action, "id": id }))?;
     let result = &answer["result"];

@@ -255,7 +255,10 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     if let Some(zone) = &raw.owner.timezone
         && let Err(e) = jiff::tz::TimeZone::get(zone)
     {
-        return Err(invalid("owner.timezone", &format!("{zone:?} is not a known IANA time zone ({e})")));
+        return Err(invalid(
+            "owner.timezone",
+            &format!("{zone:?} is not a known IANA time zone ({e})"),
+        ));
     }
     Ok(Config {
         source: path.map(Path::to_owned),

@@ -32,7 +32,11 @@ impl SchedulerConfig {
     pub(super) fn check(&self) -> Result<(), (String, String)> {
         let checks = [
             ("max_jobs_per_agent", self.max_jobs_per_agent, 100_000),
-            ("max_creations_per_hour", self.max_creations_per_hour, 100_000),
+            (
+                "max_creations_per_hour",
+                self.max_creations_per_hour,
+                100_000,
+            ),
             ("max_failures", self.max_failures, 1_000),
         ];
         for (key, value, most) in checks {

@@ -31,7 +31,8 @@ impl Reach {
             .and_then(|c| self.address(c))
             .or_else(|| self.channels.keys().find_map(|c| self.address(c)))
             .ok_or_else(|| {
-                "no running channel knows the owner: set [owner.identities] and [owner] notify".into()
+                "no running channel knows the owner: set [owner.identities] and [owner] notify"
+                    .into()
             })
     }
 

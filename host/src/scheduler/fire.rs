@@ -50,7 +50,10 @@ pub fn fire_due(conn: &Connection, now: i64) -> rusqlite::Result<Pass> {
             super::jobs::COLUMNS
         ))?;
         stmt.query_map([now], |r| {
-            Ok((super::jobs::row(r)?, r.get::<_, Option<bool>>(18)?.unwrap_or(false)))
+            Ok((
+                super::jobs::row(r)?,
+                r.get::<_, Option<bool>>(18)?.unwrap_or(false),
+            ))
         })?
         .collect::<rusqlite::Result<_>>()?
     };
@@ -59,7 +62,14 @@ pub fn fire_due(conn: &Connection, now: i64) -> rusqlite::Result<Pass> {
         let fired = if agent_on {
             fire_job(&tx, &job, now)?
         } else {
-            finish_job(&tx, &job, None, now, "disabled: its agent was deleted", false)?;
+            finish_job(
+                &tx,
+                &job,
+                None,
+                now,
+                "disabled: its agent was deleted",
+                false,
+            )?;
             0
         };
         if fired > 0 {
@@ -128,7 +138,13 @@ fn fire_job(conn: &Connection, job: &Job, now: i64) -> rusqlite::Result<usize> {
             missed: runs.len(),
         });
         let key = format!("job:{}:{due}", job.id);
-        store(conn, job, *due, &key, &job_text(job, *due, lateness.as_ref()))?;
+        store(
+            conn,
+            job,
+            *due,
+            &key,
+            &job_text(job, *due, lateness.as_ref()),
+        )?;
     }
     let outcome = if fire.is_empty() {
         tracing::info!(
@@ -180,7 +196,10 @@ fn store(conn: &Connection, job: &Job, due: i64, key: &str, text: &str) -> rusql
         (Kind::Reminder, Some(channel), Some(chat)) => (channel.clone(), chat.clone()),
         // A task (or a reminder without its conversation) is a fresh
         // session per firing.
-        _ => (SCHEDULER_CHANNEL.to_owned(), format!("job-{}-{due}", job.id)),
+        _ => (
+            SCHEDULER_CHANNEL.to_owned(),
+            format!("job-{}-{due}", job.id),
+        ),
     };
     conn.prepare_cached(
         "INSERT OR IGNORE INTO inbox (channel, idempotency_key, sender, chat, text, received_at_ms, \

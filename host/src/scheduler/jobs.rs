@@ -247,9 +247,11 @@ impl Jobs {
         )?;
         if count >= i64::from(self.limits.max_jobs_per_agent) {
             let agent: String = tx
-                .query_row("SELECT name FROM agents WHERE id = ?1", [new.agent_id], |r| {
-                    r.get(0)
-                })
+                .query_row(
+                    "SELECT name FROM agents WHERE id = ?1",
+                    [new.agent_id],
+                    |r| r.get(0),
+                )
                 .unwrap_or_else(|_| format!("agent {}", new.agent_id));
             return Err(JobError::TooMany { agent, count });
         }
@@ -319,7 +321,9 @@ impl Jobs {
             job.next_run_ms
         };
         let (cron, zone, at) = match &when {
-            When::Cron { expr, zone } => (Some(expr.trim().to_owned()), zone.trim().to_owned(), None),
+            When::Cron { expr, zone } => {
+                (Some(expr.trim().to_owned()), zone.trim().to_owned(), None)
+            }
             When::Once(at) => (None, job.zone.clone(), Some(*at)),
         };
         self.cold.lock().execute(
@@ -385,7 +389,9 @@ impl Jobs {
     pub fn get(&self, id: i64) -> Result<Job, JobError> {
         self.cold
             .lock()
-            .prepare_cached(&format!("{COLUMNS} FROM jobs WHERE id = ?1 AND removed_at_ms IS NULL"))?
+            .prepare_cached(&format!(
+                "{COLUMNS} FROM jobs WHERE id = ?1 AND removed_at_ms IS NULL"
+            ))?
             .query_row([id], row)
             .optional()?
             .ok_or(JobError::Unknown(id))
@@ -408,7 +414,11 @@ impl Jobs {
     /// Records how a run of job `id` went. A failure that makes
     /// `[scheduler] max_failures` in a row disables the job; the answer is
     /// then the notice for the owner.
-    pub fn record_outcome(&self, id: i64, outcome: Result<(), String>) -> Result<Option<String>, JobError> {
+    pub fn record_outcome(
+        &self,
+        id: i64,
+        outcome: Result<(), String>,
+    ) -> Result<Option<String>, JobError> {
         let now = self.clock.now_ms();
         let conn = self.cold.lock();
         match outcome {
@@ -429,10 +439,7 @@ impl Jobs {
                 if failures < i64::from(self.limits.max_failures) {
                     return Ok(None);
                 }
-                conn.execute(
-                    "UPDATE jobs SET enabled = 0 WHERE id = ?1",
-                    [id],
-                )?;
+                conn.execute("UPDATE jobs SET enabled = 0 WHERE id = ?1", [id])?;
                 drop(conn);
                 self.changed.notify_one();
                 Ok(Some(format!(

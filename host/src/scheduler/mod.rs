@@ -46,7 +46,9 @@ impl Scheduler {
         let timer = match timer::WallTimer::new() {
             Ok(t) => Some(t),
             Err(e) => {
-                tracing::error!("the scheduler has no wall-clock timer ({e}); it checks every minute");
+                tracing::error!(
+                    "the scheduler has no wall-clock timer ({e}); it checks every minute"
+                );
                 None
             }
         };

@@ -200,7 +200,11 @@ pub fn parse_instant(text: &str, zone: &TimeZone) -> Result<Timestamp, ScheduleE
 }
 
 /// Reads `text` as a delay from `now` ("20m", "2h 30m", "1d").
-pub fn parse_delay(text: &str, now: Timestamp, zone: &TimeZone) -> Result<Timestamp, ScheduleError> {
+pub fn parse_delay(
+    text: &str,
+    now: Timestamp,
+    zone: &TimeZone,
+) -> Result<Timestamp, ScheduleError> {
     let bad = || ScheduleError::Delay {
         text: text.to_owned(),
     };
@@ -290,14 +294,24 @@ mod tests {
             "*/15 * * * *",
             "UTC",
             "2026-11-24T10:07:00Z",
-            &["2026-11-24T10:15:00Z", "2026-11-24T10:30:00Z", "2026-11-24T10:45:00Z", "2026-11-24T11:00:00Z"],
+            &[
+                "2026-11-24T10:15:00Z",
+                "2026-11-24T10:30:00Z",
+                "2026-11-24T10:45:00Z",
+                "2026-11-24T11:00:00Z",
+            ],
         ),
         // The 31st: months without one are skipped.
         (
             "0 12 31 * *",
             "UTC",
             "2026-01-31T13:00:00Z",
-            &["2026-03-31T12:00:00Z", "2026-05-31T12:00:00Z", "2026-07-31T12:00:00Z", "2026-08-31T12:00:00Z"],
+            &[
+                "2026-03-31T12:00:00Z",
+                "2026-05-31T12:00:00Z",
+                "2026-07-31T12:00:00Z",
+                "2026-08-31T12:00:00Z",
+            ],
         ),
         // Feb 29: leap years only.
         (
@@ -311,14 +325,24 @@ mod tests {
             "0 8 1 * FRI",
             "UTC",
             "2026-11-24T00:00:00Z",
-            &["2026-11-27T08:00:00Z", "2026-12-01T08:00:00Z", "2026-12-04T08:00:00Z"],
+            &[
+                "2026-11-27T08:00:00Z",
+                "2026-12-01T08:00:00Z",
+                "2026-12-04T08:00:00Z",
+            ],
         ),
         // Every 30 minutes through the repeated hour: each instant once.
         (
             "*/30 * * * *",
             "Europe/Berlin",
             "2026-10-24T23:45:00Z",
-            &["2026-10-25T00:00:00Z", "2026-10-25T00:30:00Z", "2026-10-25T01:00:00Z", "2026-10-25T01:30:00Z", "2026-10-25T02:00:00Z"],
+            &[
+                "2026-10-25T00:00:00Z",
+                "2026-10-25T00:30:00Z",
+                "2026-10-25T01:00:00Z",
+                "2026-10-25T01:30:00Z",
+                "2026-10-25T02:00:00Z",
+            ],
         ),
     ];
 
@@ -365,7 +389,11 @@ mod tests {
             ("2026-10-25 02:30", "2026-10-25T00:30:00Z"),
         ];
         for (text, want) in cases {
-            assert_eq!(parse_instant(text, &berlin).unwrap().to_string(), *want, "{text}");
+            assert_eq!(
+                parse_instant(text, &berlin).unwrap().to_string(),
+                *want,
+                "{text}"
+            );
         }
         for bad in ["tomorrow", "2026-13-01 10:00", "", "12:00"] {
             assert!(matches!(

@@ -24,10 +24,7 @@ impl WallTimer {
     pub fn new() -> io::Result<WallTimer> {
         // SAFETY: plain integer arguments; the result is checked.
         let raw = unsafe {
-            libc::timerfd_create(
-                libc::CLOCK_REALTIME,
-                libc::TFD_NONBLOCK | libc::TFD_CLOEXEC,
-            )
+            libc::timerfd_create(libc::CLOCK_REALTIME, libc::TFD_NONBLOCK | libc::TFD_CLOEXEC)
         };
         if raw < 0 {
             return Err(io::Error::last_os_error());

@@ -15,6 +15,6 @@ mod turn_context;
 
 pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, SPAWN_AGENT};
 pub use people::PeopleTools;
-pub use schedule::ScheduleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
+pub use schedule::ScheduleTools;
 pub use turn_context::TurnContext;

@@ -44,7 +44,12 @@ Times in answers are in the owner's zone.";
 
 impl ScheduleTools {
     /// Runs one `manage_schedule` call.
-    pub fn call(&self, caller: &Caller, turn: Option<&TurnContext>, args: &Value) -> Result<Value, String> {
+    pub fn call(
+        &self,
+        caller: &Caller,
+        turn: Option<&TurnContext>,
+        args: &Value,
+    ) -> Result<Value, String> {
         let who = Who::of(caller)?;
         let action = args["action"].as_str().unwrap_or_default();
         let jobs = self.scheduler.jobs();
@@ -101,7 +106,12 @@ impl ScheduleTools {
         }
     }
 
-    fn new_job(&self, who: &Who, turn: Option<&TurnContext>, args: &Value) -> Result<NewJob, String> {
+    fn new_job(
+        &self,
+        who: &Who,
+        turn: Option<&TurnContext>,
+        args: &Value,
+    ) -> Result<NewJob, String> {
         let kind = match args["kind"].as_str() {
             None => Kind::Reminder,
             Some(k) => parse_kind(k).ok_or_else(|| {
@@ -119,9 +129,7 @@ impl ScheduleTools {
                     .read(|conn| profiles::id_of(conn, name))
                     .map_err(|e| format!("field `agent`: {e}"))?;
                 if who.only().is_some_and(|me| me != id) {
-                    return Err(
-                        "field `agent`: a sub-agent schedules jobs for itself only".into(),
-                    );
+                    return Err("field `agent`: a sub-agent schedules jobs for itself only".into());
                 }
                 id
             }
@@ -146,7 +154,10 @@ impl ScheduleTools {
         Ok(JobChanges {
             when: self.when(args)?,
             text: args["text"].as_str().map(str::to_owned),
-            model: args.get("model").map(|_| optional_str(args, "model")).transpose()?,
+            model: args
+                .get("model")
+                .map(|_| optional_str(args, "model"))
+                .transpose()?,
             token_budget: args.get("token_budget").map(|v| v.as_i64()),
             missed: missed(args)?,
         })
@@ -167,7 +178,11 @@ impl ScheduleTools {
         }
         let owner_zone = schedule::time_zone(jobs.owner_zone()).map_err(|e| e.to_string())?;
         let now = jobs.clock().now();
-        let text = |key: &str| args[key].as_str().ok_or(format!("field `{key}`: must be a string"));
+        let text = |key: &str| {
+            args[key]
+                .as_str()
+                .ok_or(format!("field `{key}`: must be a string"))
+        };
         match given.first().copied() {
             None => Ok(None),
             Some("cron") => Ok(Some(When::Cron {
@@ -230,7 +245,9 @@ impl ScheduleTools {
         let zone = self.scheduler.jobs().owner_zone();
         let now = self.scheduler.jobs().clock().now();
         let next: Vec<String> = match (job.enabled, job.schedule()) {
-            (true, Ok(Schedule::Once(at))) if at > now => vec![local_time(at.as_millisecond(), zone)],
+            (true, Ok(Schedule::Once(at))) if at > now => {
+                vec![local_time(at.as_millisecond(), zone)]
+            }
             (true, Ok(s @ Schedule::Cron { .. })) => s
                 .upcoming(now, 3)
                 .iter()
@@ -283,4 +300,3 @@ fn optional_str(args: &Value, key: &str) -> Result<Option<String>, String> {
         _ => Err(format!("field `{key}`: must be a non-empty string or null")),
     }
 }
-
