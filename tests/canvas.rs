@@ -660,3 +660,41 @@ fn the_status_names_the_other_agents_at_work() {
     assert_eq!(busy["model"], "fake-model");
     ws.wait_for(WAIT, |f| f["type"] == "status" && f["working"] == json!([]));
 }
+
+#[test]
+fn the_next_jobs_are_shown_and_kept_for_browsers_that_connect_later() {
+    let fake = FakeLlm::start();
+    let h = home(&fake, "[owner]\ntimezone = \"UTC\"\n");
+    let (_daemon, canvas) = start(&h);
+    let (mut ws, hello) = canvas.connect();
+    assert_eq!(hello["schedule"], json!([]));
+    let add = |args: Value| {
+        h.cmd(&["tool", "call", "manage_schedule", &args.to_string()])
+            .json()
+    };
+    add(json!({"action": "add", "kind": "task", "cron": "0 9 * * MON", "text": "weekly review"}));
+    let shown = ws.wait_for(WAIT, |f| {
+        f["type"] == "schedule" && f["jobs"].as_array().is_some_and(|j| j.len() == 1)
+    });
+    let job = &shown["jobs"][0];
+    assert_eq!(job["kind"], "task");
+    assert_eq!(job["text"], "weekly review");
+    assert_eq!(job["schedule"], "0 9 * * MON (UTC)");
+    assert!(
+        job["next_run"].as_str().unwrap().ends_with("09:00 UTC"),
+        "{job}"
+    );
+    // A sooner one goes first; a browser connecting now gets both.
+    add(json!({"action": "add", "kind": "task", "in": "5m", "text": "call back"}));
+    ws.wait_for(WAIT, |f| {
+        f["type"] == "schedule" && f["jobs"][0]["text"] == "call back"
+    });
+    let (_later, hello) = canvas.connect();
+    let texts: Vec<&str> = hello["schedule"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(texts, ["call back", "weekly review"]);
+}

@@ -98,11 +98,16 @@ fn a_task_answer_reaches_the_notify_channel_even_when_it_was_down() {
     s.llm.push(anthropic_text("[silent]"));
     let task = schedule(
         &s.home,
-        json!({"action": "add", "kind": "task", "in": "1s", "text": "summarize my inbox"}),
+        json!({"action": "add", "kind": "task", "in": "1s", "text": "summarize my inbox",
+               "model": "fake-small"}),
     );
     assert_eq!(task["kind"], "task");
     let sent = s.wait_sent_to(OWNER, 1);
     assert!(sent[0].text.contains("3 new invoices"), "{sent:#?}");
+    // The task asked the model it names.
+    let asked = &s.llm.requests()[0].body;
+    assert_eq!(asked["model"], "fake-small");
+    assert!(asked.to_string().contains("summarize my inbox"));
     assert!(s.telegram.requests_for("sendMessage").len() >= 2);
     // A task that answers [silent] delivers nothing.
     schedule(
@@ -304,6 +309,9 @@ fn limits_refuse_with_clear_errors_and_failing_jobs_are_disabled() {
     assert!(told.contains("job 2 failed 2 times in a row"), "{told}");
     let enabled = h.cmd(&["schedule", "enable", "2"]).ok().to_owned();
     assert!(enabled.contains("job 2 is scheduled"), "{enabled}");
+    let shown = h.chat("/schedule").ok().to_owned();
+    assert!(shown.contains("Jobs (times in"), "{shown}");
+    assert!(shown.contains("two"), "{shown}");
 }
 
 #[test]

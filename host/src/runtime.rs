@@ -175,6 +175,11 @@ impl Runtime {
             store::open_connection(&db)?,
             crate::agent::history::MAIN_AGENT,
         ));
+        let events = Arc::new(if daemon {
+            ChannelEvents::start(plugins.active())
+        } else {
+            ChannelEvents::default()
+        });
         let reach = Arc::new(Reach {
             owner: config.owner.clone(),
             channels: plugins
@@ -196,7 +201,11 @@ impl Runtime {
                 config.scheduler.clone(),
                 zone,
             ));
-            Some(Arc::new(Scheduler::new(jobs, Arc::clone(&router))))
+            Some(Arc::new(Scheduler::new(
+                jobs,
+                Arc::clone(&router),
+                Arc::clone(&events),
+            )))
         } else {
             None
         };
@@ -229,11 +238,6 @@ impl Runtime {
                 })
             }),
         };
-        let events = Arc::new(if daemon {
-            ChannelEvents::start(plugins.active())
-        } else {
-            ChannelEvents::default()
-        });
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),
             Arc::clone(&events),

@@ -392,6 +392,29 @@ pub enum ChannelEvent {
         /// Who decided: the owner's sender id, or `timeout`.
         decided_by: String,
     },
+    /// The scheduler's next jobs changed (one was added, changed, removed
+    /// or fired): the soonest ones, for channels that show them.
+    Schedule {
+        /// At most ten, soonest first.
+        jobs: Vec<UpcomingJob>,
+    },
+}
+
+/// A job the scheduler will fire.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpcomingJob {
+    /// Its id (`hearth schedule` names it).
+    pub id: i64,
+    /// `reminder` or `task`.
+    pub kind: String,
+    /// The reminder's message or the task's prompt.
+    pub text: String,
+    /// Its schedule in words: the cron expression and zone, or `once`.
+    pub schedule: String,
+    /// When it fires next, in ms since the epoch.
+    pub next_run_ms: i64,
+    /// The same in the owner's zone (`2026-12-24 18:00 CET`).
+    pub next_run: String,
 }
 
 /// A request for the owner's approval of one exact tool call.

@@ -321,7 +321,6 @@ impl Conversations {
     /// `deliver_to` when given (a scheduled task's answer, for the owner),
     /// or, when it answers another agent, to that agent's inbox as
     /// `reply_to` says.
-    #[allow(clippy::too_many_arguments)]
     pub fn finish(
         &self,
         claimed: &Claimed,

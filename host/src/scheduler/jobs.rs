@@ -4,6 +4,7 @@
 //! Every write computes `next_run_ms` from the schedule and the clock, and
 //! wakes the scheduler, which then sleeps until the new earliest job.
 
+use hearth_sdk::protocol::UpcomingJob;
 use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::Notify;
 
@@ -409,6 +410,35 @@ impl Jobs {
             .query_map([agent], row)?
             .collect::<rusqlite::Result<Vec<_>>>()?;
         Ok(jobs)
+    }
+
+    /// The next `n` jobs to fire, soonest first, for the channels.
+    pub fn upcoming(&self, n: usize) -> Result<Vec<UpcomingJob>, JobError> {
+        let conn = self.cold.lock();
+        let mut stmt = conn.prepare_cached(&format!(
+            "{COLUMNS} FROM jobs WHERE enabled = 1 AND removed_at_ms IS NULL \
+             AND next_run_ms IS NOT NULL ORDER BY next_run_ms, id LIMIT ?1"
+        ))?;
+        let jobs = stmt
+            .query_map([n as i64], row)?
+            .collect::<rusqlite::Result<Vec<_>>>()?;
+        Ok(jobs
+            .into_iter()
+            .map(|j| UpcomingJob {
+                id: j.id,
+                kind: kind_name(j.kind).to_owned(),
+                schedule: match &j.cron {
+                    Some(cron) => format!("{cron} ({})", j.zone),
+                    None => "once".to_owned(),
+                },
+                next_run_ms: j.next_run_ms.unwrap_or_default(),
+                next_run: super::fire::local_time(
+                    j.next_run_ms.unwrap_or_default(),
+                    &self.owner_zone,
+                ),
+                text: j.text,
+            })
+            .collect())
     }
 
     /// Records how a run of job `id` went. A failure that makes

@@ -25,19 +25,33 @@ use std::sync::Arc;
 pub use clock::Clock;
 pub use jobs::{Job, JobChanges, JobError, Jobs, Kind, Missed, NewJob, When};
 
+use hearth_sdk::protocol::{ChannelEvent, UpcomingJob};
+
 use crate::router::Router;
+use crate::router::events::ChannelEvents;
+
+/// How many upcoming jobs the channels are shown.
+const UPCOMING: usize = 10;
 
 /// The scheduler task's parts.
 pub struct Scheduler {
     jobs: Arc<Jobs>,
     router: Arc<Router>,
+    events: Arc<ChannelEvents>,
+    /// The upcoming jobs the channels were last told about.
+    shown: std::sync::Mutex<Option<Vec<UpcomingJob>>>,
 }
 
 impl Scheduler {
-    /// A scheduler firing `jobs` into the inbox and waking agents through
-    /// `router`.
-    pub fn new(jobs: Arc<Jobs>, router: Arc<Router>) -> Scheduler {
-        Scheduler { jobs, router }
+    /// A scheduler firing `jobs` into the inbox, waking agents through
+    /// `router` and showing the next jobs on the channels of `events`.
+    pub fn new(jobs: Arc<Jobs>, router: Arc<Router>, events: Arc<ChannelEvents>) -> Scheduler {
+        Scheduler {
+            jobs,
+            router,
+            events,
+            shown: std::sync::Mutex::new(None),
+        }
     }
 
     /// Fires due jobs and sleeps until the next, for as long as the daemon
@@ -54,6 +68,7 @@ impl Scheduler {
         };
         loop {
             let next = self.pass();
+            self.show_upcoming();
             let clock = self.jobs.clock();
             let wake = next.map(|ms| clock.to_system_ms(ms));
             tokio::select! {
@@ -92,6 +107,26 @@ impl Scheduler {
             .with_conn(|conn| fire::fire_now(conn, &job, now))?;
         self.router.agent(job.agent_id).wake.notify_one();
         self.jobs.get(id)
+    }
+
+    /// Tells the channels that show them the next jobs, when those
+    /// changed since they were last told.
+    fn show_upcoming(&self) {
+        let upcoming = match self.jobs.upcoming(UPCOMING) {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::warn!("cannot read the upcoming jobs: {e}");
+                return;
+            }
+        };
+        let mut shown = self.shown.lock().unwrap_or_else(|p| p.into_inner());
+        if shown.as_ref() == Some(&upcoming) {
+            return;
+        }
+        self.events.broadcast(&ChannelEvent::Schedule {
+            jobs: upcoming.clone(),
+        });
+        *shown = Some(upcoming);
     }
 
     /// The jobs.

@@ -300,3 +300,83 @@ fn optional_str(args: &Value, key: &str) -> Result<Option<String>, String> {
         _ => Err(format!("field `{key}`: must be a non-empty string or null")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::{OwnerConfig, SchedulerConfig};
+    use crate::policy::ToolScope;
+    use crate::router::events::ChannelEvents;
+    use crate::router::{Gate, Router};
+    use crate::scheduler::{Clock, Jobs};
+    use crate::store::{Cold, Store};
+
+    fn tools(dir: &std::path::Path) -> ScheduleTools {
+        let db = dir.join("hearth.db");
+        let store = Store::open(&db).unwrap();
+        store
+            .conn()
+            .execute(
+                "INSERT INTO agents (id, name, created_at_ms) VALUES (2, 'helper', 0)",
+                [],
+            )
+            .unwrap();
+        let cold = Cold::open(&db).unwrap();
+        let jobs = Jobs::new(
+            cold.clone(),
+            Clock::system(),
+            SchedulerConfig::default(),
+            "UTC".into(),
+        );
+        let router = Arc::new(Router::new(Gate::new(OwnerConfig::default(), None)));
+        ScheduleTools {
+            scheduler: Arc::new(Scheduler::new(
+                Arc::new(jobs),
+                router,
+                Arc::new(ChannelEvents::default()),
+            )),
+            people: Arc::new(People::open(cold).unwrap()),
+        }
+    }
+
+    #[test]
+    fn a_sub_agent_schedules_and_sees_only_its_own_jobs() {
+        let dir = tempfile::tempdir().unwrap();
+        let tools = tools(dir.path());
+        let main = Caller::agent(MAIN_AGENT);
+        let helper = Caller::scoped_agent(2, ToolScope::from_list(&["manage_schedule".into()]));
+        let add = |agent: Option<&str>| {
+            let mut args = json!({"action": "add", "kind": "task", "in": "1h", "text": "x"});
+            if let Some(agent) = agent {
+                args["agent"] = agent.into();
+            }
+            args
+        };
+        let err = tools.call(&helper, None, &add(Some("main"))).unwrap_err();
+        assert!(err.contains("for itself only"), "{err}");
+        let own = tools.call(&helper, None, &add(None)).unwrap();
+        assert_eq!(own["agent"], "helper");
+        let mains = tools.call(&main, None, &add(None)).unwrap();
+        assert_eq!(mains["agent"], "main");
+        // The main agent schedules for anyone, and sees everything.
+        let for_helper = tools.call(&main, None, &add(Some("helper"))).unwrap();
+        assert_eq!(for_helper["agent"], "helper");
+        let all = tools.call(&main, None, &json!({"action": "list"})).unwrap();
+        assert_eq!(all["jobs"].as_array().unwrap().len(), 3);
+        let seen = tools
+            .call(&helper, None, &json!({"action": "list"}))
+            .unwrap();
+        assert_eq!(seen["jobs"].as_array().unwrap().len(), 2);
+        let id = mains["id"].as_i64().unwrap();
+        for action in ["remove", "disable", "run_now"] {
+            let err = tools
+                .call(&helper, None, &json!({"action": action, "id": id}))
+                .unwrap_err();
+            assert!(err.contains(&format!("no job {id}")), "{action}: {err}");
+        }
+        // A worker or a contact schedules nothing.
+        let worker = Caller::worker(7, ToolScope::from_list(&["manage_schedule".into()]));
+        let err = tools.call(&worker, None, &add(None)).unwrap_err();
+        assert!(err.contains("only the owner and the agents"), "{err}");
+    }
+}

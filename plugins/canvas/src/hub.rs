@@ -15,7 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::extract::ws::Utf8Bytes;
 use hearth_sdk::protocol::{
     ChannelEvent, ChannelHistory, ConfirmationAnswer, ConfirmationRecord, ConfirmationState,
-    HistoryMessage, InboundMessage, OWNER_SENDER, OutboundMessage, Submission, service,
+    HistoryMessage, InboundMessage, OWNER_SENDER, OutboundMessage, Submission, UpcomingJob,
+    service,
 };
 use hearth_sdk::{Host, SubmitError};
 use serde_json::{Value, json};
@@ -44,6 +45,8 @@ pub struct Hub {
     frames: broadcast::Sender<Utf8Bytes>,
     elements: Mutex<Vec<Element>>,
     status: Mutex<(bool, Option<String>, Vec<String>)>,
+    /// The scheduler's next jobs, as last heard.
+    schedule: Mutex<Vec<UpcomingJob>>,
     confirmations: Mutex<VecDeque<ConfirmationRecord>>,
     /// The text streamed so far of each reply being generated. Deltas are
     /// broadcast while this lock is held, so a browser that subscribes
@@ -68,6 +71,7 @@ impl Hub {
             frames,
             elements: Mutex::new(elements),
             status: Mutex::new((false, None, Vec::new())),
+            schedule: Mutex::new(Vec::new()),
             confirmations: Mutex::new(VecDeque::new()),
             streaming: Mutex::new(HashMap::new()),
             next_element: AtomicU64::new(1),
@@ -112,6 +116,7 @@ impl Hub {
             "confirmations": history.confirmations.iter().map(confirmation_json).collect::<Vec<_>>(),
             "status": self.status_json(),
             "streaming": streaming,
+            "schedule": lock(&self.schedule).clone(),
         })
     }
 
@@ -225,6 +230,11 @@ impl Hub {
                 if recent.len() > RECENT_CONFIRMATIONS {
                     recent.pop_front();
                 }
+                frame
+            }
+            ChannelEvent::Schedule { jobs } => {
+                let frame = json!({ "type": "schedule", "jobs": jobs });
+                *lock(&self.schedule) = jobs;
                 frame
             }
             ChannelEvent::ConfirmationDecided {

@@ -46,6 +46,11 @@
  *   [data-testid="attach"]        the file input (multiple)
  *   [data-testid="chip"]          an attachment in the composer; data-state
  *                                 "uploading", "ready" or "failed"
+ *   [data-testid="upcoming"]      the scheduler's next jobs, soonest first (the
+ *                                 list's section is hidden when there are none)
+ *   [data-testid="job"]           one of them; data-id, data-kind ("reminder"/
+ *                                 "task"); inside: [data-testid="when"] (its next
+ *                                 run in the owner's zone) and "text"
  *   [data-testid="canvas"]        the canvas pane's element list, oldest first
  *   [data-testid="element"]       a canvas element; data-id, data-type (the
  *                                 element's type as sent, also when unsupported);
@@ -383,6 +388,9 @@
       case "confirmation":
         onConfirmation(f.confirmation);
         break;
+      case "schedule":
+        renderUpcoming(f.jobs);
+        break;
       case "error":
         onError(f);
         break;
@@ -415,6 +423,7 @@
     }
     state.status = { agent: "idle", model: null, working: [], connected: true };
     onStatus(f.status || {});
+    renderUpcoming(f.schedule);
 
     conn.ready = true;
     conn.hellos++;
@@ -677,6 +686,22 @@
     ui.workingItem.hidden = working === "";
     if (ui.working.textContent !== working) ui.working.textContent = working;
     ui.model.title = st.model ? `Model: ${st.model}` : "Model unknown";
+  }
+
+  function renderUpcoming(jobs) {
+    const list = (Array.isArray(jobs) ? jobs : []).filter((j) => j && j.id !== undefined);
+    ui.upcoming.hidden = list.length === 0;
+    ui.jobs.replaceChildren(
+      ...list.map((j) =>
+        h(
+          "li",
+          { class: "job", "data-testid": "job", "data-id": String(j.id), "data-kind": String(j.kind || "") },
+          h("span", { class: "job-when", "data-testid": "when", text: String(j.next_run || "") }),
+          h("span", { class: "job-text", "data-testid": "text", text: String(j.text || "") }),
+          h("span", { class: "job-meta", text: `${j.kind === "task" ? "task" : "reminder"} · ${String(j.schedule || "")}` })
+        )
+      )
+    );
   }
 
   function renderApprovals() {
@@ -1312,6 +1337,8 @@
     ui.messages = document.querySelector('[data-testid="messages"]');
     ui.elements = document.querySelector('[data-testid="canvas"]');
     ui.canvasCount = document.getElementById("canvas-count");
+    ui.upcoming = document.getElementById("upcoming");
+    ui.jobs = document.querySelector('[data-testid="upcoming"]');
     ui.form = document.getElementById("composer-form");
     ui.composer = document.querySelector('[data-testid="composer"]');
     ui.send = document.querySelector('[data-testid="send"]');

@@ -244,7 +244,9 @@ impl Plugin for Signal {
             ChannelEvent::ConfirmationDecided { id, state, .. } => decided(core, &id, state)?,
             // The final reply comes through `send`; Signal cannot edit a
             // message as it grows.
-            ChannelEvent::Delta { .. } | ChannelEvent::DeltaReset { .. } => {}
+            ChannelEvent::Delta { .. }
+            | ChannelEvent::DeltaReset { .. }
+            | ChannelEvent::Schedule { .. } => {}
         }
         Ok(())
     }

@@ -55,8 +55,10 @@ pub async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver<Channe
                 }
             }
             // The final reply comes through `send`; Telegram shows no
-            // streamed text.
-            ChannelEvent::Delta { .. } | ChannelEvent::DeltaReset { .. } => {}
+            // streamed text, and the schedule only when asked (/schedule).
+            ChannelEvent::Delta { .. }
+            | ChannelEvent::DeltaReset { .. }
+            | ChannelEvent::Schedule { .. } => {}
         }
     }
     if let Some(ticker) = typing {
