@@ -11,6 +11,7 @@
 use rusqlite::{Connection, params};
 
 use super::jobs::{Job, Kind, MAX_CATCH_UP, Missed, timestamp};
+use super::schedule::Parsed;
 use crate::store::now_ms;
 
 /// The pseudo-channel of scheduled tasks: each firing is a fresh session
@@ -58,9 +59,10 @@ pub fn fire_due(conn: &Connection, now: i64) -> rusqlite::Result<Pass> {
         .collect::<rusqlite::Result<_>>()?
     };
     let mut pass = Pass::default();
+    let mut parsed = Parsed::default();
     for (job, agent_on) in due {
         let fired = if agent_on {
-            fire_job(&tx, &job, now)?
+            fire_job(&tx, &job, now, &mut parsed)?
         } else {
             finish_job(
                 &tx,
@@ -102,27 +104,30 @@ pub fn fire_now(conn: &Connection, job: &Job, now: i64) -> rusqlite::Result<()> 
 
 /// Fires one due job by its missed policy; returns how many messages it
 /// stored.
-fn fire_job(conn: &Connection, job: &Job, now: i64) -> rusqlite::Result<usize> {
-    let schedule = match job.schedule() {
-        Ok(s) => s,
-        Err(e) => {
-            let why = format!("disabled: its schedule no longer reads: {e}");
-            tracing::warn!(job = job.id, "{why}");
-            finish_job(conn, job, None, now, &why, false)?;
-            return Ok(0);
-        }
+fn fire_job(
+    conn: &Connection,
+    job: &Job,
+    now: i64,
+    parsed: &mut Parsed,
+) -> rusqlite::Result<usize> {
+    let mut next_after = |at: i64| {
+        parsed
+            .next_after(job.cron.as_deref(), &job.zone, job.at_ms, timestamp(at))
+            .map(|next| next.map(|t| t.as_millisecond()))
     };
     let first = job.next_run_ms.unwrap_or(now);
     // Every run due by now, from the first missed one.
     let mut runs = vec![first];
-    let mut at = timestamp(first);
     while runs.len() < MAX_COUNTED {
-        match schedule.next_after(at) {
-            Some(next) if next.as_millisecond() <= now => {
-                runs.push(next.as_millisecond());
-                at = next;
+        match next_after(runs[runs.len() - 1]) {
+            Ok(Some(next)) if next <= now => runs.push(next),
+            Ok(_) => break,
+            Err(e) => {
+                let why = format!("disabled: its schedule no longer reads: {e}");
+                tracing::warn!(job = job.id, "{why}");
+                finish_job(conn, job, None, now, &why, false)?;
+                return Ok(0);
             }
-            _ => break,
         }
     }
     let late = runs.len() > 1 || now - first > GRACE_MS;
@@ -158,9 +163,7 @@ fn fire_job(conn: &Connection, job: &Job, now: i64) -> rusqlite::Result<usize> {
     } else {
         "fired".to_owned()
     };
-    let next = schedule
-        .next_after(timestamp(now))
-        .map(|t| t.as_millisecond());
+    let next = next_after(now).unwrap_or(None);
     finish_job(conn, job, next, now, &outcome, !fire.is_empty())?;
     Ok(fire.len())
 }

@@ -592,7 +592,7 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
 
 fn schedule_of(when: &When) -> Result<Schedule, JobError> {
     match when {
-        When::Cron { expr, zone } => Schedule::cron(expr, zone).map_err(|e| match e {
+        When::Cron { expr, zone } => Schedule::checked_cron(expr, zone).map_err(|e| match e {
             ScheduleError::Zone { .. } => JobError::invalid("zone", e),
             _ => JobError::invalid("cron", e),
         }),
