@@ -122,6 +122,13 @@ fn the_canvas_works_end_to_end_in_chromium() {
                 fake.push(anthropic_text("The researcher found it."));
                 Ok(())
             }
+            "upcoming" => {
+                let args = json!({ "action": "add", "kind": "task", "cron": "0 9 * * MON",
+                                   "text": "weekly review" });
+                h.cmd(&["tool", "call", "manage_schedule", &args.to_string()])
+                    .ok();
+                Ok(())
+            }
             "elements" => {
                 for (n, (id, kind, data)) in elements().into_iter().enumerate() {
                     let args = json!({ "id": id, "type": kind, "data": data, "title": id });

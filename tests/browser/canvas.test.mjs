@@ -255,6 +255,17 @@ async function main() {
   await waitForAgentMessage(page, "The researcher found it.");
   await waitUntil(page, "no other agent to show as working", () => document.getElementById("working-item")?.hidden === true);
 
+  // b3. the scheduler's next jobs show under "Upcoming"
+  await waitUntil(page, "no upcoming jobs yet", () => document.getElementById("upcoming")?.hidden === true);
+  await step("upcoming");
+  await waitUntil(page, "the weekly job under Upcoming", () => {
+    const section = document.getElementById("upcoming");
+    const job = document.querySelector('[data-testid="job"]');
+    return !!section && !section.hidden && !!job && job.dataset.kind === "task" &&
+      job.querySelector('[data-testid="text"]')?.textContent === "weekly review" &&
+      / 09:00 /.test(job.querySelector('[data-testid="when"]')?.textContent || "");
+  });
+
   // c. every element type
   await step("elements");
   await send(page, "show me everything");
