@@ -24,7 +24,7 @@ use crate::router::{Gate, Router};
 use crate::scheduler::{Clock, Jobs, Scheduler};
 use crate::scripting::{Scripts, ScriptsError};
 use crate::store::{self, Store, StoreError};
-use crate::tools::{BuiltinContext, PeopleTools, ScheduleTools, ToolRegistry};
+use crate::tools::{BuiltinContext, KnowledgeTools, PeopleTools, ScheduleTools, ToolRegistry};
 
 /// A started hearth.
 pub struct Runtime {
@@ -231,6 +231,7 @@ impl Runtime {
                     )),
                 })
             }),
+            knowledge: Some(Arc::new(KnowledgeTools { cold: cold.clone() })),
             schedule: scheduler.as_ref().map(|scheduler| {
                 Arc::new(ScheduleTools {
                     scheduler: Arc::clone(scheduler),

@@ -28,6 +28,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0006_outbox_files.sql"),
     include_str!("migrations/0007_people.sql"),
     include_str!("migrations/0008_jobs.sql"),
+    include_str!("migrations/0009_search.sql"),
 ];
 
 /// The schema after the last migration, which creates a fresh store.

@@ -238,5 +238,27 @@ CREATE TABLE jobs (
 CREATE INDEX jobs_due ON jobs (next_run_ms) WHERE enabled = 1 AND removed_at_ms IS NULL;
 CREATE INDEX jobs_by_creator ON jobs (created_by, created_at_ms);
 
+CREATE VIRTUAL TABLE message_index USING fts5(
+    body,
+    tokenize = 'unicode61 remove_diacritics 2'
+);
+
+CREATE TRIGGER message_indexed AFTER INSERT ON messages BEGIN
+    INSERT INTO message_index (rowid, body)
+    SELECT new.id, group_concat(piece, char(10))
+    FROM (
+        SELECT CASE json_extract(value, '$.type')
+                   WHEN 'text' THEN json_extract(value, '$.text')
+                   WHEN 'tool_result' THEN substr(json_extract(value, '$.content'), 1, 2000)
+               END AS piece
+        FROM json_each(CASE WHEN json_valid(new.content) THEN new.content ELSE '[]' END)
+    )
+    WHERE piece IS NOT NULL AND piece != '';
+END;
+
+CREATE TRIGGER message_unindexed AFTER DELETE ON messages BEGIN
+    DELETE FROM message_index WHERE rowid = old.id;
+END;
+
 -- Agent 1 is the main agent from the start (migration 7).
 INSERT INTO agents (id, name, created_at_ms, allowed_tools) VALUES (1, 'main', 0, '["*"]');

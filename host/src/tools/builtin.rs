@@ -13,7 +13,7 @@ use std::sync::Arc;
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
-use super::{PeopleTools, ScheduleTools, TurnContext};
+use super::{KnowledgeTools, PeopleTools, ScheduleTools, TurnContext};
 use crate::agent::memory::Memory;
 use crate::agent::profiles::SEND_AGENT_MESSAGE;
 use crate::policy::Caller;
@@ -30,6 +30,8 @@ pub struct BuiltinContext {
     pub people: Option<Arc<PeopleTools>>,
     /// Reminders and scheduled tasks (a daemon's).
     pub schedule: Option<Arc<ScheduleTools>>,
+    /// Search over past conversations.
+    pub knowledge: Option<Arc<KnowledgeTools>>,
 }
 
 /// The built-in tools.
@@ -63,6 +65,10 @@ pub enum Builtin {
     SpawnAgent,
     /// Reminders and scheduled tasks.
     ManageSchedule,
+    /// Search past conversations.
+    SearchHistory,
+    /// The messages around a search hit.
+    ReadHistory,
 }
 
 /// The tool whose calls in one step run in parallel.
@@ -90,7 +96,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 14] = [
+    pub const ALL: [Builtin; 16] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -105,6 +111,8 @@ impl Builtin {
         Builtin::ManageAgentTemplates,
         Builtin::SpawnAgent,
         Builtin::ManageSchedule,
+        Builtin::SearchHistory,
+        Builtin::ReadHistory,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -122,6 +130,7 @@ impl Builtin {
             | Builtin::ManageAgentTemplates
             | Builtin::SpawnAgent => context.people.is_some(),
             Builtin::ManageSchedule => context.schedule.is_some(),
+            Builtin::SearchHistory | Builtin::ReadHistory => context.knowledge.is_some(),
         }
     }
 
@@ -266,6 +275,41 @@ impl Builtin {
                 risk: Risk::Write,
                 targets: Default::default(),
             },
+            Builtin::SearchHistory => ToolSpec {
+                name: "search_history".into(),
+                description: "Searches every past conversation (yours; the main agent's covers all agents) for words or a phrase: messages with all the words, the exact phrase first, newest context in snippets with the session, time and who spoke. FTS5 syntax works too: \"exact phrase\", OR, NOT, prefix*. Follow up with read_history to see the messages around a hit.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "query": { "type": "string", "minLength": 1, "maxLength": 500 },
+                        "agent": { "type": "string", "maxLength": 40 },
+                        "channel": { "type": "string", "maxLength": 100 },
+                        "since": { "type": "string", "maxLength": 40 },
+                        "until": { "type": "string", "maxLength": 40 },
+                        "limit": { "type": "integer", "minimum": 1, "maximum": 50 }
+                    },
+                    "required": ["query"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+                targets: Default::default(),
+            },
+            Builtin::ReadHistory => ToolSpec {
+                name: "read_history".into(),
+                description: "Returns the messages around one message of a past session (from search_history's hits): n before it, it, and n after.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "session": { "type": "integer" },
+                        "around_message": { "type": "integer" },
+                        "n": { "type": "integer", "minimum": 1, "maximum": 20 }
+                    },
+                    "required": ["session", "around_message"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+                targets: Default::default(),
+            },
             Builtin::ManageSchedule => ToolSpec {
                 name: "manage_schedule".into(),
                 description: "Sets reminders (\"remind me at 9\": wakes this conversation when due) and scheduled tasks (\"every Monday, summarize my inbox\": a prompt run in a fresh session, the answer sent to the owner), one-shot or by cron in a time zone; lists, changes, disables, removes and runs them. Answers with the next fire times in the owner's zone. Call with action \"help\" for the details.".into(),
@@ -372,6 +416,12 @@ impl Builtin {
                 .ok_or("contacts and agents are served by the running daemon")
         };
         let scripts = || context.scripts.as_deref().ok_or("scripts are not running");
+        let knowledge = || {
+            context
+                .knowledge
+                .as_deref()
+                .ok_or("the history is not available")
+        };
         let memory = || {
             if caller.is_scoped() {
                 return Err(
@@ -394,6 +444,8 @@ impl Builtin {
             Builtin::SendAgentMessage => people()?.send_agent_message(turn, args),
             Builtin::ManageAgentTemplates => people()?.manage_templates(args),
             Builtin::SpawnAgent => people()?.spawn_agent(caller, turn, args),
+            Builtin::SearchHistory => knowledge()?.search_history(caller, args),
+            Builtin::ReadHistory => knowledge()?.read_history(caller, args),
             Builtin::ManageSchedule => context
                 .schedule
                 .as_deref()

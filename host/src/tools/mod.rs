@@ -7,6 +7,7 @@
 
 mod agent_tools;
 mod builtin;
+mod knowledge;
 mod people;
 mod registry;
 mod schedule;
@@ -14,6 +15,7 @@ pub mod schema;
 mod turn_context;
 
 pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, SPAWN_AGENT};
+pub use knowledge::KnowledgeTools;
 pub use people::PeopleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
 pub use schedule::ScheduleTools;

@@ -1,0 +1,90 @@
+//! `search_history` and `read_history`: the agent looks back over past
+//! conversations through the FTS5 index.
+//!
+//! Scoping: the main agent and the owner search every agent's sessions
+//! (the owner's conversations are the main agent's); a sub-agent searches
+//! its own sessions only, and reads no other session around a hit.
+
+use serde_json::{Value, json};
+
+use crate::agent::history::MAIN_AGENT;
+use crate::agent::profiles;
+use crate::knowledge::search::{self, Query};
+use crate::policy::Caller;
+use crate::store::Cold;
+
+/// What the history tools work on.
+pub struct KnowledgeTools {
+    /// The store.
+    pub cold: Cold,
+}
+
+impl KnowledgeTools {
+    /// `search_history`.
+    pub fn search_history(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+        let scope = scope(caller)?;
+        let conn = self.cold.lock();
+        let agent = match (args["agent"].as_str(), scope) {
+            (None, scope) => scope,
+            (Some(name), scope) => {
+                let id = profiles::id_of(&conn, name).map_err(|e| format!("field `agent`: {e}"))?;
+                if scope.is_some_and(|own| own != id) {
+                    return Err(
+                        "field `agent`: a sub-agent searches its own conversations only".into(),
+                    );
+                }
+                Some(id)
+            }
+        };
+        let query = Query {
+            text: args["query"].as_str().unwrap_or_default(),
+            agent,
+            channel: args["channel"].as_str(),
+            since_ms: instant(args, "since")?,
+            until_ms: instant(args, "until")?,
+            limit: args["limit"].as_u64().unwrap_or(10) as usize,
+        };
+        let hits = search::search(&conn, &query).map_err(|e| e.to_string())?;
+        Ok(json!({ "hits": hits, "count": hits.len() }))
+    }
+
+    /// `read_history`.
+    pub fn read_history(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+        let scope = scope(caller)?;
+        let session = args["session"]
+            .as_i64()
+            .ok_or("field `session`: required, a session id from search_history")?;
+        let around = args["around_message"]
+            .as_i64()
+            .ok_or("field `around_message`: required, a message id from search_history")?;
+        let n = args["n"].as_u64().unwrap_or(5) as usize;
+        let messages = search::read_around(&self.cold.lock(), session, around, n, scope)
+            .map_err(|e| e.to_string())?;
+        Ok(json!({ "session": session, "messages": messages }))
+    }
+}
+
+/// The one agent whose sessions the caller may search; `None`: any.
+fn scope(caller: &Caller) -> Result<Option<i64>, String> {
+    match caller.agent_id() {
+        Some(MAIN_AGENT) => Ok(None),
+        Some(agent) => Ok(Some(agent)),
+        None if !caller.is_scoped() => Ok(None),
+        None => Err("only the owner and the agents search the history".into()),
+    }
+}
+
+/// An optional instant field: RFC 3339, or a date (its midnight, UTC).
+fn instant(args: &Value, key: &str) -> Result<Option<i64>, String> {
+    let Some(text) = args[key].as_str() else {
+        return Ok(None);
+    };
+    let bad = || format!("field `{key}`: {text:?} is not a time; use \"2026-11-24\" or RFC 3339");
+    if let Ok(at) = text.trim().parse::<jiff::Timestamp>() {
+        return Ok(Some(at.as_millisecond()));
+    }
+    let date: jiff::civil::Date = text.trim().parse().map_err(|_| bad())?;
+    date.to_zoned(jiff::tz::TimeZone::UTC)
+        .map(|z| Some(z.timestamp().as_millisecond()))
+        .map_err(|_| bad())
+}
