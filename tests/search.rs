@@ -224,18 +224,33 @@ fn the_index_matches_the_messages_after_a_kill_mid_turn() {
         let _ = child.kill();
         let _ = child.wait();
     }
-    let db = h.db();
-    let messages: i64 = db
-        .query_row("SELECT count(*) FROM messages", [], |r| r.get(0))
-        .unwrap();
-    let indexed: i64 = db
-        .query_row("SELECT count(*) FROM message_index", [], |r| r.get(0))
-        .unwrap();
+    let count = |sql: &str| -> i64 { h.db().query_row(sql, [], |r| r.get(0)).unwrap() };
+    let messages = count("SELECT count(*) FROM messages");
     assert!(messages > 0);
-    assert_eq!(messages, indexed);
-    db.execute(
-        "INSERT INTO message_index (message_index, rank) VALUES ('integrity-check', 1)",
-        [],
-    )
-    .unwrap();
+    // Every message is indexed or queued for it, never neither or both.
+    assert_eq!(
+        count("SELECT count(*) FROM message_index")
+            + count("SELECT count(*) FROM message_index_queue"),
+        messages
+    );
+    assert_eq!(
+        count(
+            "SELECT count(*) FROM message_index_queue q \
+             JOIN message_index x ON x.rowid = q.message_id"
+        ),
+        0
+    );
+    // A search indexes what is queued first, and finds it.
+    let rt = h.runtime();
+    let found = hearth_tests::call_ok(&rt, "search_history", json!({ "query": "message number" }));
+    let said = count("SELECT count(*) FROM messages WHERE content LIKE '%message number%'");
+    assert!(said >= 1);
+    assert_eq!(found["count"], said, "{found:#}");
+    assert_eq!(count("SELECT count(*) FROM message_index"), messages);
+    h.db()
+        .execute(
+            "INSERT INTO message_index (message_index, rank) VALUES ('integrity-check', 1)",
+            [],
+        )
+        .unwrap();
 }

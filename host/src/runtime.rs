@@ -54,6 +54,8 @@ pub struct Runtime {
     pub scheduler: Option<Arc<Scheduler>>,
     /// Where the owner is reached.
     pub reach: Arc<Reach>,
+    /// The shared cold connection (`store::Cold`).
+    pub cold: store::Cold,
 }
 
 /// Why hearth could not start.
@@ -253,10 +255,11 @@ impl Runtime {
             config_file: config.source.clone(),
             guards,
             gate,
-            grants: Grants::new(cold),
+            grants: Grants::new(cold.clone()),
             audit: Audit::new(store::open_connection(&db)?, known_secrets(&config)),
         }));
         let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins, policy);
+        let cold_handle = cold;
         Ok(Runtime {
             config,
             store,
@@ -270,6 +273,7 @@ impl Runtime {
             events,
             scheduler,
             reach,
+            cold: cold_handle,
         })
     }
 

@@ -95,6 +95,8 @@ pub struct AgentBase {
     pub jobs: Option<Arc<crate::scheduler::Jobs>>,
     /// Where the owner is reached (a scheduled task's answer).
     pub reach: Arc<crate::people::Reach>,
+    /// Indexes stored messages for search, once turns settle.
+    pub indexer: Option<Arc<crate::knowledge::index::Indexer>>,
 }
 
 impl Agent {

@@ -99,6 +99,9 @@ impl Agent {
         if let Some(job) = claimed.job_id {
             self.record_job_outcome(job, outcome);
         }
+        if let Some(indexer) = &self.base.indexer {
+            indexer.poke.notify_one();
+        }
         self.announce(false);
         tracing::info!(
             inbox = claimed.id,

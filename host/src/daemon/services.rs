@@ -1,5 +1,5 @@
-//! The daemon's long-running services: the agents' runners, the outbox and
-//! the control socket. Started after the runtime, stopped before it.
+//! The daemon's long-running services: the agents' runners, the outbox,
+//! the control socket, the scheduler and the search indexer. Started after the runtime, stopped before it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -15,6 +15,7 @@ use crate::agent::history::{Conversations, MAIN_AGENT};
 use crate::agent::profiles;
 use crate::agent::prompt::DEFAULT_IDENTITY;
 use crate::agent::{Agent, AgentBase};
+use crate::knowledge::index::Indexer;
 use crate::llm::Llm;
 use crate::plugins::PluginState;
 use crate::router::local::LocalHub;
@@ -78,6 +79,7 @@ impl Services {
             tracing::warn!("the kernel floor is {floor}");
         }
         let conversations = Arc::new(Conversations::new(store::open_connection(&db)?));
+        let indexer = Arc::new(Indexer::new(runtime.cold.clone()));
         let base = AgentBase {
             conversations,
             memory: Arc::clone(&runtime.memory),
@@ -101,6 +103,7 @@ impl Services {
             activity: Arc::clone(&activity),
             jobs: runtime.scheduler.as_ref().map(|s| Arc::clone(s.jobs())),
             reach: Arc::clone(&runtime.reach),
+            indexer: Some(Arc::clone(&indexer)),
         };
         connect_workers(runtime, &base.llm, &activity);
         let main = runtime
@@ -132,6 +135,7 @@ impl Services {
             tokio::spawn(outbox.run(Arc::clone(&runtime.router.outbox_wake))),
             tokio::spawn(control::serve(listener, control)),
         ];
+        tasks.push(tokio::spawn(indexer.run()));
         if let Some(scheduler) = &runtime.scheduler {
             tasks.push(tokio::spawn(Arc::clone(scheduler).run()));
         }

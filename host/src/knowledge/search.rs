@@ -1,5 +1,5 @@
-//! Search over every stored message, through the FTS5 index migration 9
-//! keeps in step with the `messages` table.
+//! Search over every stored message, through the FTS5 index of migration
+//! 9; whatever is still queued for it is indexed first (`index`).
 //!
 //! A query of plain words finds the messages that have all of them; those
 //! holding the words as the exact phrase come first, each group ranked by
@@ -118,6 +118,7 @@ pub fn search(conn: &Connection, query: &Query<'_>) -> Result<Vec<Hit>, SearchEr
         )));
     }
     let limit = query.limit.clamp(1, MAX_HITS);
+    super::index::drain(conn)?;
     let Some(words) = plain_words(text) else {
         return run(conn, query, text, limit, false);
     };
@@ -205,7 +206,10 @@ const SPEAKER: &str = "CASE
         ELSE 'owner'
     END";
 
-/// Runs one FTS5 expression with the query's filters.
+/// Runs one FTS5 expression with the query's filters: first the ranked
+/// ids (only the joins the filters need), then the details and snippet of
+/// those few. A snippet or a speaker computed in the ranking query would be
+/// computed for every match before the sort, thousands for a common word.
 fn run(
     conn: &Connection,
     query: &Query<'_>,
@@ -213,15 +217,18 @@ fn run(
     limit: usize,
     exact: bool,
 ) -> Result<Vec<Hit>, SearchError> {
-    let mut sql = format!(
-        "SELECT m.id, s.id, (SELECT name FROM agents WHERE id = s.agent_id), s.channel, s.chat, \
-         {SPEAKER}, m.created_at_ms, snippet(message_index, 0, '[', ']', '…', 16) \
-         FROM message_index \
-         JOIN messages m ON m.id = message_index.rowid \
-         JOIN sessions s ON s.id = m.session_id \
-         LEFT JOIN inbox i ON i.id = m.inbox_id \
+    let filtered = query.agent.is_some()
+        || query.channel.is_some()
+        || query.since_ms.is_some()
+        || query.until_ms.is_some();
+    // Without filters no join is needed: FTS5 ranks on its own.
+    let mut sql = String::from(if filtered {
+        "SELECT x.rowid FROM message_index x \
+         JOIN messages m ON m.id = x.rowid JOIN sessions s ON s.id = m.session_id \
          WHERE message_index MATCH ?1"
-    );
+    } else {
+        "SELECT x.rowid FROM message_index x WHERE message_index MATCH ?1"
+    });
     let mut args: Vec<Sql> = vec![Sql::Text(expression.to_owned())];
     let mut filter = |clause: &str, value: Sql| {
         args.push(value);
@@ -240,26 +247,41 @@ fn run(
         filter("m.created_at_ms <", Sql::Integer(until));
     }
     args.push(Sql::Integer(limit as i64));
-    sql.push_str(&format!(" ORDER BY rank LIMIT ?{}", args.len()));
-    let mut stmt = conn.prepare(&sql)?;
-    let rows = stmt.query_map(params_from_iter(args), |r| {
-        Ok(Hit {
-            message: r.get(0)?,
-            session: r.get(1)?,
-            agent: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
-            channel: r.get(3)?,
-            chat: r.get(4)?,
-            speaker: r.get(5)?,
-            at_ms: r.get(6)?,
-            snippet: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
-            exact,
+    sql.push_str(&format!(" ORDER BY x.rank LIMIT ?{}", args.len()));
+    let ids: Vec<i64> = conn
+        .prepare(&sql)
+        .and_then(|mut stmt| {
+            stmt.query_map(params_from_iter(args), |r| r.get(0))?
+                .collect::<rusqlite::Result<_>>()
         })
-    });
-    let rows = match rows {
-        Ok(rows) => rows.collect::<rusqlite::Result<Vec<_>>>(),
-        Err(e) => Err(e),
-    };
-    rows.map_err(|e| syntax(e, query.text))
+        .map_err(|e| syntax(e, query.text))?;
+    let mut details = conn.prepare_cached(&format!(
+        "SELECT m.id, s.id, (SELECT name FROM agents WHERE id = s.agent_id), s.channel, s.chat, \
+         {SPEAKER}, m.created_at_ms, snippet(message_index, 0, '[', ']', '…', 16) \
+         FROM message_index \
+         JOIN messages m ON m.id = message_index.rowid \
+         JOIN sessions s ON s.id = m.session_id \
+         LEFT JOIN inbox i ON i.id = m.inbox_id \
+         WHERE message_index MATCH ?1 AND message_index.rowid = ?2"
+    ))?;
+    let mut hits = Vec::with_capacity(ids.len());
+    for id in ids {
+        let hit = details.query_row(rusqlite::params![expression, id], |r| {
+            Ok(Hit {
+                message: r.get(0)?,
+                session: r.get(1)?,
+                agent: r.get::<_, Option<String>>(2)?.unwrap_or_default(),
+                channel: r.get(3)?,
+                chat: r.get(4)?,
+                speaker: r.get(5)?,
+                at_ms: r.get(6)?,
+                snippet: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
+                exact,
+            })
+        })?;
+        hits.push(hit);
+    }
+    Ok(hits)
 }
 
 /// An error from running a search. The statement around the MATCH is

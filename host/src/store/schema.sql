@@ -243,20 +243,16 @@ CREATE VIRTUAL TABLE message_index USING fts5(
     tokenize = 'unicode61 remove_diacritics 2'
 );
 
-CREATE TRIGGER message_indexed AFTER INSERT ON messages BEGIN
-    INSERT INTO message_index (rowid, body)
-    SELECT new.id, group_concat(piece, char(10))
-    FROM (
-        SELECT CASE json_extract(value, '$.type')
-                   WHEN 'text' THEN json_extract(value, '$.text')
-                   WHEN 'tool_result' THEN substr(json_extract(value, '$.content'), 1, 2000)
-               END AS piece
-        FROM json_each(CASE WHEN json_valid(new.content) THEN new.content ELSE '[]' END)
-    )
-    WHERE piece IS NOT NULL AND piece != '';
+CREATE TABLE message_index_queue (
+    message_id INTEGER PRIMARY KEY
+);
+
+CREATE TRIGGER message_queued AFTER INSERT ON messages BEGIN
+    INSERT INTO message_index_queue (message_id) VALUES (new.id);
 END;
 
 CREATE TRIGGER message_unindexed AFTER DELETE ON messages BEGIN
+    DELETE FROM message_index_queue WHERE message_id = old.id;
     DELETE FROM message_index WHERE rowid = old.id;
 END;
 
