@@ -92,6 +92,13 @@ fn a_message_round_trips_between_two_agents() {
     let h = Hearth::new(&config(&fake, ""));
     let _daemon = start(&h);
     create_agent_with(&h, "helper", &[], json!("helper-model"));
+    h.cmd(&[
+        "tool",
+        "call",
+        "remember",
+        r#"{"fact":"the owner's spare key is under the mat"}"#,
+    ])
+    .ok();
     let listener = h.listen();
 
     h.cmd(&["chat", "-m", "ask helper", "--timeout", "60"]).ok();
@@ -120,7 +127,10 @@ fn a_message_round_trips_between_two_agents() {
         system.contains("another of your owner's agents"),
         "{system}"
     );
-    assert!(!system.contains("## Memory"), "{system}");
+    // Its own (empty) memory, never the owner's.
+    assert!(system.contains("## Memory"), "{system}");
+    assert!(!system.contains("spare key"), "{system}");
+    assert!(requests[0].body["system"].to_string().contains("spare key"));
     assert!(helper.body["messages"].to_string().contains("What is 2+2?"));
     // The answer came back into the owner's conversation with the main agent.
     let last = requests.last().unwrap();
@@ -457,10 +467,10 @@ fn a_contact_typing_tool_reaches_only_their_agents_tools() {
             "/tool convert_units {\"value\":1,\"from\":\"km\",\"to\":\"m\"}",
             "\"value\": 1000",
         ),
-        // On its list, but the owner's memory is the main agent's alone.
+        // On its list, but notes are the agents' own, not a contact's.
         (
             "/tool recall {}",
-            "the owner's memory belongs to the main agent",
+            "a contact or a worker cannot read or change them",
         ),
         ("/status", "That command is for the owner"),
         ("/help", "/new"),

@@ -13,9 +13,9 @@ use std::time::Duration;
 use hearth_sdk::abi;
 use hearth_sdk::protocol::HostInfo;
 
-use crate::agent::memory::Memory;
 use crate::agent::workers::{WorkerLimits, Workers};
 use crate::config::Config;
+use crate::knowledge::notes::Notes;
 use crate::people::{People, Reach};
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
 use crate::policy::{self, Audit, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy};
@@ -41,8 +41,8 @@ pub struct Runtime {
     pub tool_warnings: Vec<String>,
     /// The gate and the wake-ups between inbox, agent and outbox.
     pub router: Arc<Router>,
-    /// The main agent's memory.
-    pub memory: Arc<Memory>,
+    /// Every agent's memories and scratchpad.
+    pub notes: Arc<Notes>,
     /// The contacts, and the directory the gate reads.
     pub people: Arc<People>,
     /// The plugin callbacks, and the way into the inbox.
@@ -173,10 +173,7 @@ impl Runtime {
                 return Err(e.into());
             }
         };
-        let memory = Arc::new(Memory::new(
-            store::open_connection(&db)?,
-            crate::agent::history::MAIN_AGENT,
-        ));
+        let notes = Arc::new(Notes::new(store::open_connection(&db)?));
         let events = Arc::new(if daemon {
             ChannelEvents::start(plugins.active())
         } else {
@@ -213,7 +210,7 @@ impl Runtime {
         };
         let builtins = BuiltinContext {
             scripts: Some(scripts),
-            memory: Some(Arc::clone(&memory)),
+            notes: Some(Arc::clone(&notes)),
             // Messages are delivered and agents run only in the daemon.
             people: daemon.then(|| {
                 Arc::new(PeopleTools {
@@ -267,7 +264,7 @@ impl Runtime {
             tools: Arc::new(tools),
             tool_warnings,
             router,
-            memory,
+            notes,
             people,
             bridge,
             events,

@@ -6,8 +6,7 @@
 //! - `profiles`: the agents table (the main agent and sub-agents);
 //! - `turn`: one turn, with tool calls, compaction and cancellation;
 //! - `prompt`: the system prompt;
-//! - `slash`: commands answered without the model;
-//! - `memory`: the facts the main agent keeps.
+//! - `slash`: commands answered without the model.
 //!
 //! One runner task per agent: an agent's turns run one at a time, in
 //! order; different agents' turns run at the same time.
@@ -15,7 +14,6 @@
 pub mod activity;
 mod attachments;
 pub mod history;
-pub mod memory;
 pub mod profiles;
 pub mod prompt;
 mod slash;
@@ -38,7 +36,6 @@ use crate::router::events::ChannelEvents;
 use crate::router::{AgentSignals, Router};
 use crate::tools::ToolRegistry;
 use history::Conversations;
-use memory::Memory;
 use profiles::Profile;
 
 /// One agent: who it is, its signals and model, on what every agent shares.
@@ -65,8 +62,8 @@ pub struct Agent {
 pub struct AgentBase {
     /// The conversation tables.
     pub conversations: Arc<Conversations>,
-    /// The main agent's memory.
-    pub memory: Arc<Memory>,
+    /// Every agent's memories and scratchpad.
+    pub notes: Arc<crate::knowledge::notes::Notes>,
     /// The configured model, or why there is none.
     pub llm: Result<Arc<Llm>, String>,
     /// Every tool.

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use super::history::Speaker;
 use super::profiles::Profile;
+use crate::knowledge::notes::{MEMORY_BUDGET_CHARS, PromptNotes};
 
 /// What goes into the system prompt.
 pub struct PromptParts<'a> {
@@ -22,9 +23,8 @@ pub struct PromptParts<'a> {
     pub speaker: &'a Speaker,
     /// `(name, description)` of each skill.
     pub skills: Vec<(String, String)>,
-    /// `(id, fact)` of each memory fact; `None` for a sub-agent, which
-    /// never sees the owner's memory.
-    pub memory: Option<Vec<(i64, String)>>,
+    /// The agent's own memories and scratchpad titles.
+    pub notes: &'a PromptNotes,
     /// `(name, description)` of each tool.
     pub tools: &'a [(String, String)],
     /// The summary of compacted history, if any.
@@ -89,15 +89,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
             let _ = writeln!(p, "- {name}: {description}");
         }
     }
-    if let Some(memory) = &parts.memory {
-        p.push_str("\n## Memory\n");
-        if memory.is_empty() {
-            p.push_str("(nothing remembered yet; use remember to keep facts worth keeping)\n");
-        }
-        for (id, fact) in memory {
-            let _ = writeln!(p, "- [{id}] {fact}");
-        }
-    }
+    notes(&mut p, parts.notes);
     if !parts.tools.is_empty() {
         p.push_str("\n## Tools\n");
         for (name, description) in parts.tools {
@@ -158,4 +150,34 @@ pub fn local_now() -> String {
         offset.abs() / 60,
         offset.abs() % 60
     )
+}
+
+/// The agent's memories in full and its scratchpad by title; over the
+/// memories' budget, a request to consolidate (nothing is cut).
+fn notes(p: &mut String, notes: &PromptNotes) {
+    p.push_str("\n## Memory\n");
+    if notes.memories.is_empty() {
+        p.push_str("(nothing remembered yet; manage_knowledge keeps facts worth keeping)\n");
+    }
+    for (id, fact) in &notes.memories {
+        let _ = writeln!(p, "- [{id}] {fact}");
+    }
+    if notes.memory_chars > MEMORY_BUDGET_CHARS {
+        let _ = writeln!(
+            p,
+            "Your memories take {} characters, over their budget of {MEMORY_BUDGET_CHARS}: \
+             consolidate them now with manage_knowledge (merge related ones with update, remove \
+             what is stale, move long ones to the scratchpad). Nothing has been dropped.",
+            notes.memory_chars
+        );
+    }
+    if !notes.titles.is_empty() {
+        p.push_str(
+            "\n## Scratchpad\nTitles only; read an entry with manage_knowledge \
+             {\"tier\": \"scratchpad\", \"action\": \"read\", \"id\": ...}.\n",
+        );
+        for (id, title) in &notes.titles {
+            let _ = writeln!(p, "- [{id}] {title}");
+        }
+    }
 }

@@ -412,12 +412,8 @@ impl Agent {
     ) -> rusqlite::Result<ChatRequest> {
         let scope = self.profile.scope();
         let tools = self.tool_defs.current(&self.base.tools, &scope);
-        // Only the main agent sees the owner's memory.
-        let memory = if self.profile.is_main() {
-            Some(self.base.memory.facts()?)
-        } else {
-            None
-        };
+        // Each agent sees its own notes; the owner's are the main agent's.
+        let notes = self.base.notes.for_prompt(self.profile.id)?;
         let skills = self
             .skills()
             .into_iter()
@@ -429,7 +425,7 @@ impl Agent {
             owner: self.base.owner.as_deref(),
             speaker: &claimed.speaker,
             skills,
-            memory,
+            notes: &notes,
             tools: &tools.index,
             summary: history.summary.as_deref(),
         });

@@ -82,7 +82,7 @@ impl Services {
         let indexer = Arc::new(Indexer::new(runtime.cold.clone()));
         let base = AgentBase {
             conversations,
-            memory: Arc::clone(&runtime.memory),
+            notes: Arc::clone(&runtime.notes),
             llm,
             tools: Arc::clone(&runtime.tools),
             router: Arc::clone(&runtime.router),

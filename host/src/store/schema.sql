@@ -256,5 +256,16 @@ CREATE TRIGGER message_unindexed AFTER DELETE ON messages BEGIN
     DELETE FROM message_index WHERE rowid = old.id;
 END;
 
+CREATE TABLE scratchpad (
+    id            INTEGER PRIMARY KEY,
+    agent_id      INTEGER NOT NULL REFERENCES agents (id),
+    title         TEXT    NOT NULL,
+    body          TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+CREATE INDEX scratchpad_by_agent ON scratchpad (agent_id, id);
+CREATE INDEX memory_by_agent ON memory (agent_id, id);
+
 -- Agent 1 is the main agent from the start (migration 7).
 INSERT INTO agents (id, name, created_at_ms, allowed_tools) VALUES (1, 'main', 0, '["*"]');

@@ -14,8 +14,8 @@ use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
 use super::{KnowledgeTools, PeopleTools, ScheduleTools, TurnContext};
-use crate::agent::memory::Memory;
 use crate::agent::profiles::SEND_AGENT_MESSAGE;
+use crate::knowledge::notes::Notes;
 use crate::policy::Caller;
 use crate::scripting::{Scripts, describe_problem};
 
@@ -24,8 +24,8 @@ use crate::scripting::{Scripts, describe_problem};
 pub struct BuiltinContext {
     /// The script subsystem.
     pub scripts: Option<Arc<Scripts>>,
-    /// The main agent's memory.
-    pub memory: Option<Arc<Memory>>,
+    /// Every agent's memories and scratchpad.
+    pub notes: Option<Arc<Notes>>,
     /// Contacts, messages and agents (a daemon's, not a one-shot command's).
     pub people: Option<Arc<PeopleTools>>,
     /// Reminders and scheduled tasks (a daemon's).
@@ -65,6 +65,8 @@ pub enum Builtin {
     SpawnAgent,
     /// Reminders and scheduled tasks.
     ManageSchedule,
+    /// Memories and the scratchpad.
+    ManageKnowledge,
     /// Search past conversations.
     SearchHistory,
     /// The messages around a search hit.
@@ -96,7 +98,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 16] = [
+    pub const ALL: [Builtin; 17] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -113,6 +115,7 @@ impl Builtin {
         Builtin::ManageSchedule,
         Builtin::SearchHistory,
         Builtin::ReadHistory,
+        Builtin::ManageKnowledge,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -121,7 +124,9 @@ impl Builtin {
             Builtin::ReadSkill | Builtin::ScriptStatus | Builtin::WriteScript => {
                 context.scripts.is_some()
             }
-            Builtin::Remember | Builtin::Forget | Builtin::Recall => context.memory.is_some(),
+            Builtin::Remember | Builtin::Forget | Builtin::Recall | Builtin::ManageKnowledge => {
+                context.notes.is_some()
+            }
             Builtin::AttachFile => true,
             Builtin::ManageContacts
             | Builtin::SendMessage
@@ -181,7 +186,7 @@ impl Builtin {
             },
             Builtin::Remember => ToolSpec {
                 name: "remember".into(),
-                description: "Keeps a short fact about the owner or the world in memory; memory is shown in every prompt.".into(),
+                description: "Keeps a short fact in your memory, shown in every prompt (the same as manage_knowledge's memory add).".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": { "fact": { "type": "string", "minLength": 1, "maxLength": 500 } },
@@ -310,6 +315,26 @@ impl Builtin {
                 risk: Risk::Read,
                 targets: Default::default(),
             },
+            Builtin::ManageKnowledge => ToolSpec {
+                name: "manage_knowledge".into(),
+                description: "Your notes, in two tiers. Memory: short facts, every one of them in every prompt (keep them few; consolidate when told). Scratchpad: entries with a title and a body; only titles are in the prompt, read a body when you need it. Call with action \"help\" for the actions.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "tier": { "type": "string", "enum": ["memory", "scratchpad"] },
+                        "action": { "type": "string", "enum": ["help", "add", "update", "remove", "list", "read"] },
+                        "id": { "type": "integer" },
+                        "text": { "type": "string", "maxLength": 500 },
+                        "title": { "type": "string", "maxLength": 200 },
+                        "body": { "type": "string", "maxLength": 20000 },
+                        "query": { "type": "string", "maxLength": 200 }
+                    },
+                    "required": ["action"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
             Builtin::ManageSchedule => ToolSpec {
                 name: "manage_schedule".into(),
                 description: "Sets reminders (\"remind me at 9\": wakes this conversation when due) and scheduled tasks (\"every Monday, summarize my inbox\": a prompt run in a fresh session, the answer sent to the owner), one-shot or by cron in a time zone; lists, changes, disables, removes and runs them. Answers with the next fire times in the owner's zone. Call with action \"help\" for the details.".into(),
@@ -422,21 +447,49 @@ impl Builtin {
                 .as_deref()
                 .ok_or("the history is not available")
         };
-        let memory = || {
-            if caller.is_scoped() {
-                return Err(
-                    "the owner's memory belongs to the main agent; this agent cannot read or change it",
-                );
-            }
-            context
-                .memory
-                .as_deref()
-                .ok_or("the agent's memory is not available")
+        // Each agent keeps its own notes; the owner's are the main agent's.
+        let notes = || -> Result<(&Notes, i64), String> {
+            let agent = match caller.agent_id() {
+                Some(agent) => agent,
+                None if !caller.is_scoped() => crate::agent::history::MAIN_AGENT,
+                None => {
+                    return Err(
+                        "notes belong to the agents: a contact or a worker cannot read or change them"
+                            .into(),
+                    );
+                }
+            };
+            let notes = context.notes.as_deref().ok_or("notes are not available")?;
+            Ok((notes, agent))
         };
         match self {
-            Builtin::Remember => memory()?.remember(args["fact"].as_str().unwrap_or_default()),
-            Builtin::Forget => memory()?.forget(args["id"].as_i64().unwrap_or_default()),
-            Builtin::Recall => memory()?.recall(args["query"].as_str()),
+            Builtin::Remember => {
+                let (notes, agent) = notes()?;
+                notes.add_memory(agent, args["fact"].as_str().unwrap_or_default())
+            }
+            // The aliases answer in the shapes they always had.
+            Builtin::Forget => {
+                let (notes, agent) = notes()?;
+                let id = args["id"].as_i64().unwrap_or_default();
+                notes
+                    .remove_memory(agent, id)
+                    .map(|_| json!({ "forgot": id }))
+            }
+            Builtin::Recall => {
+                let (notes, agent) = notes()?;
+                let listed = notes.list_memories(agent, args["query"].as_str())?;
+                let facts: Vec<Value> = listed["memories"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|m| json!({ "id": m["id"], "fact": m["text"] }))
+                    .collect();
+                Ok(json!({ "facts": facts }))
+            }
+            Builtin::ManageKnowledge => {
+                let (notes, agent) = notes()?;
+                super::knowledge::manage(notes, agent, args)
+            }
             Builtin::AttachFile => attach(args),
             Builtin::ManageContacts => people()?.manage_contacts(args),
             Builtin::SendMessage => people()?.send_message(args),

@@ -1,5 +1,6 @@
 //! `search_history` and `read_history`: the agent looks back over past
-//! conversations through the FTS5 index.
+//! conversations through the FTS5 index; `manage_knowledge`: its memories
+//! and scratchpad.
 //!
 //! Scoping: the main agent and the owner search every agent's sessions
 //! (the owner's conversations are the main agent's); a sub-agent searches
@@ -9,6 +10,7 @@ use serde_json::{Value, json};
 
 use crate::agent::history::MAIN_AGENT;
 use crate::agent::profiles;
+use crate::knowledge::notes::Notes;
 use crate::knowledge::search::{self, Query};
 use crate::policy::Caller;
 use crate::store::Cold;
@@ -87,4 +89,44 @@ fn instant(args: &Value, key: &str) -> Result<Option<i64>, String> {
     date.to_zoned(jiff::tz::TimeZone::UTC)
         .map(|z| Some(z.timestamp().as_millisecond()))
         .map_err(|_| bad())
+}
+
+/// `manage_knowledge`'s help.
+const KNOWLEDGE_HELP: &str = "manage_knowledge, by tier:
+- memory (short facts, all in every prompt): add {text}, update {id, text}, remove {id}, list {query?}
+- scratchpad (title + body, titles in the prompt): add {title, body}, update {id, title?, body?}, \
+remove {id}, list, read {id}
+Memories over their budget are not cut: the prompt asks you to consolidate them. remember, forget \
+and recall are the memory tier's add, remove and list.";
+
+/// `manage_knowledge` for agent `agent`'s notes.
+pub fn manage(notes: &Notes, agent: i64, args: &Value) -> Result<Value, String> {
+    let action = args["action"].as_str().unwrap_or_default();
+    if action == "help" {
+        return Ok(json!({ "help": KNOWLEDGE_HELP }));
+    }
+    let id = || {
+        args["id"]
+            .as_i64()
+            .ok_or_else(|| "field `id`: required, an id from `list`".to_owned())
+    };
+    let text = |key: &str| args[key].as_str().unwrap_or_default();
+    match (args["tier"].as_str(), action) {
+        (Some("memory"), "add") => notes.add_memory(agent, text("text")),
+        (Some("memory"), "update") => notes.update_memory(agent, id()?, text("text")),
+        (Some("memory"), "remove") => notes.remove_memory(agent, id()?),
+        (Some("memory"), "list") => notes.list_memories(agent, args["query"].as_str()),
+        (Some("scratchpad"), "add") => notes.add_entry(agent, text("title"), text("body")),
+        (Some("scratchpad"), "update") => {
+            notes.update_entry(agent, id()?, args["title"].as_str(), args["body"].as_str())
+        }
+        (Some("scratchpad"), "remove") => notes.remove_entry(agent, id()?),
+        (Some("scratchpad"), "list") => notes.list_entries(agent),
+        (Some("scratchpad"), "read") => notes.read_entry(agent, id()?),
+        (Some("memory"), "read") => Err("field `action`: a memory has no body; use list".into()),
+        (None, _) => Err("field `tier`: required, \"memory\" or \"scratchpad\"".into()),
+        (Some(tier), action) => Err(format!(
+            "field `action`: {action:?} is not an action for {tier}; call with action \"help\""
+        )),
+    }
 }

@@ -1,0 +1,269 @@
+//! Each agent's two tiers of notes: memories (short facts, all of them in
+//! every prompt) and the scratchpad (entries with a title and a body; only
+//! titles and ids in the prompt, a body read on demand).
+//!
+//! Memories have a budget in characters. Going over it refuses nothing and
+//! drops nothing: the prompt says so, and asks the agent to consolidate.
+//! The hard limits below only stop a runaway.
+
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OptionalExtension, params};
+use serde_json::{Value, json};
+
+use crate::store::now_ms;
+
+/// The most memories one agent keeps.
+pub const MAX_MEMORIES: usize = 500;
+/// The longest memory, in characters.
+pub const MAX_MEMORY_CHARS: usize = 500;
+/// The memories' size, in characters, past which the prompt asks the
+/// agent to consolidate them.
+pub const MEMORY_BUDGET_CHARS: usize = 6_000;
+/// The most scratchpad entries one agent keeps.
+pub const MAX_ENTRIES: usize = 1_000;
+/// The longest scratchpad title, in characters.
+pub const MAX_TITLE_CHARS: usize = 200;
+/// The longest scratchpad body, in characters.
+pub const MAX_BODY_CHARS: usize = 20_000;
+
+/// What the prompt shows of an agent's notes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct PromptNotes {
+    /// `(id, memory)`, oldest first.
+    pub memories: Vec<(i64, String)>,
+    /// The memories' size in characters.
+    pub memory_chars: usize,
+    /// `(id, title)` of each scratchpad entry, oldest first.
+    pub titles: Vec<(i64, String)>,
+}
+
+/// The notes of every agent, on one connection.
+pub struct Notes {
+    conn: Mutex<Connection>,
+}
+
+impl Notes {
+    /// The notes on `conn`.
+    pub fn new(conn: Connection) -> Notes {
+        Notes {
+            conn: Mutex::new(conn),
+        }
+    }
+
+    /// What agent `agent`'s prompt shows.
+    pub fn for_prompt(&self, agent: i64) -> rusqlite::Result<PromptNotes> {
+        let conn = self.conn();
+        let memories: Vec<(i64, String)> = conn
+            .prepare_cached("SELECT id, fact FROM memory WHERE agent_id = ?1 ORDER BY id")?
+            .query_map([agent], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let titles = conn
+            .prepare_cached("SELECT id, title FROM scratchpad WHERE agent_id = ?1 ORDER BY id")?
+            .query_map([agent], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<rusqlite::Result<_>>()?;
+        let memory_chars = memories.iter().map(|(_, m)| m.chars().count()).sum();
+        Ok(PromptNotes {
+            memories,
+            memory_chars,
+            titles,
+        })
+    }
+
+    /// Adds a memory.
+    pub fn add_memory(&self, agent: i64, text: &str) -> Result<Value, String> {
+        let text = checked(text, "text", MAX_MEMORY_CHARS)?;
+        let conn = self.conn();
+        let count = count(&conn, "memory", agent)?;
+        if count >= MAX_MEMORIES {
+            return Err(format!(
+                "memory is full ({MAX_MEMORIES} memories): consolidate or remove some first"
+            ));
+        }
+        conn.execute(
+            "INSERT INTO memory (agent_id, fact, created_at_ms) VALUES (?1, ?2, ?3)",
+            params![agent, text, now_ms()],
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(json!({ "id": conn.last_insert_rowid(), "remembered": text }))
+    }
+
+    /// Rewrites memory `id`.
+    pub fn update_memory(&self, agent: i64, id: i64, text: &str) -> Result<Value, String> {
+        let text = checked(text, "text", MAX_MEMORY_CHARS)?;
+        let n = self
+            .conn()
+            .execute(
+                "UPDATE memory SET fact = ?1 WHERE agent_id = ?2 AND id = ?3",
+                params![text, agent, id],
+            )
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err(unknown("memory", id));
+        }
+        Ok(json!({ "id": id, "updated": text }))
+    }
+
+    /// Removes memory `id`.
+    pub fn remove_memory(&self, agent: i64, id: i64) -> Result<Value, String> {
+        let n = self
+            .conn()
+            .execute(
+                "DELETE FROM memory WHERE agent_id = ?1 AND id = ?2",
+                [agent, id],
+            )
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err(unknown("memory", id));
+        }
+        Ok(json!({ "removed": id }))
+    }
+
+    /// The memories containing `query` (ignoring case), or all.
+    pub fn list_memories(&self, agent: i64, query: Option<&str>) -> Result<Value, String> {
+        let needle = query.map(str::to_lowercase).unwrap_or_default();
+        let notes = self.for_prompt(agent).map_err(|e| e.to_string())?;
+        let memories: Vec<Value> = notes
+            .memories
+            .into_iter()
+            .filter(|(_, m)| m.to_lowercase().contains(&needle))
+            .map(|(id, text)| json!({ "id": id, "text": text }))
+            .collect();
+        Ok(json!({
+            "memories": memories,
+            "chars": notes.memory_chars,
+            "budget_chars": MEMORY_BUDGET_CHARS,
+        }))
+    }
+
+    /// Adds a scratchpad entry.
+    pub fn add_entry(&self, agent: i64, title: &str, body: &str) -> Result<Value, String> {
+        let title = checked(title, "title", MAX_TITLE_CHARS)?;
+        let body = checked(body, "body", MAX_BODY_CHARS)?;
+        let conn = self.conn();
+        if count(&conn, "scratchpad", agent)? >= MAX_ENTRIES {
+            return Err(format!(
+                "the scratchpad is full ({MAX_ENTRIES} entries): remove some first"
+            ));
+        }
+        let now = now_ms();
+        conn.execute(
+            "INSERT INTO scratchpad (agent_id, title, body, created_at_ms, updated_at_ms) \
+             VALUES (?1, ?2, ?3, ?4, ?4)",
+            params![agent, title, body, now],
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(json!({ "id": conn.last_insert_rowid(), "title": title }))
+    }
+
+    /// Changes an entry's title, body or both.
+    pub fn update_entry(
+        &self,
+        agent: i64,
+        id: i64,
+        title: Option<&str>,
+        body: Option<&str>,
+    ) -> Result<Value, String> {
+        if title.is_none() && body.is_none() {
+            return Err("fields `title`, `body`: give at least one to change".into());
+        }
+        let title = title
+            .map(|t| checked(t, "title", MAX_TITLE_CHARS))
+            .transpose()?;
+        let body = body
+            .map(|b| checked(b, "body", MAX_BODY_CHARS))
+            .transpose()?;
+        let n = self
+            .conn()
+            .execute(
+                "UPDATE scratchpad SET title = ifnull(?1, title), body = ifnull(?2, body), \
+                 updated_at_ms = ?3 WHERE agent_id = ?4 AND id = ?5",
+                params![title, body, now_ms(), agent, id],
+            )
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err(unknown("scratchpad entry", id));
+        }
+        Ok(json!({ "id": id, "updated": true }))
+    }
+
+    /// Removes an entry.
+    pub fn remove_entry(&self, agent: i64, id: i64) -> Result<Value, String> {
+        let n = self
+            .conn()
+            .execute(
+                "DELETE FROM scratchpad WHERE agent_id = ?1 AND id = ?2",
+                [agent, id],
+            )
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Err(unknown("scratchpad entry", id));
+        }
+        Ok(json!({ "removed": id }))
+    }
+
+    /// Every entry's id and title.
+    pub fn list_entries(&self, agent: i64) -> Result<Value, String> {
+        let notes = self.for_prompt(agent).map_err(|e| e.to_string())?;
+        let entries: Vec<Value> = notes
+            .titles
+            .into_iter()
+            .map(|(id, title)| json!({ "id": id, "title": title }))
+            .collect();
+        Ok(json!({ "entries": entries }))
+    }
+
+    /// One entry, with its body.
+    pub fn read_entry(&self, agent: i64, id: i64) -> Result<Value, String> {
+        self.conn()
+            .query_row(
+                "SELECT title, body, updated_at_ms FROM scratchpad WHERE agent_id = ?1 AND id = ?2",
+                [agent, id],
+                |r| {
+                    Ok(json!({
+                        "id": id,
+                        "title": r.get::<_, String>(0)?,
+                        "body": r.get::<_, String>(1)?,
+                        "updated_at_ms": r.get::<_, i64>(2)?,
+                    }))
+                },
+            )
+            .optional()
+            .map_err(|e| e.to_string())?
+            .ok_or_else(|| unknown("scratchpad entry", id))
+    }
+
+    fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
+        self.conn.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// `text` trimmed, if it is 1 to `max` characters; else an error naming
+/// `field`.
+fn checked<'a>(text: &'a str, field: &str, max: usize) -> Result<&'a str, String> {
+    let text = text.trim();
+    let chars = text.chars().count();
+    if chars == 0 {
+        return Err(format!("field `{field}`: required, a non-empty string"));
+    }
+    if chars > max {
+        return Err(format!(
+            "field `{field}`: {chars} characters, more than the {max} allowed"
+        ));
+    }
+    Ok(text)
+}
+
+fn count(conn: &Connection, table: &str, agent: i64) -> Result<usize, String> {
+    conn.query_row(
+        &format!("SELECT count(*) FROM {table} WHERE agent_id = ?1"),
+        [agent],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|n| n as usize)
+    .map_err(|e| e.to_string())
+}
+
+fn unknown(what: &str, id: i64) -> String {
+    format!("field `id`: no {what} {id}; `list` shows them")
+}
