@@ -125,6 +125,9 @@ fn the_canvas_works_end_to_end_in_chromium() {
             "upcoming" => {
                 let args = json!({ "action": "add", "kind": "task", "cron": "0 9 * * MON",
                                    "text": "weekly review" });
+                // Development mode asks before every write: the owner has
+                // allowed exactly this call.
+                h.grant("manage_schedule", &args);
                 h.cmd(&["tool", "call", "manage_schedule", &args.to_string()])
                     .ok();
                 Ok(())
