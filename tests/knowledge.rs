@@ -133,3 +133,41 @@ fn bad_notes_are_refused_naming_the_field_and_the_limit() {
     let help = knowledge(&h, json!({"action": "help"})).unwrap();
     assert!(help["help"].as_str().unwrap().contains("scratchpad"));
 }
+
+#[test]
+fn identity_edits_are_versions_and_a_rollback_reaches_the_prompt() {
+    let fake = FakeLlm::start();
+    let (h, _daemon) = start(&fake);
+    let edit = |args: Value| {
+        h.cmd(&["tool", "call", "update_identity", &args.to_string()])
+            .json()
+    };
+    edit(json!({"mode": "append", "text": "Observation one: Sam likes short answers."}));
+    edit(json!({"mode": "replace_section", "section": "Tone", "text": "Warm, and brief."}));
+    let third =
+        edit(json!({"mode": "append", "text": "Observation three: never call before nine."}));
+    assert_eq!(third["version"]["version"], 4);
+    assert!(third["text"].as_str().unwrap().contains("## Tone"));
+
+    let restored = h.cmd(&["identity", "rollback", "1"]).ok().to_owned();
+    assert!(
+        restored.contains("restored version 1 as version 5"),
+        "{restored}"
+    );
+    let log = h.cmd(&["identity", "log"]).ok().to_owned();
+    assert_eq!(log.lines().count(), 6, "a header and five versions: {log}");
+    assert!(log.contains("rollback to version 1"), "{log}");
+    let second = h.cmd(&["identity", "show", "2"]).ok().to_owned();
+    assert!(second.contains("Observation one"), "{second}");
+
+    fake.push(anthropic_text("hi"));
+    h.chat("hello").ok();
+    let system = fake.requests().last().unwrap().body["system"].to_string();
+    let first = h.cmd(&["identity", "show", "1"]).ok().trim().to_owned();
+    assert!(system.contains(&first[..60]), "{system}");
+    assert!(!system.contains("Observation"), "{system}");
+    let err = h
+        .cmd(&["tool", "call", "identity_rollback", r#"{"version": 99}"#])
+        .fails();
+    assert!(err.contains("no version 99"), "{err}");
+}

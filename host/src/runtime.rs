@@ -15,6 +15,7 @@ use hearth_sdk::protocol::HostInfo;
 
 use crate::agent::workers::{WorkerLimits, Workers};
 use crate::config::Config;
+use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
 use crate::people::{People, Reach};
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
@@ -56,6 +57,8 @@ pub struct Runtime {
     pub reach: Arc<Reach>,
     /// The shared cold connection (`store::Cold`).
     pub cold: store::Cold,
+    /// The main agent's versioned identity.
+    pub identity: Arc<Identity>,
 }
 
 /// Why hearth could not start.
@@ -174,6 +177,9 @@ impl Runtime {
             }
         };
         let notes = Arc::new(Notes::new(store::open_connection(&db)?));
+        let identity = Arc::new(
+            Identity::open(cold.clone(), || identity_seed(&config)).map_err(StoreError::Sqlite)?,
+        );
         let events = Arc::new(if daemon {
             ChannelEvents::start(plugins.active())
         } else {
@@ -211,6 +217,7 @@ impl Runtime {
         let builtins = BuiltinContext {
             scripts: Some(scripts),
             notes: Some(Arc::clone(&notes)),
+            identity: Some(Arc::clone(&identity)),
             // Messages are delivered and agents run only in the daemon.
             people: daemon.then(|| {
                 Arc::new(PeopleTools {
@@ -271,6 +278,7 @@ impl Runtime {
             scheduler,
             reach,
             cold: cold_handle,
+            identity,
         })
     }
 
@@ -309,6 +317,18 @@ fn upsert_owner(config: &Config, cold: &store::Cold) -> rusqlite::Result<()> {
         .collect();
     let name = config.owner.name.as_deref().unwrap_or("owner");
     crate::people::contacts::upsert_owner(&cold.lock(), name, &identities).map(|_| ())
+}
+
+/// What seeds the identity's first version: `[agent] identity_file`, or
+/// the built-in text. Read only while the store has no version yet.
+fn identity_seed(config: &Config) -> String {
+    match &config.agent.identity_file {
+        Some(path) => std::fs::read_to_string(path).unwrap_or_else(|e| {
+            tracing::warn!(file = %path.display(), "cannot read the identity file, using the default: {e}");
+            crate::agent::prompt::DEFAULT_IDENTITY.to_owned()
+        }),
+        None => crate::agent::prompt::DEFAULT_IDENTITY.to_owned(),
+    }
 }
 
 /// `$HOME`, if set.

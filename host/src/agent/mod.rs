@@ -72,8 +72,8 @@ pub struct AgentBase {
     pub router: Arc<Router>,
     /// `[agent]`.
     pub config: AgentConfig,
-    /// The main agent's identity text.
-    pub identity: String,
+    /// The main agent's identity, versioned.
+    pub identity: Arc<crate::knowledge::identity::Identity>,
     /// The owner's name.
     pub owner: Option<String>,
     /// Plugin names and states, for `/status`.

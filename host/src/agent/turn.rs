@@ -412,6 +412,7 @@ impl Agent {
     ) -> rusqlite::Result<ChatRequest> {
         let scope = self.profile.scope();
         let tools = self.tool_defs.current(&self.base.tools, &scope);
+        let identity = self.base.identity.current();
         // Each agent sees its own notes; the owner's are the main agent's.
         let notes = self.base.notes.for_prompt(self.profile.id)?;
         let skills = self
@@ -420,7 +421,7 @@ impl Agent {
             .filter(|(name, _)| self.profile.is_main() || scope.allows(&format!("{name}.*")))
             .collect();
         let system = system_prompt(&PromptParts {
-            identity: &self.base.identity,
+            identity: &identity,
             profile: &self.profile,
             owner: self.base.owner.as_deref(),
             speaker: &claimed.speaker,

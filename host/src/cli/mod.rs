@@ -7,6 +7,7 @@
 
 mod chat;
 mod client;
+mod identity;
 mod inventory;
 mod people;
 mod records;
@@ -124,6 +125,12 @@ enum Command {
         #[arg(long, global = true)]
         json: bool,
     },
+    /// The main agent's identity: its versions, one version's text, a
+    /// rollback.
+    Identity {
+        #[command(subcommand)]
+        action: IdentityAction,
+    },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
@@ -154,6 +161,24 @@ enum ContactAction {
         /// The agent that answers them (default: `[agent] contact_agent`).
         #[arg(long)]
         agent: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum IdentityAction {
+    /// Every version, newest first.
+    Log,
+    /// One version's text.
+    Show {
+        /// The version's number, from `hearth identity log`.
+        #[arg(value_name = "VERSION")]
+        number: i64,
+    },
+    /// Restore a version; the restore is a new version.
+    Rollback {
+        /// The version's number.
+        #[arg(value_name = "VERSION")]
+        number: i64,
     },
 }
 
@@ -310,6 +335,15 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 Some(ScheduleAction::Remove { id }) => schedule::act(daemon.as_mut(), "remove", id),
             }
         }
+        Command::Identity { action } => {
+            let mut daemon = Daemon::find(&config.home)?;
+            let action = match action {
+                IdentityAction::Log => identity::Action::Log,
+                IdentityAction::Show { number } => identity::Action::Show(number),
+                IdentityAction::Rollback { number } => identity::Action::Rollback(number),
+            };
+            identity::run(&config, daemon.as_mut(), action)
+        }
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }
@@ -402,4 +436,16 @@ fn with_runtime(
     let outcome = f(&rt);
     rt.stop(deadline)?;
     outcome
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// Every command's definition is sound (unique names, valid defaults):
+    /// clap checks these only when a command is first parsed.
+    #[test]
+    fn every_command_is_well_formed() {
+        super::Cli::command().debug_assert();
+    }
 }

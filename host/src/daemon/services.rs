@@ -13,7 +13,6 @@ use super::runners::Runners;
 use crate::agent::activity::Activity;
 use crate::agent::history::{Conversations, MAIN_AGENT};
 use crate::agent::profiles;
-use crate::agent::prompt::DEFAULT_IDENTITY;
 use crate::agent::{Agent, AgentBase};
 use crate::knowledge::index::Indexer;
 use crate::llm::Llm;
@@ -51,13 +50,6 @@ impl Services {
             Ok(l) => tracing::info!(model = l.model(), "model configured"),
             Err(why) => tracing::warn!("running without a model: {why}"),
         }
-        let identity = match &runtime.config.agent.identity_file {
-            Some(path) => std::fs::read_to_string(path).unwrap_or_else(|e| {
-                tracing::warn!(file = %path.display(), "cannot read the identity file, using the default: {e}");
-                DEFAULT_IDENTITY.to_owned()
-            }),
-            None => DEFAULT_IDENTITY.to_owned(),
-        };
         let plugins = runtime
             .plugins
             .reports()
@@ -87,7 +79,7 @@ impl Services {
             tools: Arc::clone(&runtime.tools),
             router: Arc::clone(&runtime.router),
             config: runtime.config.agent.clone(),
-            identity,
+            identity: Arc::clone(&runtime.identity),
             owner: runtime.config.owner.name.clone(),
             plugins,
             floor,

@@ -30,6 +30,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0008_jobs.sql"),
     include_str!("migrations/0009_search.sql"),
     include_str!("migrations/0010_notes.sql"),
+    include_str!("migrations/0011_identity.sql"),
 ];
 
 /// The schema after the last migration, which creates a fresh store.

@@ -267,5 +267,13 @@ CREATE TABLE scratchpad (
 CREATE INDEX scratchpad_by_agent ON scratchpad (agent_id, id);
 CREATE INDEX memory_by_agent ON memory (agent_id, id);
 
+CREATE TABLE identity_versions (
+    version       INTEGER PRIMARY KEY,
+    text          TEXT    NOT NULL,
+    author        TEXT    NOT NULL,
+    note          TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL
+);
+
 -- Agent 1 is the main agent from the start (migration 7).
 INSERT INTO agents (id, name, created_at_ms, allowed_tools) VALUES (1, 'main', 0, '["*"]');

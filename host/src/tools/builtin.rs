@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::{KnowledgeTools, PeopleTools, ScheduleTools, TurnContext};
 use crate::agent::profiles::SEND_AGENT_MESSAGE;
+use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
 use crate::policy::Caller;
 use crate::scripting::{Scripts, describe_problem};
@@ -26,6 +27,8 @@ pub struct BuiltinContext {
     pub scripts: Option<Arc<Scripts>>,
     /// Every agent's memories and scratchpad.
     pub notes: Option<Arc<Notes>>,
+    /// The main agent's versioned identity.
+    pub identity: Option<Arc<Identity>>,
     /// Contacts, messages and agents (a daemon's, not a one-shot command's).
     pub people: Option<Arc<PeopleTools>>,
     /// Reminders and scheduled tasks (a daemon's).
@@ -67,6 +70,12 @@ pub enum Builtin {
     ManageSchedule,
     /// Memories and the scratchpad.
     ManageKnowledge,
+    /// Edit the main agent's identity.
+    UpdateIdentity,
+    /// The identity's versions.
+    IdentityHistory,
+    /// Restore an identity version.
+    IdentityRollback,
     /// Search past conversations.
     SearchHistory,
     /// The messages around a search hit.
@@ -98,7 +107,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 17] = [
+    pub const ALL: [Builtin; 20] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -116,6 +125,9 @@ impl Builtin {
         Builtin::SearchHistory,
         Builtin::ReadHistory,
         Builtin::ManageKnowledge,
+        Builtin::UpdateIdentity,
+        Builtin::IdentityHistory,
+        Builtin::IdentityRollback,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -136,6 +148,9 @@ impl Builtin {
             | Builtin::SpawnAgent => context.people.is_some(),
             Builtin::ManageSchedule => context.schedule.is_some(),
             Builtin::SearchHistory | Builtin::ReadHistory => context.knowledge.is_some(),
+            Builtin::UpdateIdentity | Builtin::IdentityHistory | Builtin::IdentityRollback => {
+                context.identity.is_some()
+            }
         }
     }
 
@@ -335,6 +350,45 @@ impl Builtin {
                 risk: Risk::Write,
                 targets: Default::default(),
             },
+            Builtin::UpdateIdentity => ToolSpec {
+                name: "update_identity".into(),
+                description: "Edits your own identity (the text at the top of your prompt), keeping every version: append an observation about yourself or the owner, or replace one markdown section (by its heading) with new text. identity_history lists versions; identity_rollback restores one.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "mode": { "type": "string", "enum": ["append", "replace_section"] },
+                        "text": { "type": "string", "minLength": 1, "maxLength": 8000 },
+                        "section": { "type": "string", "maxLength": 200 }
+                    },
+                    "required": ["mode", "text"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
+            Builtin::IdentityHistory => ToolSpec {
+                name: "identity_history".into(),
+                description: "Lists every version of your identity, newest first: number, author, what changed, when; with `version`, that version's text.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": { "version": { "type": "integer", "minimum": 1 } },
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+                targets: Default::default(),
+            },
+            Builtin::IdentityRollback => ToolSpec {
+                name: "identity_rollback".into(),
+                description: "Restores an earlier version of your identity; the restore is itself a new version, so nothing is lost.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": { "version": { "type": "integer", "minimum": 1 } },
+                    "required": ["version"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
             Builtin::ManageSchedule => ToolSpec {
                 name: "manage_schedule".into(),
                 description: "Sets reminders (\"remind me at 9\": wakes this conversation when due) and scheduled tasks (\"every Monday, summarize my inbox\": a prompt run in a fresh session, the answer sent to the owner), one-shot or by cron in a time zone; lists, changes, disables, removes and runs them. Answers with the next fire times in the owner's zone. Call with action \"help\" for the details.".into(),
@@ -489,6 +543,13 @@ impl Builtin {
             Builtin::ManageKnowledge => {
                 let (notes, agent) = notes()?;
                 super::knowledge::manage(notes, agent, args)
+            }
+            Builtin::UpdateIdentity | Builtin::IdentityHistory | Builtin::IdentityRollback => {
+                let identity = context
+                    .identity
+                    .as_deref()
+                    .ok_or("the identity is not available")?;
+                super::knowledge::identity(self, identity, caller, args)
             }
             Builtin::AttachFile => attach(args),
             Builtin::ManageContacts => people()?.manage_contacts(args),

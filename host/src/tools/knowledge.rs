@@ -1,6 +1,7 @@
 //! `search_history` and `read_history`: the agent looks back over past
 //! conversations through the FTS5 index; `manage_knowledge`: its memories
-//! and scratchpad.
+//! and scratchpad; the identity tools: the main agent's own text,
+//! versioned.
 //!
 //! Scoping: the main agent and the owner search every agent's sessions
 //! (the owner's conversations are the main agent's); a sub-agent searches
@@ -10,6 +11,7 @@ use serde_json::{Value, json};
 
 use crate::agent::history::MAIN_AGENT;
 use crate::agent::profiles;
+use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
 use crate::knowledge::search::{self, Query};
 use crate::policy::Caller;
@@ -129,4 +131,54 @@ pub fn manage(notes: &Notes, agent: i64, args: &Value) -> Result<Value, String> 
             "field `action`: {action:?} is not an action for {tier}; call with action \"help\""
         )),
     }
+}
+
+/// `update_identity`, `identity_history` and `identity_rollback`: the main
+/// agent's identity, changed by the main agent or the owner only.
+pub fn identity(
+    tool: super::Builtin,
+    identity: &Identity,
+    caller: &Caller,
+    args: &Value,
+) -> Result<Value, String> {
+    let author = match caller.agent_id() {
+        Some(MAIN_AGENT) => "main agent".to_owned(),
+        None if !caller.is_scoped() => "owner".to_owned(),
+        _ => {
+            return Err(
+                "the identity is the main agent's: a sub-agent's instructions are changed with manage_agents"
+                    .into(),
+            );
+        }
+    };
+    let version = || {
+        args["version"]
+            .as_i64()
+            .ok_or_else(|| "field `version`: required, a number from identity_history".to_owned())
+    };
+    let text = args["text"].as_str().unwrap_or_default();
+    let done = match tool {
+        super::Builtin::UpdateIdentity => match args["mode"].as_str() {
+            Some("append") => identity.append(text, &author),
+            Some("replace_section") => {
+                let section = args["section"].as_str().ok_or(
+                    "field `section`: required with mode \"replace_section\", the heading's text",
+                )?;
+                identity.replace_section(section, text, &author)
+            }
+            _ => return Err("field `mode`: \"append\" or \"replace_section\"".into()),
+        },
+        super::Builtin::IdentityRollback => identity.rollback(version()?, &author),
+        _ => {
+            if args.get("version").is_some() {
+                let v = version()?;
+                let text = identity.show(v).map_err(|e| e.to_string())?;
+                return Ok(json!({ "version": v, "text": text }));
+            }
+            let versions = identity.history().map_err(|e| e.to_string())?;
+            return Ok(json!({ "versions": versions }));
+        }
+    };
+    let version = done.map_err(|e| e.to_string())?;
+    Ok(json!({ "version": version, "text": identity.current() }))
 }

@@ -240,6 +240,7 @@ async fn handle(
         "approvals" | "revoke" | "audit" => Some(records(control, op, request).await),
         "contacts" | "agents" => Some(people(control, op, request)),
         "schedule" => Some(schedule(control, request)),
+        "identity" => Some(identity(control, request)),
         other => Some(protocol::unknown(other)),
     };
     (answer, false)
@@ -290,6 +291,35 @@ fn schedule(control: &Control, request: &Value) -> Value {
     match tools.call(&Caller::owner_cli(), None, &args) {
         Ok(result) => json!({ "op": "schedule", "result": result }),
         Err(message) => error(Code::Tool, &message),
+    }
+}
+
+/// `identity`: the owner's `log`, `show` and `rollback` of the main
+/// agent's identity (no approval asked: the owner is the one asking).
+fn identity(control: &Control, request: &Value) -> Value {
+    let identity = &control.agent.base.identity;
+    let version = request["version"].as_i64();
+    let result = match (request["action"].as_str(), version) {
+        (Some("log"), _) => identity.history().map(|v| json!({ "versions": v })),
+        (Some("show"), Some(v)) => identity
+            .show(v)
+            .map(|text| json!({ "version": v, "text": text })),
+        (Some("rollback"), Some(v)) => identity
+            .rollback(v, "owner")
+            .map(|version| json!({ "version": version, "text": identity.current() })),
+        (Some("show" | "rollback"), None) => {
+            return error(Code::BadRequest, "`version` must be a number");
+        }
+        _ => {
+            return error(
+                Code::BadRequest,
+                "`identity` needs `action`: \"log\", \"show\" or \"rollback\"",
+            );
+        }
+    };
+    match result {
+        Ok(result) => json!({ "op": "identity", "result": result }),
+        Err(e) => error(Code::Tool, &e.to_string()),
     }
 }
 

@@ -1,0 +1,81 @@
+//! `hearth identity`: the owner's view of the main agent's versioned
+//! identity: the versions, one version's text, and a rollback.
+//!
+//! With a daemon running, every action goes through its control socket (so
+//! a rollback reaches the prompt at once); without one, the store is read
+//! and written directly.
+
+use std::process::ExitCode;
+
+use anyhow::Context;
+use serde_json::{Value, json};
+
+use super::client::Daemon;
+use crate::config::Config;
+use crate::knowledge::identity::Identity;
+use crate::store::{Cold, Store};
+
+/// What to do.
+pub enum Action {
+    /// Every version, newest first.
+    Log,
+    /// One version's text.
+    Show(i64),
+    /// Restore a version (as a new one).
+    Rollback(i64),
+}
+
+/// `hearth identity log|show N|rollback N`.
+pub fn run(
+    config: &Config,
+    daemon: Option<&mut Daemon>,
+    action: Action,
+) -> anyhow::Result<ExitCode> {
+    let answer = match daemon {
+        Some(d) => {
+            let request = match action {
+                Action::Log => json!({ "op": "identity", "action": "log" }),
+                Action::Show(v) => json!({ "op": "identity", "action": "show", "version": v }),
+                Action::Rollback(v) => {
+                    json!({ "op": "identity", "action": "rollback", "version": v })
+                }
+            };
+            d.ask(request)?["result"].clone()
+        }
+        None => offline(config, &action)?,
+    };
+    match action {
+        Action::Log => {
+            println!("{:>4}  {:<12} {:>6}  change", "ver", "author", "chars");
+            for v in answer["versions"].as_array().into_iter().flatten() {
+                println!(
+                    "{:>4}  {:<12} {:>6}  {}",
+                    v["version"],
+                    v["author"].as_str().unwrap_or_default(),
+                    v["chars"],
+                    v["note"].as_str().unwrap_or_default()
+                );
+            }
+        }
+        Action::Show(_) => println!("{}", answer["text"].as_str().unwrap_or_default()),
+        Action::Rollback(v) => println!(
+            "restored version {v} as version {}",
+            answer["version"]["version"]
+        ),
+    }
+    Ok(ExitCode::SUCCESS)
+}
+
+/// The same answers, from the store.
+fn offline(config: &Config, action: &Action) -> anyhow::Result<Value> {
+    let path = config.home.join(crate::store::FILE_NAME);
+    drop(Store::open(&path).with_context(|| format!("cannot open {}", path.display()))?);
+    let identity = Identity::open(Cold::open(&path)?, || {
+        crate::agent::prompt::DEFAULT_IDENTITY.to_owned()
+    })?;
+    Ok(match action {
+        Action::Log => json!({ "versions": identity.history()? }),
+        Action::Show(v) => json!({ "version": v, "text": identity.show(*v)? }),
+        Action::Rollback(v) => json!({ "version": identity.rollback(*v, "owner")? }),
+    })
+}
