@@ -427,7 +427,7 @@ fn stop_cancels_the_running_turn() {
 fn compaction_keeps_tool_pairs_and_the_next_prompt_uses_the_summary() {
     let fake = FakeLlm::start();
     // Turn 1: a tool call, then text. Turn 2: text. Turn 3: compaction
-    // first (the summary), then the answer.
+    // first (the warning step, the summary), then the answer.
     fake.push(anthropic_tool_use(
         None,
         "toolu_c",
@@ -436,6 +436,7 @@ fn compaction_keeps_tool_pairs_and_the_next_prompt_uses_the_summary() {
     ));
     fake.push(anthropic_text("one"));
     fake.push(anthropic_text("two"));
+    fake.push(anthropic_text("ok"));
     fake.push(anthropic_text(
         "SUMMARY: the owner asked for an echo of pair.",
     ));
@@ -450,14 +451,19 @@ fn compaction_keeps_tool_pairs_and_the_next_prompt_uses_the_summary() {
         assert_eq!(h.chat(text).ok().trim(), expected);
     }
     let requests = fake.requests();
-    assert_eq!(requests.len(), 5);
-    let summary_request = &requests[3].body;
+    assert_eq!(requests.len(), 6);
+    assert!(
+        requests[3].body["messages"]
+            .to_string()
+            .contains("about to be compacted")
+    );
+    let summary_request = &requests[4].body;
     let transcript = summary_request["messages"].to_string();
     assert!(
         transcript.contains("called echo") && transcript.contains("Tool result"),
         "{transcript}"
     );
-    let last = &requests[4].body;
+    let last = &requests[5].body;
     assert!(
         last["system"]
             .as_str()

@@ -171,3 +171,65 @@ fn identity_edits_are_versions_and_a_rollback_reaches_the_prompt() {
         .fails();
     assert!(err.contains("no version 99"), "{err}");
 }
+
+#[test]
+fn the_notepad_survives_compaction_and_the_warning_comes_once() {
+    let fake = FakeLlm::start();
+    let h = Hearth::new(&format!(
+        "[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_API_KEY\"\n\
+         [agent]\ncompact_after_messages = 4\nkeep_recent_messages = 2\n",
+        fake.url()
+    ));
+    let _daemon = h.daemon_with(|cmd| {
+        cmd.env("HEARTH_TEST_API_KEY", "sk-test");
+    });
+    fake.push(anthropic_text("a1"));
+    fake.push(anthropic_text("a2"));
+    // Turn three crosses the limit: the warning step, the summary, the turn.
+    fake.push(anthropic_tool_uses(&[(
+        "n1",
+        "notepad",
+        json!({"action": "replace", "text": "State: counting turns; at three."}),
+    )]));
+    fake.push(anthropic_text("Summary: the owner counted to two."));
+    fake.push(anthropic_text("a3"));
+    for text in ["one", "two", "three"] {
+        h.chat(text).ok();
+    }
+    let requests = fake.requests();
+    assert_eq!(requests.len(), 5, "{requests:#?}");
+    let warned: Vec<usize> = requests
+        .iter()
+        .enumerate()
+        .filter(|(_, r)| {
+            r.body["messages"]
+                .to_string()
+                .contains("about to be compacted")
+        })
+        .map(|(i, _)| i)
+        .collect();
+    assert_eq!(
+        warned,
+        [2],
+        "the warning step comes once, before the summary"
+    );
+    let offered: Vec<&str> = requests[2].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(offered, ["notepad"]);
+    // After the compaction, the notepad is in the prompt beside the summary.
+    let system = requests[4].body["system"].to_string();
+    assert!(system.contains("## Notepad"), "{system}");
+    assert!(
+        system.contains("State: counting turns; at three."),
+        "{system}"
+    );
+    assert!(
+        system.contains("Summary: the owner counted to two."),
+        "{system}"
+    );
+}

@@ -58,6 +58,7 @@ fn main() {
             speaker: &Speaker::Owner,
             skills: skills.clone(),
             notes: &read,
+            notepad: Some("Plan: finish the garden list."),
             tools: &tools,
             summary: None,
         });

@@ -25,6 +25,8 @@ pub struct PromptParts<'a> {
     pub skills: Vec<(String, String)>,
     /// The agent's own memories and scratchpad titles.
     pub notes: &'a PromptNotes,
+    /// This session's notepad, when something is written there.
+    pub notepad: Option<&'a str>,
     /// `(name, description)` of each tool.
     pub tools: &'a [(String, String)],
     /// The summary of compacted history, if any.
@@ -90,6 +92,13 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
         }
     }
     notes(&mut p, parts.notes);
+    if let Some(notepad) = parts.notepad.filter(|n| !n.trim().is_empty()) {
+        p.push_str(
+            "\n## Notepad (this conversation; yours to keep current with the notepad tool)\n",
+        );
+        p.push_str(notepad.trim());
+        p.push('\n');
+    }
     if !parts.tools.is_empty() {
         p.push_str("\n## Tools\n");
         for (name, description) in parts.tools {

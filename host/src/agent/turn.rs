@@ -21,7 +21,7 @@ use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
-use crate::tools::{ATTACH_FILE, SPAWN_AGENT, ToolError, TurnContext};
+use crate::tools::{ATTACH_FILE, NOTEPAD, SPAWN_AGENT, ToolError, TurnContext};
 
 /// A tool call running on a blocking thread.
 struct Started {
@@ -258,10 +258,10 @@ impl Agent {
         // Read once; each step appends to this copy as it stores.
         let mut history = self.base.conversations.history(session)?;
         for _ in 0..self.base.config.max_steps {
-            if self.maybe_compact(llm, session, &history).await {
+            if self.maybe_compact(llm, session, &history, claimed).await {
                 history = self.base.conversations.history(session)?;
             }
-            let request = self.request(llm, &history, claimed)?;
+            let request = self.request(llm, &history, claimed, session)?;
             let response = tokio::select! {
                 r = llm.stream(&request, &on_text) => r,
                 () = self.signals.stopped_since(stop_at_start) => return Ok(stopped()),
@@ -409,7 +409,9 @@ impl Agent {
         llm: &Llm,
         history: &History,
         claimed: &Claimed,
+        session: i64,
     ) -> rusqlite::Result<ChatRequest> {
+        let notepad = self.base.notes.notepad(session)?;
         let scope = self.profile.scope();
         let tools = self.tool_defs.current(&self.base.tools, &scope);
         let identity = self.base.identity.current();
@@ -427,6 +429,7 @@ impl Agent {
             speaker: &claimed.speaker,
             skills,
             notes: &notes,
+            notepad: notepad.as_deref(),
             tools: &tools.index,
             summary: history.summary.as_deref(),
         });
@@ -443,7 +446,78 @@ impl Agent {
     /// result are never separated.
     ///
     /// Returns whether it compacted.
-    async fn maybe_compact(&self, llm: &Llm, session: i64, history: &History) -> bool {
+    /// The step before a compaction: the agent is told it is coming and
+    /// may save working state with the notepad tool, the only tool it is
+    /// offered. One model call, bounded; its messages are not kept (the
+    /// notepad is), and a failure only skips it.
+    async fn before_compaction(
+        &self,
+        llm: &Llm,
+        session: i64,
+        history: &History,
+        claimed: &Claimed,
+    ) {
+        let Ok(mut request) = self.request(llm, history, claimed, session) else {
+            return;
+        };
+        let notice = "[hearth: this conversation is about to be compacted: older messages will be \
+                      replaced by a short summary. Save what you need to keep working (the plan, \
+                      decisions, open tasks, facts you would lose) to the notepad now with the \
+                      notepad tool, then answer \"ok\".]";
+        let mut messages = request.messages;
+        match messages.last_mut() {
+            Some(last) if last.role == Role::User => last.content.push(Block::Text {
+                text: notice.to_owned(),
+            }),
+            _ => messages.push(Message::user_text(notice.to_owned())),
+        }
+        request.messages = messages;
+        request.tools = request
+            .tools
+            .iter()
+            .filter(|t| t.name == NOTEPAD)
+            .cloned()
+            .collect();
+        request.max_tokens = request.max_tokens.min(1024);
+        let response = match llm.complete(&request).await {
+            Ok(r) => r,
+            Err(e) => {
+                tracing::warn!("the step before compaction failed, compacting anyway: {e}");
+                return;
+            }
+        };
+        let answer = Message {
+            role: Role::Assistant,
+            content: response.content,
+        };
+        for (_, name, input) in answer.tool_uses() {
+            if name != NOTEPAD {
+                continue;
+            }
+            let (tools, caller, turn) = (
+                Arc::clone(&self.base.tools),
+                self.profile.caller(),
+                self.turn_context(claimed),
+            );
+            let input = input.clone();
+            let saved = tokio::task::spawn_blocking(move || {
+                tools.call_in_turn(&caller, &turn, NOTEPAD, input)
+            })
+            .await;
+            if !matches!(saved, Ok(Ok(_))) {
+                tracing::warn!(session, "the notepad was not saved before compaction");
+            }
+        }
+        tracing::info!(session, "the agent was told a compaction is coming");
+    }
+
+    async fn maybe_compact(
+        &self,
+        llm: &Llm,
+        session: i64,
+        history: &History,
+        claimed: &Claimed,
+    ) -> bool {
         let n = history.messages.len();
         if n <= self.base.config.compact_after_messages
             && history.chars <= self.base.config.compact_after_chars
@@ -457,6 +531,7 @@ impl Agent {
         else {
             return false;
         };
+        self.before_compaction(llm, session, history, claimed).await;
         let mut transcript = String::new();
         if let Some(summary) = &history.summary {
             transcript.push_str(&format!("Summary so far:\n{summary}\n\n"));

@@ -1,6 +1,8 @@
 //! Each agent's two tiers of notes: memories (short facts, all of them in
 //! every prompt) and the scratchpad (entries with a title and a body; only
-//! titles and ids in the prompt, a body read on demand).
+//! titles and ids in the prompt, a body read on demand); and each
+//! session's notepad (freeform working state, in that session's every
+//! prompt, untouched by compaction).
 //!
 //! Memories have a budget in characters. Going over it refuses nothing and
 //! drops nothing: the prompt says so, and asks the agent to consolidate.
@@ -26,6 +28,8 @@ pub const MAX_ENTRIES: usize = 1_000;
 pub const MAX_TITLE_CHARS: usize = 200;
 /// The longest scratchpad body, in characters.
 pub const MAX_BODY_CHARS: usize = 20_000;
+/// The longest session notepad, in characters.
+pub const MAX_NOTEPAD_CHARS: usize = 8_000;
 
 /// What the prompt shows of an agent's notes.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -231,6 +235,74 @@ impl Notes {
             .optional()
             .map_err(|e| e.to_string())?
             .ok_or_else(|| unknown("scratchpad entry", id))
+    }
+
+    /// Session `session`'s notepad, if anything is written there.
+    pub fn notepad(&self, session: i64) -> rusqlite::Result<Option<String>> {
+        self.conn()
+            .prepare_cached("SELECT text FROM notepads WHERE session_id = ?1")?
+            .query_row([session], |r| r.get(0))
+            .optional()
+    }
+
+    /// `notepad {action, text}` in the open session of `agent` on
+    /// `(channel, chat)`: replace the notepad, append to it, or clear it.
+    pub fn write_notepad(
+        &self,
+        agent: i64,
+        channel: &str,
+        chat: &str,
+        action: &str,
+        text: Option<&str>,
+    ) -> Result<Value, String> {
+        let conn = self.conn();
+        let session: i64 = conn
+            .query_row(
+                "SELECT id FROM sessions WHERE agent_id = ?1 AND channel = ?2 AND chat = ?3 \
+                 AND ended_at_ms IS NULL ORDER BY id DESC LIMIT 1",
+                params![agent, channel, chat],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| e.to_string())?
+            .ok_or("the notepad belongs to a conversation, and this one has not started")?;
+        let current: String = conn
+            .query_row(
+                "SELECT text FROM notepads WHERE session_id = ?1",
+                [session],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| e.to_string())?
+            .unwrap_or_default();
+        let next = match (action, text) {
+            ("clear", _) => String::new(),
+            ("replace", Some(text)) => text.trim().to_owned(),
+            ("append", Some(text)) if current.is_empty() => text.trim().to_owned(),
+            ("append", Some(text)) => format!("{}\n{}", current.trim_end(), text.trim()),
+            ("replace" | "append", None) => {
+                return Err(format!("field `text`: required with action {action:?}"));
+            }
+            (other, _) => {
+                return Err(format!(
+                    "field `action`: {other:?} is not an action; use replace, append or clear"
+                ));
+            }
+        };
+        let chars = next.chars().count();
+        if chars > MAX_NOTEPAD_CHARS {
+            return Err(format!(
+                "field `text`: the notepad would be {chars} characters, more than the \
+                 {MAX_NOTEPAD_CHARS} allowed; replace it with a shorter version"
+            ));
+        }
+        conn.execute(
+            "INSERT INTO notepads (session_id, text, updated_at_ms) VALUES (?1, ?2, ?3) \
+             ON CONFLICT (session_id) DO UPDATE SET text = excluded.text, updated_at_ms = excluded.updated_at_ms",
+            params![session, next, now_ms()],
+        )
+        .map_err(|e| e.to_string())?;
+        Ok(json!({ "notepad": next, "chars": chars }))
     }
 
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {

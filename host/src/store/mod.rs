@@ -31,6 +31,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0009_search.sql"),
     include_str!("migrations/0010_notes.sql"),
     include_str!("migrations/0011_identity.sql"),
+    include_str!("migrations/0012_notepad.sql"),
 ];
 
 /// The schema after the last migration, which creates a fresh store.

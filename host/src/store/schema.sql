@@ -275,5 +275,11 @@ CREATE TABLE identity_versions (
     created_at_ms INTEGER NOT NULL
 );
 
+CREATE TABLE notepads (
+    session_id    INTEGER PRIMARY KEY REFERENCES sessions (id),
+    text          TEXT    NOT NULL,
+    updated_at_ms INTEGER NOT NULL
+);
+
 -- Agent 1 is the main agent from the start (migration 7).
 INSERT INTO agents (id, name, created_at_ms, allowed_tools) VALUES (1, 'main', 0, '["*"]');

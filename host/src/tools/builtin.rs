@@ -76,11 +76,17 @@ pub enum Builtin {
     IdentityHistory,
     /// Restore an identity version.
     IdentityRollback,
+    /// The session's notepad.
+    Notepad,
     /// Search past conversations.
     SearchHistory,
     /// The messages around a search hit.
     ReadHistory,
 }
+
+/// The session notepad's tool, the one tool of the step before a
+/// compaction.
+pub const NOTEPAD: &str = "notepad";
 
 /// The tool whose calls in one step run in parallel.
 pub const SPAWN_AGENT: &str = "spawn_agent";
@@ -107,7 +113,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 20] = [
+    pub const ALL: [Builtin; 21] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -128,6 +134,7 @@ impl Builtin {
         Builtin::UpdateIdentity,
         Builtin::IdentityHistory,
         Builtin::IdentityRollback,
+        Builtin::Notepad,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -136,9 +143,11 @@ impl Builtin {
             Builtin::ReadSkill | Builtin::ScriptStatus | Builtin::WriteScript => {
                 context.scripts.is_some()
             }
-            Builtin::Remember | Builtin::Forget | Builtin::Recall | Builtin::ManageKnowledge => {
-                context.notes.is_some()
-            }
+            Builtin::Remember
+            | Builtin::Forget
+            | Builtin::Recall
+            | Builtin::ManageKnowledge
+            | Builtin::Notepad => context.notes.is_some(),
             Builtin::AttachFile => true,
             Builtin::ManageContacts
             | Builtin::SendMessage
@@ -389,6 +398,21 @@ impl Builtin {
                 risk: Risk::Write,
                 targets: Default::default(),
             },
+            Builtin::Notepad => ToolSpec {
+                name: NOTEPAD.into(),
+                description: "This conversation's notepad: working state you want in front of you every turn (the plan, what is done, open questions). It is shown in your prompt and survives compaction. replace it, append a line, or clear it.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "action": { "type": "string", "enum": ["replace", "append", "clear"] },
+                        "text": { "type": "string", "maxLength": 8000 }
+                    },
+                    "required": ["action"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+                targets: Default::default(),
+            },
             Builtin::ManageSchedule => ToolSpec {
                 name: "manage_schedule".into(),
                 description: "Sets reminders (\"remind me at 9\": wakes this conversation when due) and scheduled tasks (\"every Monday, summarize my inbox\": a prompt run in a fresh session, the answer sent to the owner), one-shot or by cron in a time zone; lists, changes, disables, removes and runs them. Answers with the next fire times in the owner's zone. Call with action \"help\" for the details.".into(),
@@ -543,6 +567,18 @@ impl Builtin {
             Builtin::ManageKnowledge => {
                 let (notes, agent) = notes()?;
                 super::knowledge::manage(notes, agent, args)
+            }
+            Builtin::Notepad => {
+                let (notes, _) = notes()?;
+                let turn =
+                    turn.ok_or("the notepad belongs to a conversation; this call has none")?;
+                notes.write_notepad(
+                    turn.agent,
+                    &turn.channel,
+                    &turn.chat,
+                    args["action"].as_str().unwrap_or_default(),
+                    args["text"].as_str(),
+                )
             }
             Builtin::UpdateIdentity | Builtin::IdentityHistory | Builtin::IdentityRollback => {
                 let identity = context

@@ -14,7 +14,7 @@ mod schedule;
 pub mod schema;
 mod turn_context;
 
-pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, SPAWN_AGENT};
+pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, NOTEPAD, SPAWN_AGENT};
 pub use knowledge::KnowledgeTools;
 pub use people::PeopleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
