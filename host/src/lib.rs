@@ -23,3 +23,4 @@ pub mod scripting;
 pub mod store;
 pub mod tls;
 pub mod tools;
+pub mod workshop;

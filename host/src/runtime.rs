@@ -26,6 +26,7 @@ use crate::scheduler::{Clock, Jobs, Scheduler};
 use crate::scripting::{Scripts, ScriptsError};
 use crate::store::{self, Store, StoreError};
 use crate::tools::{BuiltinContext, KnowledgeTools, PeopleTools, ScheduleTools, ToolRegistry};
+use crate::workshop::Workshop;
 
 /// A started hearth.
 pub struct Runtime {
@@ -244,6 +245,7 @@ impl Runtime {
                     people: Arc::clone(&people),
                 })
             }),
+            workshop: Some(Arc::new(Workshop::new(&config.home))),
         };
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),

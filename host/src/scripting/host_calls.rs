@@ -1,5 +1,5 @@
-//! What a running script may ask of the host: `hearth.kv.*`, `hearth.tool`
-//! and `hearth.http.request`.
+//! What a running script may ask of the host: `hearth.kv.*`, `hearth.tool`,
+//! `hearth.http.request` and `hearth.db.*`.
 //!
 //! Each request is checked here, on the host side, so a script cannot widen
 //! its own rights: kv keys are confined to the script's namespace, tool calls
@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::{LuaTool, Scripts};
 use crate::config::HttpConfig;
 use crate::policy::Caller;
-use crate::tools::ToolRegistry;
+use crate::tools::{EXECUTE_SQL, ToolRegistry};
 
 /// How deep `hearth.tool` calls may nest.
 pub const MAX_DEPTH: u32 = 4;
@@ -55,8 +55,59 @@ pub(super) fn handle(
                 .map_err(|e| e.to_string())
         }
         "http.request" => scripts.http.request(&params["request"]),
+        "db.query" | "db.exec" => db(caller, registry, depth, method, params),
         other => Err(format!("unknown host service {other:?}")),
     }
+}
+
+/// `hearth.db.query` and `hearth.db.exec`: `execute_sql` through the
+/// registry, so the script's calls are ruled, tiered and audited like the
+/// model's. A query runs on the read-only connection and answers its rows
+/// as objects keyed by column.
+fn db(
+    caller: &Caller,
+    registry: &ToolRegistry,
+    depth: u32,
+    method: &str,
+    params: Value,
+) -> Result<Value, String> {
+    let sql = params["sql"].as_str().ok_or("the SQL must be a string")?;
+    let query = method == "db.query";
+    let mut args = json!({ "sql": sql, "read_only": query });
+    match params.get("params") {
+        None | Some(Value::Null) => {}
+        // An empty Lua table is an empty array or object alike.
+        Some(Value::Object(o)) if o.is_empty() => {}
+        Some(p) => args["params"] = p.clone(),
+    }
+    let answer = registry
+        .call_as(caller, EXECUTE_SQL, args, depth + 1)
+        .map_err(|e| e.to_string())?;
+    if !query {
+        return Ok(answer);
+    }
+    let columns: Vec<&str> = answer["columns"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    let rows: Vec<Value> = answer["rows"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .map(|row| {
+            let values = row.as_array().into_iter().flatten().cloned();
+            Value::Object(
+                columns
+                    .iter()
+                    .map(|c| (*c).to_owned())
+                    .zip(values)
+                    .collect(),
+            )
+        })
+        .collect();
+    Ok(json!({ "rows": rows, "truncated": answer["truncated"] }))
 }
 
 fn kv(scripts: &Scripts, namespace: &str, method: &str, params: &Value) -> Result<Value, String> {

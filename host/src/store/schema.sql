@@ -283,3 +283,16 @@ CREATE TABLE notepads (
 
 -- Agent 1 is the main agent from the start (migration 7).
 INSERT INTO agents (id, name, created_at_ms, allowed_tools) VALUES (1, 'main', 0, '["*"]');
+
+CREATE TABLE versions (
+    id            INTEGER PRIMARY KEY,
+    kind          TEXT    NOT NULL,
+    name          TEXT    NOT NULL,
+    version       INTEGER NOT NULL,
+    content       TEXT,
+    hash          TEXT    NOT NULL,
+    author        TEXT    NOT NULL,
+    note          TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    UNIQUE (kind, name, version)
+);

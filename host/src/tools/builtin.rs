@@ -13,12 +13,14 @@ use std::sync::Arc;
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
+use super::workshop::WorkshopTool;
 use super::{KnowledgeTools, PeopleTools, ScheduleTools, TurnContext};
 use crate::agent::profiles::SEND_AGENT_MESSAGE;
 use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
 use crate::policy::Caller;
 use crate::scripting::{Scripts, describe_problem};
+use crate::workshop::Workshop;
 
 /// What built-in tools work on.
 #[derive(Default)]
@@ -35,6 +37,8 @@ pub struct BuiltinContext {
     pub schedule: Option<Arc<ScheduleTools>>,
     /// Search over past conversations.
     pub knowledge: Option<Arc<KnowledgeTools>>,
+    /// The agent's database (and, with it, its pages).
+    pub workshop: Option<Arc<Workshop>>,
 }
 
 /// The built-in tools.
@@ -82,6 +86,8 @@ pub enum Builtin {
     SearchHistory,
     /// The messages around a search hit.
     ReadHistory,
+    /// The workshop's tools: the agent's database, versions, pages.
+    Workshop(WorkshopTool),
 }
 
 /// The session notepad's tool, the one tool of the step before a
@@ -113,7 +119,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 21] = [
+    pub const ALL: [Builtin; 22] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -135,6 +141,7 @@ impl Builtin {
         Builtin::IdentityHistory,
         Builtin::IdentityRollback,
         Builtin::Notepad,
+        Builtin::Workshop(WorkshopTool::ExecuteSql),
     ];
 
     /// Whether `context` has what this tool needs.
@@ -160,6 +167,16 @@ impl Builtin {
             Builtin::UpdateIdentity | Builtin::IdentityHistory | Builtin::IdentityRollback => {
                 context.identity.is_some()
             }
+            Builtin::Workshop(tool) => tool.available(context),
+        }
+    }
+
+    /// The tier of this call when it depends on the arguments, over the
+    /// spec's.
+    pub fn risk(self, context: &BuiltinContext, args: &Value) -> Option<Risk> {
+        match self {
+            Builtin::Workshop(tool) => tool.risk(context, args),
+            _ => None,
         }
     }
 
@@ -174,6 +191,7 @@ impl Builtin {
     /// Its spec.
     pub fn spec(self) -> ToolSpec {
         match self {
+            Builtin::Workshop(tool) => tool.spec(),
             Builtin::ReadSkill => ToolSpec {
                 name: "read_skill".into(),
                 description: "Returns the full instructions of a skill, by name, from the skills index.".into(),
@@ -588,6 +606,7 @@ impl Builtin {
                 super::knowledge::identity(self, identity, caller, args)
             }
             Builtin::AttachFile => attach(args),
+            Builtin::Workshop(tool) => tool.call(context, caller, args),
             Builtin::ManageContacts => people()?.manage_contacts(args),
             Builtin::SendMessage => people()?.send_message(args),
             Builtin::ManageAgents => people()?.manage_agents(caller, args),

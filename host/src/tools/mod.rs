@@ -13,6 +13,7 @@ mod registry;
 mod schedule;
 pub mod schema;
 mod turn_context;
+mod workshop;
 
 pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, NOTEPAD, SPAWN_AGENT};
 pub use knowledge::KnowledgeTools;
@@ -20,3 +21,4 @@ pub use people::PeopleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
 pub use schedule::ScheduleTools;
 pub use turn_context::TurnContext;
+pub use workshop::{EXECUTE_SQL, WorkshopTool};

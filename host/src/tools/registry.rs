@@ -4,6 +4,7 @@
 //! script catalog, which hot reload swaps, so they are looked up per call.
 //! A Lua tool can never take a plugin's or a built-in's name.
 
+use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 use std::time::Instant;
@@ -236,11 +237,22 @@ impl ToolRegistry {
     ) -> Result<Value, ToolError> {
         let started = Instant::now();
         if let Some(tool) = self.tools.get(name) {
-            let ask = match &tool.provider {
-                Provider::Builtin(builtin) => builtin.asks(&self.builtins, &args),
-                Provider::Plugin(_) => None,
+            let (ask, risk) = match &tool.provider {
+                Provider::Builtin(builtin) => (
+                    builtin.asks(&self.builtins, &args),
+                    builtin.risk(&self.builtins, &args),
+                ),
+                Provider::Plugin(_) => (None, None),
             };
-            return self.guarded(caller, &tool.spec, args, ask, started, |args, floor| {
+            // A tool whose tier depends on the call is ruled on this call's.
+            let spec = match risk {
+                Some(risk) => Cow::Owned(ToolSpec {
+                    risk,
+                    ..tool.spec.clone()
+                }),
+                None => Cow::Borrowed(&tool.spec),
+            };
+            return self.guarded(caller, &spec, args, ask, started, |args, floor| {
                 match &tool.provider {
                     Provider::Plugin(plugin) => call_plugin(plugin, name, args, floor),
                     // A built-in has no command target, so no floor.

@@ -1,7 +1,7 @@
 //! `hearth.*` inside the worker: the host API a script sees.
 //!
 //! Pure functions (json, time, sleep) run here. Anything that touches the
-//! daemon's state or the network (kv, tool, http) is a request to the host,
+//! daemon's state or the network (kv, tool, http, db) is a request to the host,
 //! which applies the same rules as everywhere else (namespaces, the tool
 //! registry, the egress policy).
 
@@ -103,6 +103,11 @@ pub(super) fn build(lua: &Lua) -> mlua::Result<Table> {
     hearth.set("kv", kv)?;
 
     hearth.set("tool", host_fn(lua, "tool", &["name", "args"])?)?;
+
+    let db = lua.create_table()?;
+    db.set("query", host_fn(lua, "db.query", &["sql", "params"])?)?;
+    db.set("exec", host_fn(lua, "db.exec", &["sql", "params"])?)?;
+    hearth.set("db", db)?;
 
     let http = lua.create_table()?;
     http.set("request", host_fn(lua, "http.request", &["request"])?)?;

@@ -1,0 +1,103 @@
+//! The workshop's tools: `execute_sql` on the agent's own database,
+//! `script_history` and `script_rollback` over the versions of what it
+//! wrote.
+//!
+//! `execute_sql` is one tool with two tiers: a statement SQLite judges
+//! read-only is ruled as a read, anything else as a write, so a dashboard's
+//! SELECT never waits for the owner while a DELETE is asked about where the
+//! mode asks about writes.
+
+use hearth_sdk::protocol::{Risk, ToolSpec};
+use serde_json::{Value, json};
+
+use super::BuiltinContext;
+use crate::policy::Caller;
+use crate::workshop::{Access, Bounds, Workshop};
+
+/// The name of the SQL tool, which Lua's `hearth.db` calls.
+pub const EXECUTE_SQL: &str = "execute_sql";
+
+/// The workshop's built-in tools.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WorkshopTool {
+    /// SQL on the agent's own database.
+    ExecuteSql,
+}
+
+impl WorkshopTool {
+    /// Whether `context` has what this tool needs.
+    pub fn available(self, context: &BuiltinContext) -> bool {
+        match self {
+            WorkshopTool::ExecuteSql => context.workshop.is_some(),
+        }
+    }
+
+    /// Its spec.
+    pub fn spec(self) -> ToolSpec {
+        match self {
+            WorkshopTool::ExecuteSql => ToolSpec {
+                name: EXECUTE_SQL.into(),
+                description: "Runs one SQL statement (SQLite) on your own database, agent_data.db: create tables, insert, update, query. Put values in `params` (an array for ? parameters, an object for :name ones), never into the SQL text. Answers columns and rows (at most 500 rows or 256 KiB; `truncated` says when cut) and, for a write, `changes`. Only this file is reachable: no ATTACH, no extensions, only pragmas that read; each statement commits on its own and may run 5 s.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "sql": { "type": "string", "minLength": 1, "maxLength": 100000 },
+                        "params": { "type": ["array", "object", "null"] },
+                        "read_only": { "type": "boolean", "description": "refuse the statement if it would write" }
+                    },
+                    "required": ["sql"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
+        }
+    }
+
+    /// The tier of one call, where it depends on the arguments:
+    /// `execute_sql` is a read when SQLite judges the statement read-only.
+    /// A statement that does not prepare keeps the tool's own tier; running
+    /// it reports why.
+    pub fn risk(self, context: &BuiltinContext, args: &Value) -> Option<Risk> {
+        match (self, context.workshop.as_deref()) {
+            (WorkshopTool::ExecuteSql, Some(workshop)) => {
+                let sql = args["sql"].as_str().unwrap_or_default();
+                let reads = args["read_only"].as_bool() == Some(true)
+                    || workshop.data.is_read_only(sql).unwrap_or(false);
+                reads.then_some(Risk::Read)
+            }
+            (WorkshopTool::ExecuteSql, None) => None,
+        }
+    }
+
+    /// Runs it with validated `args`.
+    pub fn call(
+        self,
+        context: &BuiltinContext,
+        _caller: &Caller,
+        args: &Value,
+    ) -> Result<Value, String> {
+        let workshop = context
+            .workshop
+            .as_deref()
+            .ok_or("the agent's workshop is served by the daemon")?;
+        match self {
+            WorkshopTool::ExecuteSql => execute_sql(workshop, args),
+        }
+    }
+}
+
+/// Runs `execute_sql`.
+fn execute_sql(workshop: &Workshop, args: &Value) -> Result<Value, String> {
+    let access = if args["read_only"].as_bool() == Some(true) {
+        Access::ReadOnly
+    } else {
+        Access::ReadWrite
+    };
+    let sql = args["sql"].as_str().unwrap_or_default();
+    workshop
+        .data
+        .run(access, sql, &args["params"], Bounds::TOOL)
+        .map(|rows| rows.to_json())
+        .map_err(|e| e.to_string())
+}
