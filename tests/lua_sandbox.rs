@@ -30,7 +30,8 @@ fn hostile_scripts_are_stopped_or_refused_and_hearth_keeps_serving() {
         ("dump_via_string_method", "return (''):dump()".into(), "method 'dump'"),
         ("os_exit", "os.exit(1)".into(), "global 'os'"),
         ("io_popen", "return io.popen('id')".into(), "global 'io'"),
-        ("require", "return require('os')".into(), "global 'require'"),
+        // require reaches the agent's libraries only, never Lua's modules.
+        ("require", "local os = require('os')\nreturn os".into(), "no library named \"os\""),
         ("loadlib", "return package.loadlib('x', 'y')".into(), "global 'package'"),
         ("debug_registry", "return debug.getregistry()".into(), "global 'debug'"),
         ("getmetatable", "return getmetatable('').__index".into(), "global 'getmetatable'"),

@@ -227,3 +227,201 @@ return { changes = w.changes, rows = r.rows, truncated = r.truncated, write_in_q
     );
     assert_eq!(read["rows"], json!([[1]]));
 }
+
+fn write_script(rt: &hearth::runtime::Runtime, path: &str, source: &str) -> Result<Value, String> {
+    rt.tools
+        .call("write_script", json!({ "path": path, "source": source }))
+        .map_err(|e| e.to_string())
+}
+
+const GREET: &str = "local util = require('util')\n\
+    return { name = 'greet', description = 'greets', run = function(args) return util.hello(args.who) end }\n";
+
+#[test]
+fn tools_require_libraries_that_reload_and_keep_their_last_good_version() {
+    let h = Hearth::new("");
+    h.write(
+        "lib/util.lua",
+        "local M = {}\nfunction M.hello(who) return 'hello ' .. who end\nreturn M\n",
+    );
+    h.write("tools/greet.lua", GREET);
+    let rt = h.runtime();
+    assert_eq!(call_ok(&rt, "greet", json!({"who": "sam"})), "hello sam");
+    // An edit through write_script re-validates the tools that require it.
+    write_script(
+        &rt,
+        "lib/util.lua",
+        "local M = {}\nfunction M.hello(who) return 'hi ' .. who end\nreturn M\n",
+    )
+    .unwrap();
+    assert_eq!(call_ok(&rt, "greet", json!({"who": "sam"})), "hi sam");
+    // A broken library is refused with its file and line, and nothing
+    // changes.
+    let error = write_script(
+        &rt,
+        "lib/util.lua",
+        "local M = {}\n\nfunction M.hello(\nreturn M\n",
+    )
+    .unwrap_err();
+    assert!(error.contains("lib/util.lua:4:"), "{error}");
+    assert_eq!(call_ok(&rt, "greet", json!({"who": "sam"})), "hi sam");
+    // Saved broken by hand: the last good version keeps serving, and the
+    // problem is on record with its file and line.
+    std::fs::write(
+        h.home().join("lib/util.lua"),
+        "local M = {}\nerror('boom')\nreturn M\n",
+    )
+    .unwrap();
+    let scripts = rt.tools.scripts().unwrap();
+    scripts.reload_paths(&[h.home().join("lib/util.lua")]);
+    let status = call_ok(&rt, "script_status", json!({}));
+    assert!(
+        status["errors"]
+            .to_string()
+            .contains("lib/util.lua:2: boom"),
+        "{status}"
+    );
+    assert_eq!(call_ok(&rt, "greet", json!({"who": "sam"})), "hi sam");
+    // A library may require another; each loads once per call.
+    h.write("lib/base.lua", "return { n = 0 }\n");
+    h.write(
+        "lib/counter.lua",
+        "local base = require('base')\nbase.n = base.n + 1\nreturn base\n",
+    );
+    h.write(
+        "tools/count.lua",
+        &tool("count", "local a = require('counter')\nlocal b = require('counter')\nreturn { same = a == b, n = require('base').n }"),
+    );
+    scripts.reload_paths(&[h.home().join("lib"), h.home().join("tools/count.lua")]);
+    assert_eq!(
+        call_ok(&rt, "count", json!({})),
+        json!({"same": true, "n": 1})
+    );
+    // Each call starts fresh: no state leaks from one call to the next.
+    assert_eq!(
+        call_ok(&rt, "count", json!({})),
+        json!({"same": true, "n": 1})
+    );
+}
+
+#[test]
+fn a_missing_library_and_a_cycle_are_clear_errors() {
+    let h = Hearth::new("");
+    h.write("lib/a.lua", "local b = require('b')\nreturn {}\n");
+    h.write("lib/b.lua", "local a = require('a')\nreturn {}\n");
+    h.write(
+        "tools/missing.lua",
+        &tool("missing", "local lib = require('nowhere')\nreturn lib"),
+    );
+    let rt = h.runtime();
+    // a requires b, which requires a while a still loads: refused at load,
+    // naming the chain and the line, so no call can loop.
+    let status = call_ok(&rt, "script_status", json!({}));
+    let errors = status["errors"].to_string();
+    assert!(
+        errors.contains("lib/b.lua:1: require cycle: a -> b -> a"),
+        "{errors}"
+    );
+    let error = call_err(&rt, "missing", json!({}));
+    assert!(
+        error.contains("tools/missing.lua:2: require(\"nowhere\"): no library named"),
+        "{error}"
+    );
+    // A top-level require of a missing library refuses the tool at save.
+    let error = write_script(
+        &rt,
+        "tools/bad.lua",
+        "local x = require('nope')\nreturn x\n",
+    )
+    .unwrap_err();
+    assert!(
+        error.contains("tools/bad.lua:1:") && error.contains("nope"),
+        "{error}"
+    );
+    // Library names are checked like the other script paths.
+    let error = write_script(&rt, "lib/Bad Name.lua", "return {}\n").unwrap_err();
+    assert!(error.contains("is not a script"), "{error}");
+}
+
+fn answering(n: u32) -> String {
+    format!("return {{ name = 'ver', description = 'v{n}', run = function() return {n} end }}\n")
+}
+
+#[test]
+fn three_saves_and_a_rollback_make_four_versions_and_an_audit_row() {
+    let h = Hearth::new("");
+    let rt = h.runtime();
+    for n in 1..=3 {
+        let saved = write_script(&rt, "tools/ver.lua", &answering(n)).unwrap();
+        assert_eq!(saved["version"], n);
+    }
+    assert_eq!(call_ok(&rt, "ver", json!({})), 3);
+    let rolled = call_ok(&rt, "script_rollback", json!({"name": "ver", "version": 1}));
+    assert_eq!(rolled["version"], 4);
+    assert_eq!(call_ok(&rt, "ver", json!({})), 1);
+    let history = call_ok(&rt, "script_history", json!({"name": "ver"}));
+    assert_eq!(history["script"], "tools/ver.lua");
+    let versions = history["versions"].as_array().unwrap();
+    assert_eq!(versions.len(), 4, "{history}");
+    assert_eq!(versions[3]["note"], "rollback to version 1");
+    assert_eq!(versions[0]["hash"], versions[3]["hash"]);
+    assert_eq!(versions[0]["author"], "local");
+    rt.tools.flush_audit();
+    let audited: i64 = h
+        .db()
+        .query_row(
+            "SELECT count(*) FROM audit WHERE tool = 'script_rollback' AND outcome = 'ok'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(audited, 1);
+    // Bad input names the field.
+    for (args, expected) in [
+        (json!({"name": "ver", "version": 9}), "has no version 9"),
+        (
+            json!({"name": "nothing", "version": 1}),
+            "no tool, library or skill",
+        ),
+        (
+            json!({"name": "tools/nothing.lua", "version": 1}),
+            "no script at",
+        ),
+    ] {
+        let error = call_err(&rt, "script_rollback", args.clone());
+        assert!(error.contains(expected), "{args}: {error}");
+    }
+}
+
+#[test]
+fn edits_by_hand_are_versions_and_the_cli_rolls_back_through_the_daemon() {
+    let h = Hearth::new("");
+    let path = h.write("tools/ver.lua", &answering(1));
+    let daemon = h.daemon();
+    std::fs::write(&path, answering(2)).unwrap();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let log = h.cmd(&["scripts", "log", "ver", "--json"]).json();
+        if log["versions"].as_array().map_or(0, Vec::len) == 2 {
+            assert_eq!(log["versions"][1]["author"], "owner (by hand)");
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the edit was not recorded: {log}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let table = h.cmd(&["scripts", "log", "ver"]).ok().to_owned();
+    assert!(table.contains("saved outside write_script"), "{table}");
+    let rolled = h.cmd(&["scripts", "rollback", "ver", "1"]).ok().to_owned();
+    assert!(
+        rolled.contains("restored version 1") && rolled.contains("as version 3"),
+        "{rolled}"
+    );
+    assert_eq!(h.cmd(&["tool", "call", "ver", "{}"]).json(), 1);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), answering(1));
+    let error = h.cmd(&["scripts", "rollback", "ver", "7"]).fails();
+    assert!(error.contains("has no version 7"), "{error}");
+    drop(daemon);
+}

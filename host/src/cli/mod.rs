@@ -12,6 +12,7 @@ mod inventory;
 mod people;
 mod records;
 mod schedule;
+mod scripts;
 mod tool_call;
 
 use std::path::PathBuf;
@@ -131,6 +132,12 @@ enum Command {
         #[command(subcommand)]
         action: IdentityAction,
     },
+    /// The versions of the agent's scripts (tools, libraries, skills), and
+    /// rollback.
+    Scripts {
+        #[command(subcommand)]
+        action: ScriptsAction,
+    },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
@@ -161,6 +168,26 @@ enum ContactAction {
         /// The agent that answers them (default: `[agent] contact_agent`).
         #[arg(long)]
         agent: Option<String>,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum ScriptsAction {
+    /// Every version of a script, oldest first.
+    Log {
+        /// A tool, library or skill name, or a path under $HEARTH_HOME.
+        name: String,
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Restore a version as the newest one (validated and reloaded).
+    Rollback {
+        /// A tool, library or skill name, or a path under $HEARTH_HOME.
+        name: String,
+        /// The version's number, from `hearth scripts log`.
+        #[arg(value_name = "VERSION")]
+        number: i64,
     },
 }
 
@@ -282,8 +309,10 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
         } => {
             let args = tool_call::parse_args(&args)?;
             match Daemon::find(&config.home)? {
-                Some(daemon) => tool_call::call_live(daemon, &name, args),
-                None => with_runtime(config, |rt| tool_call::call(rt, &name, args)),
+                Some(daemon) => tool_call::call_live(daemon, &name, args, tool_call::print_json),
+                None => with_runtime(config, |rt| {
+                    tool_call::call(rt, &name, args, tool_call::print_json)
+                }),
             }
         }
         Command::Chat { message, timeout } => match message {
@@ -343,6 +372,28 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 IdentityAction::Rollback { number } => identity::Action::Rollback(number),
             };
             identity::run(&config, daemon.as_mut(), action)
+        }
+        Command::Scripts { action } => {
+            let (tool, args, show): (&str, _, tool_call::Show) = match action {
+                ScriptsAction::Log { name, json } => (
+                    "script_history",
+                    serde_json::json!({ "name": name }),
+                    if json {
+                        tool_call::print_json
+                    } else {
+                        scripts::print_log
+                    },
+                ),
+                ScriptsAction::Rollback { name, number } => (
+                    "script_rollback",
+                    serde_json::json!({ "name": name, "version": number }),
+                    scripts::print_rollback,
+                ),
+            };
+            match Daemon::find(&config.home)? {
+                Some(daemon) => tool_call::call_live(daemon, tool, args, show),
+                None => with_runtime(config, |rt| tool_call::call(rt, tool, args, show)),
+            }
         }
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }

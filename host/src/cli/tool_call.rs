@@ -40,16 +40,24 @@ pub fn parse_args(args: &str) -> anyhow::Result<Value> {
     Ok(args)
 }
 
+/// How a command prints a call's result.
+pub type Show = fn(&Value) -> anyhow::Result<()>;
+
+/// Prints the result as pretty JSON.
+pub fn print_json(result: &Value) -> anyhow::Result<()> {
+    println!("{}", serde_json::to_string_pretty(result)?);
+    Ok(())
+}
+
 /// Runs the call in this command's own runtime.
-pub fn call(rt: &Runtime, name: &str, args: Value) -> anyhow::Result<ExitCode> {
-    let result = rt.tools.call(name, args)?;
-    println!("{}", serde_json::to_string_pretty(&result)?);
+pub fn call(rt: &Runtime, name: &str, args: Value, show: Show) -> anyhow::Result<ExitCode> {
+    show(&rt.tools.call(name, args)?)?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// Has the running daemon run the call, waiting (and saying so) while the
 /// owner is asked; Ctrl-C withdraws it.
-pub fn call_live(daemon: Daemon, name: &str, args: Value) -> anyhow::Result<ExitCode> {
+pub fn call_live(daemon: Daemon, name: &str, args: Value, show: Show) -> anyhow::Result<ExitCode> {
     let (rt, mut lines, mut write) = daemon.into_parts();
     rt.block_on(async {
         // Hooked before the request goes out, so a Ctrl-C at any moment
@@ -84,7 +92,7 @@ pub fn call_live(daemon: Daemon, name: &str, args: Value) -> anyhow::Result<Exit
             match answer["op"].as_str() {
                 Some("waiting") => eprintln!("{}", waiting(&answer)),
                 Some("result") => {
-                    println!("{}", serde_json::to_string_pretty(&answer["result"])?);
+                    show(&answer["result"])?;
                     return Ok(ExitCode::SUCCESS);
                 }
                 Some("error") if answer["code"] == "withdrawn" => {

@@ -30,6 +30,22 @@ pub struct LuaTool {
     pub deadline_ms: Option<u64>,
 }
 
+/// A Lua library (`lib/<name>.lua`), which tools load with `require`.
+#[derive(Debug)]
+pub struct Library {
+    /// What `require` takes.
+    pub name: String,
+    /// The file it was loaded from.
+    pub file: PathBuf,
+    /// The chunk name in messages (`lib/util.lua`).
+    pub chunk: String,
+    /// The source that was validated.
+    pub source: Arc<str>,
+    /// SHA-256 of the source, hex: a worker that compiled this version
+    /// already is not sent the source again.
+    pub hash: String,
+}
+
 /// A loaded skill.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Skill {
@@ -57,6 +73,8 @@ pub enum Loaded {
     Tool(Arc<LuaTool>),
     /// A skill's `SKILL.md`.
     Skill(Arc<Skill>),
+    /// A library.
+    Library(Arc<Library>),
 }
 
 /// One file: its last good version, and its error since then, if any.
@@ -74,6 +92,7 @@ pub struct Catalog {
     files: BTreeMap<(usize, PathBuf), Entry>,
     tools: HashMap<String, Arc<LuaTool>>,
     skills: BTreeMap<String, Arc<Skill>>,
+    libraries: HashMap<String, Arc<Library>>,
     clashes: Vec<Problem>,
 }
 
@@ -84,6 +103,7 @@ impl Catalog {
     pub fn new(files: BTreeMap<(usize, PathBuf), Entry>, reserved: &HashSet<String>) -> Catalog {
         let mut tools: HashMap<String, Arc<LuaTool>> = HashMap::new();
         let mut skills = BTreeMap::new();
+        let mut libraries = HashMap::new();
         let mut clashes = Vec::new();
         for entry in files.values() {
             match &entry.good {
@@ -110,6 +130,10 @@ impl Catalog {
                         .entry(skill.doc.name.clone())
                         .or_insert_with(|| Arc::clone(skill));
                 }
+                // The agent's library of a name hides the bundled one.
+                Some(Loaded::Library(library)) => {
+                    libraries.insert(library.name.clone(), Arc::clone(library));
+                }
                 None => {}
             }
         }
@@ -117,6 +141,7 @@ impl Catalog {
             files,
             tools,
             skills,
+            libraries,
             clashes,
         }
     }
@@ -146,6 +171,11 @@ impl Catalog {
     /// A skill by name.
     pub fn skill(&self, name: &str) -> Option<&Arc<Skill>> {
         self.skills.get(name)
+    }
+
+    /// A library by name.
+    pub fn library(&self, name: &str) -> Option<&Arc<Library>> {
+        self.libraries.get(name)
     }
 
     /// Every current problem: load errors, then name clashes.

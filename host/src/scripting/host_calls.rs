@@ -1,5 +1,5 @@
 //! What a running script may ask of the host: `hearth.kv.*`, `hearth.tool`,
-//! `hearth.http.request` and `hearth.db.*`.
+//! `hearth.http.request`, `hearth.db.*` and `require`.
 //!
 //! Each request is checked here, on the host side, so a script cannot widen
 //! its own rights: kv keys are confined to the script's namespace, tool calls
@@ -15,7 +15,7 @@ use rusqlite::OptionalExtension;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use super::{LuaTool, Scripts};
+use super::{Catalog, Library, LuaTool, Scripts};
 use crate::config::HttpConfig;
 use crate::policy::Caller;
 use crate::tools::{EXECUTE_SQL, ToolRegistry};
@@ -28,8 +28,10 @@ const MAX_KEY: usize = 256;
 const MAX_VALUE: usize = 1 << 20;
 
 /// Serves one host request from a running script.
+#[allow(clippy::too_many_arguments)] // each is one thing a request needs
 pub(super) fn handle(
     scripts: &Scripts,
+    catalog: &Catalog,
     tool: &LuaTool,
     depth: u32,
     caller: &Caller,
@@ -56,8 +58,27 @@ pub(super) fn handle(
         }
         "http.request" => scripts.http.request(&params["request"]),
         "db.query" | "db.exec" => db(caller, registry, depth, method, params),
+        "require" => require(&|name| catalog.library(name).cloned(), &params),
         other => Err(format!("unknown host service {other:?}")),
     }
+}
+
+/// `require(name)`: library `name` from `libraries` (the running tool's
+/// catalog snapshot, or the files loading with it), its source left out
+/// when the worker already holds this version (`have`, its hash).
+pub(super) fn require(
+    libraries: &dyn Fn(&str) -> Option<Arc<Library>>,
+    params: &Value,
+) -> Result<Value, String> {
+    let name = params["name"].as_str().ok_or("the name must be a string")?;
+    let library = libraries(name).ok_or_else(|| {
+        format!("no library named {name:?}: a library is lib/{name}.lua under $HEARTH_HOME (or the bundled scripts)")
+    })?;
+    let mut answer = json!({ "chunk": library.chunk, "hash": library.hash });
+    if params["have"].as_str() != Some(library.hash.as_str()) {
+        answer["source"] = Value::String(library.source.to_string());
+    }
+    Ok(answer)
 }
 
 /// `hearth.db.query` and `hearth.db.exec`: `execute_sql` through the

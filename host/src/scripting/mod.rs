@@ -1,10 +1,18 @@
 //! Lua tools and skills: loaded from disk, validated in a sandbox, swapped
 //! in atomically, and run in worker processes under a deadline.
 //!
-//! Scripts live in two roots, each with `tools/` and `skills/`: the bundled
-//! `scripts/` and `$HEARTH_HOME` (where the agent writes its own). A tool is
-//! `tools/<file>.lua`; a skill is `skills/<name>/SKILL.md` plus any
-//! `skills/<name>/*.lua`, whose tools are named `<name>.<tool>`.
+//! Scripts live in two roots, each with `lib/`, `tools/` and `skills/`: the
+//! bundled `scripts/` and `$HEARTH_HOME` (where the agent writes its own). A
+//! tool is `tools/<file>.lua`; a skill is `skills/<name>/SKILL.md` plus any
+//! `skills/<name>/*.lua`, whose tools are named `<name>.<tool>`; a library
+//! is `lib/<name>.lua`, loaded with `require("<name>")` (the agent's hides a
+//! bundled one of the same name). Libraries load first, and a change to one
+//! re-validates the tools that require libraries.
+//!
+//! Every content of a file under `$HEARTH_HOME` is kept as a version
+//! (`history`), whoever saved it: `write_script` records it before it
+//! writes, a reload records what an editor saved, a deletion is recorded
+//! too.
 //!
 //! - `wire`: the line protocol between host and worker;
 //! - `worker`: the worker process (the sandbox and `hearth.*`);
@@ -12,9 +20,11 @@
 //! - `catalog`: the loaded scripts and the tool index, swapped whole;
 //! - `skill`: `SKILL.md` parsing;
 //! - `host_calls`: what a running script may ask of the host;
+//! - `history`: versions and rollback of the agent's scripts;
 //! - `watch`: hot reload.
 
 mod catalog;
+mod history;
 mod host_calls;
 pub(crate) mod pool;
 mod skill;
@@ -30,13 +40,14 @@ use std::time::Duration;
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
-pub use catalog::{Catalog, LuaTool, Problem, Skill};
+pub use catalog::{Catalog, Library, LuaTool, Problem, Skill};
 pub use wire::{FailureKind, ScriptFailure};
 
 use crate::config::ScriptsConfig;
 use crate::policy::Caller;
 use crate::store::Cold;
 use crate::tools::ToolRegistry;
+use crate::workshop::versions::{Kind, Versions, sha256_hex};
 use catalog::{Entry, Loaded};
 use pool::Pool;
 use wire::ToWorker;
@@ -53,6 +64,7 @@ pub struct Scripts {
     reserved: HashSet<String>,
     kv: Cold,
     http: host_calls::Http,
+    versions: Versions,
     reload: Mutex<()>,
 }
 
@@ -75,6 +87,8 @@ enum FileKind {
     Tool(Option<String>),
     /// `skills/<skill>/SKILL.md`.
     SkillDoc(String),
+    /// `lib/<name>.lua`, with the name `require` takes.
+    Library(String),
 }
 
 impl Scripts {
@@ -87,7 +101,7 @@ impl Scripts {
         kv: Cold,
         reserved: HashSet<String>,
     ) -> Result<Arc<Scripts>, ScriptsError> {
-        for dir in ["tools", "skills"] {
+        for dir in ["lib", "tools", "skills"] {
             let path = home.join(dir);
             std::fs::create_dir_all(&path)
                 .map_err(|source| ScriptsError::CreateDir { path, source })?;
@@ -101,8 +115,9 @@ impl Scripts {
             pool: Pool::new(program, config.memory_mb, config.workers),
             catalog: RwLock::new(Arc::new(Catalog::default())),
             reserved,
-            kv,
+            kv: kv.clone(),
             http: host_calls::Http::new(&config.http),
+            versions: Versions::new(kv.clone()),
             reload: Mutex::new(()),
         });
         let files = scripts.scan();
@@ -130,10 +145,12 @@ impl Scripts {
         let _one_at_a_time = self.reload.lock().unwrap_or_else(|p| p.into_inner());
         let current = self.catalog();
         let mut files = current.files().clone();
+        let mut libraries_changed = false;
         for path in paths {
             let Some(root) = self.roots.iter().position(|r| path.starts_with(r)) else {
                 continue;
             };
+            libraries_changed |= path.starts_with(self.roots[root].join("lib"));
             if path.is_dir() {
                 for file in self.scan_dir(root, path) {
                     self.refresh(&mut files, root, &file);
@@ -144,12 +161,33 @@ impl Scripts {
                     .filter(|(r, f)| *r == root && f.starts_with(path) && !f.exists())
                     .cloned()
                     .collect();
-                stale.iter().for_each(|k| drop(files.remove(k)));
+                for key in stale {
+                    self.forget(&mut files, key);
+                }
             } else if path.exists() {
                 self.refresh(&mut files, root, path);
             } else {
                 // A deleted file, or a deleted folder and all it held.
-                files.retain(|(r, f), _| !(*r == root && f.starts_with(path)));
+                let gone: Vec<_> = files
+                    .keys()
+                    .filter(|(r, f)| *r == root && f.starts_with(path))
+                    .cloned()
+                    .collect();
+                for key in gone {
+                    self.forget(&mut files, key);
+                }
+            }
+        }
+        if libraries_changed {
+            // A tool that requires a library is checked against its new
+            // version; one that no longer loads keeps its last good self.
+            let dependents: Vec<(usize, PathBuf)> = files
+                .iter()
+                .filter(|(_, e)| matches!(&e.good, Some(Loaded::Tool(t)) if t.source.contains("require")))
+                .map(|(k, _)| k.clone())
+                .collect();
+            for (root, file) in dependents {
+                self.refresh(&mut files, root, &file);
             }
         }
         let next = Catalog::new(files, &self.reserved);
@@ -160,6 +198,7 @@ impl Scripts {
     /// `hearth.tool` calls; `registry` serves them.
     pub fn call(
         &self,
+        catalog: &Catalog,
         tool: &LuaTool,
         args: Value,
         depth: u32,
@@ -179,7 +218,9 @@ impl Scripts {
         };
         let mut host = |method: &str, params: Value| {
             let caller = caller.through(&tool.spec.name);
-            host_calls::handle(self, tool, depth, &caller, registry, method, params)
+            host_calls::handle(
+                self, catalog, tool, depth, &caller, registry, method, params,
+            )
         };
         self.pool.request(
             &tool.chunk,
@@ -191,9 +232,17 @@ impl Scripts {
     }
 
     /// Validates and writes an agent script (`tools/<x>.lua`,
-    /// `skills/<skill>/SKILL.md` or `skills/<skill>/<x>.lua`, relative to
-    /// `$HEARTH_HOME`), atomically, and answers with the load result.
-    pub fn write_script(&self, relative: &str, source: &str) -> Result<Value, String> {
+    /// `lib/<x>.lua`, `skills/<skill>/SKILL.md` or `skills/<skill>/<x>.lua`,
+    /// relative to `$HEARTH_HOME`), atomically, records it as a version by
+    /// `author` (`note` says what the save was), and answers with the load
+    /// result.
+    pub fn write_script(
+        &self,
+        relative: &str,
+        source: &str,
+        author: &str,
+        note: &str,
+    ) -> Result<Value, String> {
         let home = self.roots.last().ok_or("no script root")?;
         let root = self.roots.len() - 1;
         let rel = Path::new(relative);
@@ -204,14 +253,17 @@ impl Scripts {
         }
         let path = home.join(rel);
         let kind = classify(home, &path).ok_or_else(|| {
-            format!("path {relative:?} is not a script: use tools/<name>.lua, skills/<skill>/SKILL.md or skills/<skill>/<name>.lua")
+            format!("path {relative:?} is not a script: use tools/<name>.lua, lib/<name>.lua, skills/<skill>/SKILL.md or skills/<skill>/<name>.lua")
         })?;
         if source.len() as u64 > MAX_SCRIPT_BYTES {
             return Err(format!("the script is over {MAX_SCRIPT_BYTES} bytes"));
         }
         // Refuse before writing: a broken script never replaces a good one.
+        let catalog = self.catalog();
         let loaded = self
-            .load(root, &path, &kind, source)
+            .load(root, &path, &kind, source, &|name| {
+                catalog.library(name).cloned()
+            })
             .map_err(|problem| describe_problem(&problem))?;
         if let Loaded::Tool(tool) = &loaded {
             let name = &tool.spec.name;
@@ -229,6 +281,12 @@ impl Scripts {
         let dir = path.parent().ok_or("no parent directory")?;
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        // Recorded first: the reload that follows sees this content as
+        // already recorded and adds nothing.
+        let version = self
+            .versions
+            .record(Kind::Script, relative, Some(source), author, note)
+            .map_err(|e| format!("cannot record the version: {e}"))?;
         write_atomically(&path, source.as_bytes())
             .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
         self.reload_paths(std::slice::from_ref(&path));
@@ -236,7 +294,7 @@ impl Scripts {
         let clash = catalog.problems().into_iter().find(|p| p.file == path);
         match clash {
             Some(problem) => Err(describe_problem(&problem)),
-            None => Ok(json!({ "written": path, "loaded": true })),
+            None => Ok(json!({ "written": path, "loaded": true, "version": version })),
         }
     }
 
@@ -245,7 +303,15 @@ impl Scripts {
         let Some(kind) = classify(&self.roots[root], path) else {
             return;
         };
-        let outcome = read_script(path).and_then(|source| self.load(root, path, &kind, &source));
+        let source = read_script(path);
+        if let Ok(source) = &source {
+            self.record_by_hand(root, path, Some(source));
+        }
+        let outcome = source.and_then(|source| {
+            self.load(root, path, &kind, &source, &|name| {
+                library_in(files, name).or_else(|| self.library_on_disk(name))
+            })
+        });
         let entry = files.entry((root, path.to_owned())).or_default();
         match outcome {
             Ok(loaded) => {
@@ -260,13 +326,41 @@ impl Scripts {
         }
     }
 
-    /// Validates one script's source.
+    /// Library `name` as its file is now, for a load that requires one not
+    /// loaded yet (it loads later in the same scan, or it is part of a
+    /// cycle, which then shows as one).
+    fn library_on_disk(&self, name: &str) -> Option<Arc<Library>> {
+        let file = self
+            .roots
+            .iter()
+            .rev()
+            .map(|root| root.join("lib").join(format!("{name}.lua")))
+            .find(|file| file.is_file())?;
+        let source = read_script(&file).ok()?;
+        Some(Arc::new(Library {
+            name: name.to_owned(),
+            chunk: format!("lib/{name}.lua"),
+            hash: sha256_hex(&source),
+            source: source.into(),
+            file,
+        }))
+    }
+
+    /// Drops a file that is gone from `files`, recording the deletion.
+    fn forget(&self, files: &mut BTreeMap<(usize, PathBuf), Entry>, key: (usize, PathBuf)) {
+        self.record_by_hand(key.0, &key.1, None);
+        files.remove(&key);
+    }
+
+    /// Validates one script's source; `libraries` serves the `require`s
+    /// of its top level.
     fn load(
         &self,
         root: usize,
         path: &Path,
         kind: &FileKind,
         source: &str,
+        libraries: &dyn Fn(&str) -> Option<Arc<Library>>,
     ) -> Result<Loaded, Problem> {
         let problem = |line, message| Problem {
             file: path.to_owned(),
@@ -299,20 +393,8 @@ impl Scripts {
                     source: source.to_owned(),
                     deadline_ms: self.config.load_deadline_ms,
                 };
-                let mut no_host = |method: &str, _: Value| {
-                    Err(format!(
-                        "{method} is not available while a script loads; call it from run()"
-                    ))
-                };
                 let spec = self
-                    .pool
-                    .request(
-                        &chunk,
-                        &request,
-                        Duration::from_millis(self.config.load_deadline_ms),
-                        false,
-                        &mut no_host,
-                    )
+                    .validate(&chunk, &request, libraries)
                     .map_err(|f| problem(f.line, f.message))?;
                 let tool = tool_from_spec(spec, skill.as_deref())
                     .map_err(|m| problem(None, format!("{chunk}: {m}")))?;
@@ -326,18 +408,57 @@ impl Scripts {
                     namespace,
                 })))
             }
+            FileKind::Library(name) => {
+                let request = ToWorker::LoadLibrary {
+                    chunk: chunk.clone(),
+                    name: name.clone(),
+                    source: source.to_owned(),
+                    deadline_ms: self.config.load_deadline_ms,
+                };
+                self.validate(&chunk, &request, libraries)
+                    .map_err(|f| problem(f.line, f.message))?;
+                Ok(Loaded::Library(Arc::new(Library {
+                    name: name.clone(),
+                    file: path.to_owned(),
+                    chunk,
+                    source: source.into(),
+                    hash: sha256_hex(source),
+                })))
+            }
         }
+    }
+
+    /// Runs a load request in a worker; only `require` is served meanwhile.
+    fn validate(
+        &self,
+        chunk: &str,
+        request: &ToWorker,
+        libraries: &dyn Fn(&str) -> Option<Arc<Library>>,
+    ) -> Result<Value, ScriptFailure> {
+        let mut host = |method: &str, params: Value| match method {
+            "require" => host_calls::require(libraries, &params),
+            _ => Err(format!(
+                "{method} is not available while a script loads; call it from run()"
+            )),
+        };
+        self.pool.request(
+            chunk,
+            request,
+            Duration::from_millis(self.config.load_deadline_ms),
+            false,
+            &mut host,
+        )
     }
 
     /// Every script file in every root, in load order.
     fn scan(&self) -> Vec<PathBuf> {
         (0..self.roots.len())
             .flat_map(|root| {
-                let tools = self.roots[root].join("tools");
-                let skills = self.roots[root].join("skills");
-                let mut files = self.scan_dir(root, &tools);
-                files.extend(self.scan_dir(root, &skills));
-                files
+                // Libraries first: tools require them as they load.
+                ["lib", "tools", "skills"]
+                    .iter()
+                    .flat_map(|dir| self.scan_dir(root, &self.roots[root].join(dir)))
+                    .collect::<Vec<_>>()
             })
             .collect()
     }
@@ -444,6 +565,10 @@ fn classify(root: &Path, path: &Path) -> Option<FileKind> {
     };
     match parts.as_slice() {
         ["tools", f] if f.ends_with(".lua") => Some(FileKind::Tool(None)),
+        ["lib", f] => f
+            .strip_suffix(".lua")
+            .filter(|name| valid_folder(name))
+            .map(|name| FileKind::Library(name.to_owned())),
         ["skills", skill, "SKILL.md"] if valid_folder(skill) => {
             Some(FileKind::SkillDoc((*skill).to_owned()))
         }
@@ -452,6 +577,14 @@ fn classify(root: &Path, path: &Path) -> Option<FileKind> {
         }
         _ => None,
     }
+}
+
+/// The good library `name` in `files`, the agent's over a bundled one.
+fn library_in(files: &BTreeMap<(usize, PathBuf), Entry>, name: &str) -> Option<Arc<Library>> {
+    files.values().rev().find_map(|e| match &e.good {
+        Some(Loaded::Library(library)) if library.name == name => Some(Arc::clone(library)),
+        _ => None,
+    })
 }
 
 /// Editors write swap and backup files next to the real one; they are never

@@ -1,8 +1,9 @@
 //! The messages between the host and a Lua worker process: one JSON object
 //! per line on the worker's stdin and stdout.
 //!
-//! A request (`load` or `call`) is answered by exactly one `done`. While a
-//! call runs, the worker may send `host` requests (kv, tool, http), each
+//! A request (`load`, `load_library` or `call`) is answered by exactly one
+//! `done`. While it runs, the worker may send `host` requests (kv, tool,
+//! http, db, require), each
 //! answered by one `reply`, and `log` lines, which need no answer.
 
 use serde::{Deserialize, Serialize};
@@ -16,6 +17,18 @@ pub enum ToWorker {
     Load {
         /// The chunk name used in error messages (`tools/convert.lua`).
         chunk: String,
+        /// The source text.
+        source: String,
+        /// Milliseconds the top level may run.
+        deadline_ms: u64,
+    },
+    /// Compile and run a library's top level (`lib/<name>.lua`), to check
+    /// that it loads.
+    LoadLibrary {
+        /// The chunk name (`lib/util.lua`).
+        chunk: String,
+        /// What `require` takes.
+        name: String,
         /// The source text.
         source: String,
         /// Milliseconds the top level may run.

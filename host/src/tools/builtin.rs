@@ -119,7 +119,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 22] = [
+    pub const ALL: [Builtin; 24] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -142,6 +142,8 @@ impl Builtin {
         Builtin::IdentityRollback,
         Builtin::Notepad,
         Builtin::Workshop(WorkshopTool::ExecuteSql),
+        Builtin::Workshop(WorkshopTool::ScriptHistory),
+        Builtin::Workshop(WorkshopTool::ScriptRollback),
     ];
 
     /// Whether `context` has what this tool needs.
@@ -665,7 +667,7 @@ impl Builtin {
             Builtin::WriteScript => {
                 let path = args["path"].as_str().unwrap_or_default();
                 let source = args["source"].as_str().unwrap_or_default();
-                scripts()?.write_script(path, source)
+                scripts()?.write_script(path, source, caller.as_str(), "saved by write_script")
             }
         }
     }

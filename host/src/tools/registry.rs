@@ -266,14 +266,16 @@ impl ToolRegistry {
             });
         }
         let scripts = self.scripts.as_ref();
-        let lua = scripts.and_then(|s| s.catalog().tool(name).cloned());
-        match (scripts, lua) {
-            (Some(scripts), Some(tool)) => {
+        // The call keeps this snapshot: its `require`s are served from it.
+        let catalog = scripts.map(|s| s.catalog());
+        let lua = catalog.as_ref().and_then(|c| c.tool(name).cloned());
+        match (scripts, catalog, lua) {
+            (Some(scripts), Some(catalog), Some(tool)) => {
                 // A Lua tool has no targets, so no floor; the tools it
                 // calls through `hearth.tool` are ruled on one by one.
                 self.guarded(caller, &tool.spec, args, None, started, |args, _| {
                     scripts
-                        .call(&tool, args, depth, caller, self)
+                        .call(&catalog, &tool, args, depth, caller, self)
                         .map_err(|failure| ToolError::Script {
                             tool: name.to_owned(),
                             failure,

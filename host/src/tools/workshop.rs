@@ -22,6 +22,10 @@ pub const EXECUTE_SQL: &str = "execute_sql";
 pub enum WorkshopTool {
     /// SQL on the agent's own database.
     ExecuteSql,
+    /// The versions of one of the agent's scripts.
+    ScriptHistory,
+    /// Restore a script's version.
+    ScriptRollback,
 }
 
 impl WorkshopTool {
@@ -29,6 +33,7 @@ impl WorkshopTool {
     pub fn available(self, context: &BuiltinContext) -> bool {
         match self {
             WorkshopTool::ExecuteSql => context.workshop.is_some(),
+            WorkshopTool::ScriptHistory | WorkshopTool::ScriptRollback => context.scripts.is_some(),
         }
     }
 
@@ -51,6 +56,33 @@ impl WorkshopTool {
                 risk: Risk::Write,
                 targets: Default::default(),
             },
+            WorkshopTool::ScriptHistory => ToolSpec {
+                name: "script_history".into(),
+                description: "Lists every saved version of one of your scripts (a tool, library or skill under $HEARTH_HOME): number, time, author, size, content hash, and what the save was (write_script, an edit by hand, a rollback, a deletion). Name it by tool name, library name, skill name or path (tools/x.lua).".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": { "name": { "type": "string", "minLength": 1, "maxLength": 300 } },
+                    "required": ["name"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Read,
+                targets: Default::default(),
+            },
+            WorkshopTool::ScriptRollback => ToolSpec {
+                name: "script_rollback".into(),
+                description: "Restores an earlier version of one of your scripts (numbers from script_history). The old content is validated and hot-reloaded like any save and becomes the newest version; nothing is lost.".into(),
+                parameters: json!({
+                    "type": "object",
+                    "properties": {
+                        "name": { "type": "string", "minLength": 1, "maxLength": 300 },
+                        "version": { "type": "integer", "minimum": 1 }
+                    },
+                    "required": ["name", "version"],
+                    "additionalProperties": false
+                }),
+                risk: Risk::Write,
+                targets: Default::default(),
+            },
         }
     }
 
@@ -66,7 +98,7 @@ impl WorkshopTool {
                     || workshop.data.is_read_only(sql).unwrap_or(false);
                 reads.then_some(Risk::Read)
             }
-            (WorkshopTool::ExecuteSql, None) => None,
+            _ => None,
         }
     }
 
@@ -74,15 +106,24 @@ impl WorkshopTool {
     pub fn call(
         self,
         context: &BuiltinContext,
-        _caller: &Caller,
+        caller: &Caller,
         args: &Value,
     ) -> Result<Value, String> {
-        let workshop = context
-            .workshop
-            .as_deref()
-            .ok_or("the agent's workshop is served by the daemon")?;
+        let workshop = || {
+            context
+                .workshop
+                .as_deref()
+                .ok_or("the agent's workshop is served by the daemon")
+        };
+        let scripts = || context.scripts.as_deref().ok_or("scripts are not running");
+        let name = args["name"].as_str().unwrap_or_default();
         match self {
-            WorkshopTool::ExecuteSql => execute_sql(workshop, args),
+            WorkshopTool::ExecuteSql => execute_sql(workshop()?, args),
+            WorkshopTool::ScriptHistory => scripts()?.history(name),
+            WorkshopTool::ScriptRollback => {
+                let version = args["version"].as_i64().unwrap_or_default();
+                scripts()?.rollback(name, version, caller.as_str())
+            }
         }
     }
 }

@@ -11,6 +11,7 @@
 //! `print` is replaced by a function that sends log lines.
 
 mod api;
+mod require;
 mod sandbox;
 pub(crate) mod time_format;
 
@@ -58,6 +59,12 @@ pub fn main(memory_mb: u64) -> ExitCode {
                 source,
                 deadline_ms,
             } => sandbox.load(&chunk, &source, deadline(deadline_ms)),
+            ToWorker::LoadLibrary {
+                chunk,
+                name,
+                source,
+                deadline_ms,
+            } => sandbox.load_library(&chunk, &name, &source, deadline(deadline_ms)),
             ToWorker::Call {
                 chunk,
                 source,

@@ -2,9 +2,9 @@
 //!
 //! What a script sees is built from an allow-list: the safe half of the base
 //! library, copies of `string` (without `dump`), `table`, `math`, `utf8` and
-//! `coroutine`, and `hearth.*`. There is no `io`, `os`, `package`, `debug`,
-//! `load`, `require`, `collectgarbage`, `getmetatable` or `raw*`, and no
-//! `__gc`. Each request gets new copies of the library tables, so a script
+//! `coroutine`, `hearth.*`, and a `require` that loads the agent's
+//! libraries only (`require`). There is no `io`, `os`, `package`, `debug`,
+//! `load`, `collectgarbage`, `getmetatable` or `raw*`, and no `__gc`. Each request gets new copies of the library tables, so a script
 //! that overwrites `string.rep` changes only its own copy; the shared string
 //! metatable points at the original table, which no script can reach.
 //! Building those copies is most of a trivial call's work in the worker, so
@@ -27,6 +27,7 @@ use mlua::{
 };
 use serde_json::{Value, json};
 
+use super::require::{self, Modules};
 use super::{Io, WorkerState, api, failure, to_json};
 use crate::scripting::wire::{FailureKind, FromWorker, ScriptFailure};
 
@@ -56,14 +57,20 @@ end
 return pcall_, xpcall_, resume_, setmetatable_
 "#;
 
-/// The Lua state and the templates each environment is built from.
+/// The Lua state, with the template each environment is built from in its
+/// app data.
 pub(super) struct Sandbox {
     lua: Lua,
+    /// The next request's environment, built ahead by `prepare`.
+    next: RefCell<Option<Table>>,
+}
+
+/// What every environment is built from, in the state's app data so that
+/// `require` builds libraries' environments by the same rules.
+struct Template {
     base: Vec<(String, LuaValue)>,
     libs: Vec<(&'static str, Table)>,
     hearth: Table,
-    /// The next request's environment, built ahead by `prepare`.
-    next: RefCell<Option<Table>>,
 }
 
 impl Sandbox {
@@ -109,6 +116,10 @@ impl Sandbox {
         base.push(("xpcall".into(), LuaValue::Function(xpcall)));
         base.push(("setmetatable".into(), LuaValue::Function(setmetatable)));
         base.push(("print".into(), LuaValue::Function(api::print(&lua)?)));
+        base.push((
+            "require".into(),
+            LuaValue::Function(require::function(&lua, build_environment)?),
+        ));
 
         let mut libs = Vec::new();
         for name in LIBS {
@@ -122,12 +133,11 @@ impl Sandbox {
             }
         }
         let hearth = api::build(&lua)?;
+        lua.set_app_data(Template { base, libs, hearth });
+        lua.set_app_data(Modules::default());
         lua.set_memory_limit(memory)?;
         Ok(Sandbox {
             lua,
-            base,
-            libs,
-            hearth,
             next: RefCell::new(None),
         })
     }
@@ -138,7 +148,7 @@ impl Sandbox {
     pub(super) fn prepare(&self) {
         let mut next = self.next.borrow_mut();
         if next.is_none() {
-            *next = self.build_environment().ok();
+            *next = build_environment(&self.lua).ok();
         }
     }
 
@@ -159,7 +169,7 @@ impl Sandbox {
         source: &str,
         deadline: Instant,
     ) -> Result<Value, ScriptFailure> {
-        self.state().deadline.set(deadline);
+        self.start(deadline);
         let table = self.module(chunk, source)?;
         describe(&self.lua, &table).map_err(|message| ScriptFailure {
             kind: FailureKind::Runtime,
@@ -177,7 +187,7 @@ impl Sandbox {
         ctx: &Value,
         deadline: Instant,
     ) -> Result<Value, ScriptFailure> {
-        self.state().deadline.set(deadline);
+        self.start(deadline);
         let table = self.module(chunk, source)?;
         let fail = |e: mlua::Error| failure(&self.lua, chunk, &e);
         let run: Function = table.get("run").map_err(fail)?;
@@ -196,12 +206,47 @@ impl Sandbox {
 
     /// Compiles the source as text in a fresh environment and runs its top
     /// level, which must return a table.
+    /// Compiles and runs library `name`'s top level, as `require` would.
+    pub(super) fn load_library(
+        &self,
+        chunk: &str,
+        name: &str,
+        source: &str,
+        deadline: Instant,
+    ) -> Result<Value, ScriptFailure> {
+        self.start(deadline);
+        if let Some(modules) = self.lua.app_data_ref::<Modules>() {
+            modules.enter(name);
+        }
+        let fail = |e: mlua::Error| failure(&self.lua, chunk, &e);
+        let env = match self.next.borrow_mut().take() {
+            Some(env) => env,
+            None => build_environment(&self.lua).map_err(fail)?,
+        };
+        self.lua
+            .load(source)
+            .set_name(format!("@{chunk}"))
+            .set_mode(ChunkMode::Text)
+            .set_environment(env)
+            .call::<LuaValue>(name)
+            .map_err(fail)?;
+        Ok(Value::Null)
+    }
+
+    /// Starts a request: its deadline, and no library loaded yet.
+    fn start(&self, deadline: Instant) {
+        self.state().deadline.set(deadline);
+        if let Some(modules) = self.lua.app_data_ref::<Modules>() {
+            modules.reset();
+        }
+    }
+
     fn module(&self, chunk: &str, source: &str) -> Result<Table, ScriptFailure> {
         let fail = |e: mlua::Error| failure(&self.lua, chunk, &e);
         let prepared = self.next.borrow_mut().take();
         let env = match prepared {
             Some(env) => env,
-            None => self.build_environment().map_err(fail)?,
+            None => build_environment(&self.lua).map_err(fail)?,
         };
         let value: LuaValue = self
             .lua
@@ -225,19 +270,6 @@ impl Sandbox {
     }
 
     /// A fresh global table for one request.
-    fn build_environment(&self) -> mlua::Result<Table> {
-        let env = self.lua.create_table()?;
-        for (name, value) in &self.base {
-            env.raw_set(name.as_str(), value.clone())?;
-        }
-        for (name, lib) in &self.libs {
-            env.raw_set(*name, shallow_copy(&self.lua, lib)?)?;
-        }
-        env.raw_set("hearth", deep_copy(&self.lua, &self.hearth)?)?;
-        env.raw_set("_G", env.clone())?;
-        Ok(env)
-    }
-
     fn state(&self) -> mlua::AppDataRef<'_, WorkerState> {
         self.lua
             .app_data_ref::<WorkerState>()
@@ -246,6 +278,24 @@ impl Sandbox {
 }
 
 /// Raises the deadline error once the deadline has passed.
+/// A fresh environment: the base functions, copies of the libraries and of
+/// `hearth`.
+fn build_environment(lua: &Lua) -> mlua::Result<Table> {
+    let template = lua
+        .app_data_ref::<Template>()
+        .ok_or_else(|| mlua::Error::runtime("the sandbox has no template"))?;
+    let env = lua.create_table()?;
+    for (name, value) in &template.base {
+        env.raw_set(name.as_str(), value.clone())?;
+    }
+    for (name, lib) in &template.libs {
+        env.raw_set(*name, shallow_copy(lua, lib)?)?;
+    }
+    env.raw_set("hearth", deep_copy(lua, &template.hearth)?)?;
+    env.raw_set("_G", env.clone())?;
+    Ok(env)
+}
+
 fn deadline_check(lua: &Lua) -> mlua::Result<()> {
     match lua.app_data_ref::<WorkerState>() {
         Some(state) if Instant::now() >= state.deadline() => {
