@@ -1,5 +1,7 @@
-//! Benchmark: Lua tools. Prints four figures:
+//! Benchmark: Lua tools. Prints five figures:
 //! - a trivial Lua tool called through the registry (median, p99);
+//! - what `require` of a 1,000-line library adds to a call (the medians of
+//!   the same tool with and without it, calls interleaved);
 //! - from saving a file to the new version answering (p50, p99), through
 //!   the real watcher;
 //! - how far past its deadline each hostile script ends (max overshoot);
@@ -24,6 +26,19 @@ fn main() {
     std::fs::write(
         tools.join("trivial.lua"),
         script("trivial", "return args.n + 1"),
+    )
+    .expect("write");
+    // A library of 1,000 lines: a module table, 998 functions, its return.
+    let mut library = String::from("local M = {}\n");
+    for i in 0..998 {
+        library.push_str(&format!("function M.f{i}(x) return x + {i} end\n"));
+    }
+    library.push_str("return M\n");
+    std::fs::create_dir_all(home.path().join("lib")).expect("lib dir");
+    std::fs::write(home.path().join("lib/big.lua"), library).expect("write");
+    std::fs::write(
+        tools.join("with_lib.lua"),
+        script("with_lib", "local big = require('big')\nreturn big.f1(args.n)"),
     )
     .expect("write");
     let hostile = [
@@ -71,6 +86,34 @@ fn main() {
     println!(
         "figure: Lua tool call median: {:.1} µs (target <= 50)",
         us(p50)
+    );
+
+    // 1b. The same call with a require of the big library, interleaved
+    // with the trivial one so both see the same machine.
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for i in 0..3_200 {
+        for (tool, samples) in [("with_lib", &mut with), ("trivial", &mut without)] {
+            let start = Instant::now();
+            let out = rt.tools.call(tool, json!({ "n": i })).expect("call");
+            let took = start.elapsed();
+            assert_eq!(out, json!(i + 1));
+            if i >= 200 {
+                samples.push(took);
+            }
+        }
+    }
+    let (with50, _) = percentiles(&mut with);
+    let (without50, _) = percentiles(&mut without);
+    let added = with50.saturating_sub(without50);
+    println!("lua: require of a 1,000-line library, {} calls each", with.len());
+    println!(
+        "  median with {:>8.1} µs   without {:>8.1} µs",
+        us(with50),
+        us(without50)
+    );
+    println!(
+        "figure: require of a 1,000-line library adds (median) {:.3} ms (target <= 0.5)",
+        ms(added)
     );
 
     // 2. Save to callable, through the watcher.
