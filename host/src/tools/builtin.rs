@@ -35,6 +35,8 @@ pub struct BuiltinContext {
     pub schedule: Option<Arc<ScheduleTools>>,
     /// Search over past conversations.
     pub knowledge: Option<Arc<KnowledgeTools>>,
+    /// The owner's secrets: every result is redacted of their values.
+    pub secrets: Option<Arc<crate::secrets::Secrets>>,
 }
 
 /// The built-in tools.
