@@ -68,14 +68,28 @@ pub fn remove(config: &Config, name: &str) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
+/// The terminal's attributes before echo was turned off, for the Ctrl-C
+/// handler to restore.
+static SAVED: std::sync::OnceLock<libc::termios> = std::sync::OnceLock::new();
+
 /// One line from the terminal on stdin, with echo off while it is typed.
+/// Ctrl-C turns echo back on before the process ends.
 fn read_line_hidden() -> std::io::Result<Vec<u8>> {
     let fd = libc::STDIN_FILENO;
-    // SAFETY: tcgetattr fills the termios we own.
+    // SAFETY: a zeroed termios is a valid value for tcgetattr to fill.
     let mut saved: libc::termios = unsafe { std::mem::zeroed() };
+    // SAFETY: tcgetattr fills the termios we own.
     if unsafe { libc::tcgetattr(fd, &mut saved) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    let saved = *SAVED.get_or_init(|| saved);
+    // SAFETY: the handler only calls async-signal-safe functions.
+    unsafe {
+        libc::signal(
+            libc::SIGINT,
+            restore_and_die as *const () as libc::sighandler_t,
+        )
+    };
     let mut quiet = saved;
     quiet.c_lflag &= !libc::ECHO;
     // SAFETY: sets the terminal's attributes from a termios we own.
@@ -87,4 +101,17 @@ fn read_line_hidden() -> std::io::Result<Vec<u8>> {
     // SAFETY: restores the attributes read above, whatever the read did.
     unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &saved) };
     read.map(|_| line.into_bytes())
+}
+
+/// SIGINT while the value is typed: echo back on, then the default action.
+extern "C" fn restore_and_die(signal: libc::c_int) {
+    // SAFETY: tcsetattr, signal and raise are async-signal-safe; SAVED is
+    // set before this handler is installed.
+    unsafe {
+        if let Some(saved) = SAVED.get() {
+            libc::tcsetattr(libc::STDIN_FILENO, libc::TCSANOW, saved);
+        }
+        libc::signal(signal, libc::SIG_DFL);
+        libc::raise(signal);
+    }
 }

@@ -97,11 +97,11 @@ pub enum SecretsError {
         /// What is wrong.
         why: String,
     },
-    /// The file may be read by the group or others.
+    /// The file's group or others have any permission on it.
     #[error(
-        "{path} has mode {mode:04o}, so other users may read it; hearth reads secrets only from \
-         a file its owner alone can read: run `chmod 600 {path}` (and consider changing the \
-         secrets it holds)"
+        "{path} has mode {mode:04o}, so other users may read or change it; hearth reads \
+         secrets only from a file its owner alone can use: run `chmod 600 {path}` (and \
+         consider changing the secrets it holds)"
     )]
     Unsafe {
         /// The file.
