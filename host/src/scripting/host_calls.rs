@@ -295,11 +295,21 @@ fn secret_url(raw: &str, secrets: &Snapshot, allow_private: bool) -> Result<reqw
         }
     }
     check_url(&url, allow_private)?;
-    let mut filled = url.as_str().to_owned();
-    for (i, p) in found.iter().enumerate() {
-        let value = secrets.value(&p.name).map_err(|e| e.to_string())?;
-        filled = filled.replace(&stand_in(i), &placeholder::percent_encode(value));
+    // In one pass, so a value is never taken for a stand-in.
+    let checked = url.as_str();
+    let mut at: Vec<(usize, usize)> = (0..found.len())
+        .filter_map(|i| checked.find(&stand_in(i)).map(|pos| (pos, i)))
+        .collect();
+    at.sort_unstable();
+    let mut filled = String::with_capacity(checked.len());
+    let mut last = 0;
+    for (pos, i) in at {
+        let value = secrets.value(&found[i].name).map_err(|e| e.to_string())?;
+        filled.push_str(&checked[last..pos]);
+        filled.push_str(&placeholder::percent_encode(value));
+        last = pos + stand_in(i).len();
     }
+    filled.push_str(&checked[last..]);
     // The parse error would quote the URL, value and all.
     let final_url = reqwest::Url::parse(&filled)
         .map_err(|_| format!("url {raw:?}: the url with its secrets put in does not parse"))?;
@@ -432,7 +442,72 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_forbidden;
+    use super::{is_forbidden, secret_url};
+    use crate::secrets::Snapshot;
+
+    #[test]
+    fn secret_urls_are_checked_with_stand_ins_then_filled() {
+        let secrets = Snapshot::new(
+            [
+                ("TOKEN".to_owned(), "a/b c".to_owned()),
+                ("ODD".to_owned(), "hearthsecret0x1y".to_owned()),
+            ]
+            .into(),
+        );
+        let cases: [(&str, bool, Result<&str, &str>); 9] = [
+            ("https://example.com/x", false, Ok("https://example.com/x")),
+            (
+                "https://example.com/{{secret:TOKEN}}?k={{secret:TOKEN}}&o={{secret:ODD}}",
+                false,
+                Ok("https://example.com/a%2Fb%20c?k=a%2Fb%20c&o=hearthsecret0x1y"),
+            ),
+            (
+                "https://example.com/{{secret:ODD}}/{{secret:TOKEN}}",
+                false,
+                Ok("https://example.com/hearthsecret0x1y/a%2Fb%20c"),
+            ),
+            (
+                "https://{{secret:TOKEN}}.example.com/",
+                false,
+                Err("path or query"),
+            ),
+            (
+                "https://example.com:{{secret:TOKEN}}/",
+                false,
+                Err("bad url"),
+            ),
+            (
+                "https://example.com/#{{secret:TOKEN}}",
+                false,
+                Err("path or query"),
+            ),
+            (
+                "https://example.com/?{{secret:NOPE}}",
+                false,
+                Err("no secret named NOPE"),
+            ),
+            (
+                "http://127.0.0.1/?k={{secret:TOKEN}}",
+                false,
+                Err("may not reach it"),
+            ),
+            (
+                "http://127.0.0.1/?k={{secret:TOKEN}}",
+                true,
+                Ok("http://127.0.0.1/?k=a%2Fb%20c"),
+            ),
+        ];
+        for (raw, allow_private, expected) in cases {
+            match (secret_url(raw, &secrets, allow_private), expected) {
+                (Ok(url), Ok(want)) => assert_eq!(url.as_str(), want, "{raw}"),
+                (Err(e), Err(want)) => {
+                    assert!(e.contains(want), "{raw}: {e}");
+                    assert!(!e.contains("a/b c") && !e.contains("a%2Fb"), "{raw}: {e}");
+                }
+                (got, want) => panic!("{raw}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 
     #[test]
     fn forbidden_addresses_are_refused_and_public_ones_allowed() {
