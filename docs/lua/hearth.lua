@@ -17,16 +17,16 @@
 ---@field deadline_ms integer This call's deadline.
 
 ---@class hearth.HttpRequest
----@field url string http or https only.
+---@field url string http or https only. `{{secret:NAME}}` in the path or query is replaced by the secret's value (percent-encoded) after the egress checks.
 ---@field method? string Defaults to "GET".
----@field headers? table<string, string>
+---@field headers? table<string, string> `{{secret:NAME}}` in a value is replaced by the secret's value; not in a name.
 ---@field body? string
 ---@field timeout_ms? integer At most [scripts.http] timeout_ms.
 
 ---@class hearth.HttpResponse
 ---@field status integer
----@field headers table<string, string>
----@field body string
+---@field headers table<string, string> Secrets' values appear as `[secret:NAME]`.
+---@field body string Secrets' values appear as `[secret:NAME]`.
 
 ---@class hearthlib
 hearth = {}
@@ -111,6 +111,9 @@ hearth.http = {}
 
 ---Makes an HTTP request under hearth's egress rules (no private, loopback or
 ---metadata addresses unless allowed, checked after DNS and on redirects).
+---The owner's secrets are used by name: write `{{secret:NAME}}` in a header
+---value or the url's path or query, and the host puts the value in; an
+---unknown name, or a placeholder anywhere else in the url, is an error.
 ---@param request hearth.HttpRequest
 ---@return hearth.HttpResponse
 function hearth.http.request(request) end

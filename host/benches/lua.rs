@@ -38,7 +38,10 @@ fn main() {
     std::fs::write(home.path().join("lib/big.lua"), library).expect("write");
     std::fs::write(
         tools.join("with_lib.lua"),
-        script("with_lib", "local big = require('big')\nreturn big.f1(args.n)"),
+        script(
+            "with_lib",
+            "local big = require('big')\nreturn big.f1(args.n)",
+        ),
     )
     .expect("write");
     let hostile = [
@@ -105,7 +108,10 @@ fn main() {
     let (with50, _) = percentiles(&mut with);
     let (without50, _) = percentiles(&mut without);
     let added = with50.saturating_sub(without50);
-    println!("lua: require of a 1,000-line library, {} calls each", with.len());
+    println!(
+        "lua: require of a 1,000-line library, {} calls each",
+        with.len()
+    );
     println!(
         "  median with {:>8.1} µs   without {:>8.1} µs",
         us(with50),

@@ -60,6 +60,7 @@ fn main() {
             notes: &read,
             notepad: Some("Plan: finish the garden list."),
             tools: &tools,
+            secrets: &[],
             summary: None,
         });
         samples.push(start.elapsed());

@@ -20,6 +20,7 @@ pub mod router;
 pub mod runtime;
 pub mod scheduler;
 pub mod scripting;
+pub mod secrets;
 pub mod store;
 pub mod tls;
 pub mod tools;

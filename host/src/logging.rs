@@ -3,9 +3,12 @@
 //!
 //! Plugins' log lines arrive through the bridge and are re-emitted here with
 //! target `plugin` and a `plugin` field, so one filter and one format cover
-//! the whole process.
+//! the whole process. Every formatted line passes through [`Scrubbed`] on
+//! its way out, which replaces the owner's secrets' values by
+//! `[secret:NAME]`, whatever logged them.
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Write};
+use std::sync::{Arc, PoisonError, RwLock};
 
 use tracing::level_filters::LevelFilter;
 use tracing_subscriber::filter::Targets;
@@ -14,6 +17,48 @@ use tracing_subscriber::util::SubscriberInitExt;
 use tracing_subscriber::{Layer, Registry, reload};
 
 use crate::config::{LogFormat, LogLevel};
+use crate::secrets::Secrets;
+
+/// The secrets whose values are scrubbed from every log line, once a
+/// runtime has opened them.
+static SECRETS: RwLock<Option<Arc<Secrets>>> = RwLock::new(None);
+
+/// Scrubs the values of `secrets` from every log line from now on.
+pub fn redact_with(secrets: Arc<Secrets>) {
+    *SECRETS.write().unwrap_or_else(PoisonError::into_inner) = Some(secrets);
+}
+
+/// Standard error, with secrets' values replaced in each formatted line.
+/// The formatter writes a whole line in one call, so a value is never
+/// split between two writes.
+pub struct Scrubbed;
+
+impl<'a> tracing_subscriber::fmt::MakeWriter<'a> for Scrubbed {
+    type Writer = Scrubbed;
+
+    fn make_writer(&'a self) -> Scrubbed {
+        Scrubbed
+    }
+}
+
+impl Write for Scrubbed {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let secrets = SECRETS
+            .read()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut err = std::io::stderr().lock();
+        match (secrets, std::str::from_utf8(buf)) {
+            (Some(secrets), Ok(text)) => err.write_all(secrets.redact_text(text).as_bytes())?,
+            _ => err.write_all(buf)?,
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        std::io::stderr().flush()
+    }
+}
 
 /// Changes the level of the installed logger.
 pub struct LogHandle {
@@ -25,12 +70,12 @@ pub fn init(format: LogFormat, level: LogLevel) -> LogHandle {
     let (filter, handle) = reload::Layer::new(targets(level));
     let output: Box<dyn Layer<_> + Send + Sync> = match format {
         LogFormat::Text => tracing_subscriber::fmt::layer()
-            .with_writer(std::io::stderr)
+            .with_writer(Scrubbed)
             .with_ansi(std::io::stderr().is_terminal())
             .boxed(),
         LogFormat::Json => tracing_subscriber::fmt::layer()
             .json()
-            .with_writer(std::io::stderr)
+            .with_writer(Scrubbed)
             .boxed(),
     };
     // A second `init` (in tests) keeps the first logger.

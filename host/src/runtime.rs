@@ -24,6 +24,7 @@ use crate::router::events::ChannelEvents;
 use crate::router::{Gate, Router};
 use crate::scheduler::{Clock, Jobs, Scheduler};
 use crate::scripting::{Scripts, ScriptsError};
+use crate::secrets::Secrets;
 use crate::store::{self, Store, StoreError};
 use crate::tools::{BuiltinContext, KnowledgeTools, PeopleTools, ScheduleTools, ToolRegistry};
 use crate::workshop::Workshop;
@@ -60,6 +61,8 @@ pub struct Runtime {
     pub cold: store::Cold,
     /// The main agent's versioned identity.
     pub identity: Arc<Identity>,
+    /// The owner's secrets (`$HEARTH_HOME/secrets.json`).
+    pub secrets: Arc<Secrets>,
 }
 
 /// Why hearth could not start.
@@ -169,7 +172,18 @@ impl Runtime {
             }
         };
         let reserved = ToolRegistry::fixed_names(&plugins);
-        let scripts = match Scripts::start(&config.scripts, &config.home, cold.clone(), reserved) {
+        let secrets = Arc::new(Secrets::open(&config.home));
+        if let Err(e) = secrets.current() {
+            tracing::warn!("{e}");
+        }
+        crate::logging::redact_with(Arc::clone(&secrets));
+        let scripts = match Scripts::start(
+            &config.scripts,
+            &config.home,
+            cold.clone(),
+            reserved,
+            Arc::clone(&secrets),
+        ) {
             Ok(scripts) => scripts,
             Err(e) => {
                 let _ = plugins.shutdown(Duration::from_secs(5));
@@ -239,6 +253,7 @@ impl Runtime {
                 })
             }),
             knowledge: Some(Arc::new(KnowledgeTools { cold: cold.clone() })),
+            secrets: Some(Arc::clone(&secrets)),
             schedule: scheduler.as_ref().map(|scheduler| {
                 Arc::new(ScheduleTools {
                     scheduler: Arc::clone(scheduler),
@@ -262,7 +277,11 @@ impl Runtime {
             guards,
             gate,
             grants: Grants::new(cold.clone()),
-            audit: Audit::new(store::open_connection(&db)?, known_secrets(&config)),
+            audit: Audit::new(
+                store::open_connection(&db)?,
+                known_secrets(&config),
+                Arc::clone(&secrets),
+            ),
         }));
         let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins, policy);
         let cold_handle = cold;
@@ -281,6 +300,7 @@ impl Runtime {
             reach,
             cold: cold_handle,
             identity,
+            secrets,
         })
     }
 
@@ -340,8 +360,8 @@ fn user_home() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// The secret values this daemon knows, so the audit can scrub them: the
-/// model's API key and the canvas login token.
+/// The secret values this daemon knows besides the owner's secrets, so the
+/// audit can scrub them: the model's API key and the canvas login token.
 fn known_secrets(config: &Config) -> Vec<String> {
     let api_key = config
         .llm

@@ -29,6 +29,8 @@ pub struct PromptParts<'a> {
     pub notepad: Option<&'a str>,
     /// `(name, description)` of each tool.
     pub tools: &'a [(String, String)],
+    /// The names of the owner's secrets (never their values).
+    pub secrets: &'a [String],
     /// The summary of compacted history, if any.
     pub summary: Option<&'a str>,
 }
@@ -105,6 +107,15 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
             let first_line = description.lines().next().unwrap_or_default();
             let _ = writeln!(p, "- {name}: {first_line}");
         }
+    }
+    if !parts.secrets.is_empty() {
+        let _ = writeln!(
+            p,
+            "\n## Secrets\nThe owner's secrets, by name; you never see their values. A Lua tool \
+             uses one in hearth.http as {{{{secret:NAME}}}} in a header value or the url's path \
+             or query, and the host puts the value in: {}",
+            parts.secrets.join(", ")
+        );
     }
     if let Some(summary) = parts.summary {
         p.push_str("\n## Earlier in this conversation (summary)\n");

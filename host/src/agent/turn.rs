@@ -422,6 +422,12 @@ impl Agent {
             .into_iter()
             .filter(|(name, _)| self.profile.is_main() || scope.allows(&format!("{name}.*")))
             .collect();
+        let secrets = self
+            .base
+            .tools
+            .secrets()
+            .map(|s| s.names())
+            .unwrap_or_default();
         let system = system_prompt(&PromptParts {
             identity: &identity,
             profile: &self.profile,
@@ -431,6 +437,7 @@ impl Agent {
             notes: &notes,
             notepad: notepad.as_deref(),
             tools: &tools.index,
+            secrets: &secrets,
             summary: history.summary.as_deref(),
         });
         Ok(ChatRequest {

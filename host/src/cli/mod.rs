@@ -1,5 +1,6 @@
 //! The command line: `hearth run | check | plugins | tools | tool call |
-//! chat | status | canvas-url | approvals | audit`.
+//! chat | status | canvas-url | approvals | audit | contacts | agents |
+//! schedule | identity | secret`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
@@ -13,6 +14,7 @@ mod people;
 mod records;
 mod schedule;
 mod scripts;
+mod secret;
 mod tool_call;
 
 use std::path::PathBuf;
@@ -138,6 +140,12 @@ enum Command {
         #[command(subcommand)]
         action: ScriptsAction,
     },
+    /// The owner's secrets, used by tools by name: set one (the value
+    /// from stdin, never the command line), list their names, remove one.
+    Secret {
+        #[command(subcommand)]
+        action: SecretAction,
+    },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
@@ -206,6 +214,28 @@ enum IdentityAction {
         /// The version's number.
         #[arg(value_name = "VERSION")]
         number: i64,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum SecretAction {
+    /// Set a secret: the value is read from stdin (typed without echo on
+    /// a terminal), one trailing newline dropped.
+    Set {
+        /// Its name: A-Z first, then A-Z, 0-9 and `_`, up to 64 (like
+        /// GITHUB_TOKEN).
+        name: String,
+    },
+    /// List the secrets' names and when each was set (never the values).
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a secret.
+    Rm {
+        /// Its name.
+        name: String,
     },
 }
 
@@ -395,6 +425,12 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 None => with_runtime(config, |rt| tool_call::call(rt, tool, args, show)),
             }
         }
+        // The secrets file alone: the daemon sees a change at its next use.
+        Command::Secret { action } => match action {
+            SecretAction::Set { name } => secret::set(&config, &name),
+            SecretAction::List { json } => secret::list(&config, json),
+            SecretAction::Rm { name } => secret::remove(&config, &name),
+        },
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }

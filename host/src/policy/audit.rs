@@ -7,8 +7,10 @@
 //! Architecture invariant: no secret reaches the audit table. Arguments are
 //! redacted before they are stored: values under secret-sounding keys,
 //! `NAME=value` and `--password value` forms inside command lines, tokens
-//! with well-known secret prefixes, and every secret value the host knows
-//! (API keys from the environment, the canvas token).
+//! with well-known secret prefixes, every secret value the host knows
+//! (API keys from the environment, the canvas token), and the owner's
+//! secrets (`crate::secrets`, re-read when their file changes, so a secret
+//! set after start is covered), which become `[secret:NAME]`.
 //!
 //! Rows are committed by a writer thread in batches (`writer`), so a call
 //! pays for redaction and a queue push, not for a commit; `flush` and
@@ -17,6 +19,7 @@
 mod writer;
 
 use std::borrow::Cow;
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::{Connection, params};
@@ -24,6 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Caller;
+use crate::secrets::Secrets;
 use crate::store::now_ms;
 
 /// What the audit records about one call.
@@ -86,6 +90,7 @@ pub struct Record {
 pub struct Audit {
     writer: writer::Writer,
     secrets: Vec<String>,
+    owners: Arc<Secrets>,
 }
 
 /// The longest error text stored per row.
@@ -124,14 +129,17 @@ const SECRET_PREFIXES: [&str; 10] = [
 pub const REDACTED: &str = "[redacted]";
 
 impl Audit {
-    /// An audit writing on `conn`, scrubbing `secrets` from what it stores.
-    pub fn new(conn: Connection, secrets: Vec<String>) -> Audit {
+    /// An audit writing on `conn`, scrubbing from what it stores the
+    /// values `secrets` (replaced by [`REDACTED`]) and the owner's secrets
+    /// as they are at each call (replaced by `[secret:NAME]`).
+    pub fn new(conn: Connection, secrets: Vec<String>, owners: Arc<Secrets>) -> Audit {
         Audit {
             writer: writer::Writer::start(conn),
             secrets: secrets
                 .into_iter()
                 .filter(|s| s.len() >= MIN_SECRET_LEN)
                 .collect(),
+            owners,
         }
     }
 
@@ -140,13 +148,17 @@ impl Audit {
     /// returned: the call has already happened, and hiding its result
     /// would not undo it.
     pub fn record(&self, entry: &Entry) {
+        let owners = self.owners.latest();
+        let owners = owners.redactor();
+        let named = owners.redacted(entry.args);
+        let args = named.as_ref().unwrap_or(entry.args);
         self.writer.push(writer::Row {
             at_ms: now_ms(),
             caller: entry.caller.as_str().to_owned(),
             tool: entry.tool.to_owned(),
-            args: match redacted(entry.args, &self.secrets) {
+            args: match redacted(args, &self.secrets) {
                 Some(value) => value.to_string(),
-                None => entry.args.to_string(),
+                None => args.to_string(),
             },
             fingerprint: entry.fingerprint.to_owned(),
             decision: entry.decision,
@@ -154,9 +166,13 @@ impl Audit {
             approval: entry.approval,
             approver: entry.approver.map(str::to_owned),
             outcome: entry.outcome,
-            detail: entry
-                .detail
-                .map(|d| scrub_text(&truncate(d, MAX_DETAIL), &self.secrets).into_owned()),
+            // Redacted before it is cut, so no value is cut in two.
+            detail: entry.detail.map(|d| {
+                truncate(
+                    &scrub_text(&owners.redact_text(d), &self.secrets),
+                    MAX_DETAIL,
+                )
+            }),
             duration_ms: entry.duration.as_secs_f64() * 1000.0,
         });
     }
@@ -174,7 +190,8 @@ impl Audit {
 
     /// Redacts `args` as the audit would store them.
     pub fn redacted(&self, args: &Value) -> Value {
-        redact(args, &self.secrets)
+        let named = self.owners.redact_json(args.clone());
+        redact(&named, &self.secrets)
     }
 }
 

@@ -18,6 +18,7 @@ use serde_json::{Value, json};
 use super::{Catalog, Library, LuaTool, Scripts};
 use crate::config::HttpConfig;
 use crate::policy::Caller;
+use crate::secrets::{Secrets, Snapshot, placeholder};
 use crate::tools::{EXECUTE_SQL, ToolRegistry};
 
 /// How deep `hearth.tool` calls may nest.
@@ -191,11 +192,17 @@ fn kv(scripts: &Scripts, namespace: &str, method: &str, params: &Value) -> Resul
 /// private, loopback, link-local or metadata addresses unless allowed: the
 /// check runs on literal addresses, after DNS resolution, and on every
 /// redirect.
+///
+/// `{{secret:NAME}}` in a header value or in the URL's path or query is
+/// replaced by the secret's value here, after the URL passed the checks;
+/// the answer the script gets back, and any error, has every known value
+/// replaced by `[secret:NAME]`, so the script never holds one.
 pub(super) struct Http {
     /// Built on first use: most daemons never make a request, and the
     /// client costs a thread and the TLS set-up.
     client: std::sync::OnceLock<Result<reqwest::blocking::Client, String>>,
     config: HttpConfig,
+    secrets: Arc<Secrets>,
 }
 
 #[derive(Deserialize)]
@@ -217,10 +224,11 @@ fn get() -> String {
 }
 
 impl Http {
-    pub(super) fn new(config: &HttpConfig) -> Http {
+    pub(super) fn new(config: &HttpConfig, secrets: Arc<Secrets>) -> Http {
         Http {
             client: std::sync::OnceLock::new(),
             config: config.clone(),
+            secrets,
         }
     }
 
@@ -231,17 +239,51 @@ impl Http {
             .map_err(|e| format!("cannot set up the HTTP client: {e}"))
     }
 
+    /// Makes the request; what comes back (answer or error) holds no
+    /// secret's value.
     fn request(&self, params: &Value) -> Result<Value, String> {
+        let outcome = self.send(params);
+        let latest = self.secrets.latest();
+        let redactor = latest.redactor();
+        match outcome {
+            Ok(answer) => Ok(redactor.redact_json(answer)),
+            Err(e) => Err(redactor.redact_text(&e).into_owned()),
+        }
+    }
+
+    fn send(&self, params: &Value) -> Result<Value, String> {
         let request: Request = serde_json::from_value(params.clone())
             .map_err(|e| format!("bad request table: {e}"))?;
-        let url = reqwest::Url::parse(&request.url)
-            .map_err(|e| format!("bad url {:?}: {e}", request.url))?;
-        check_url(&url, self.config.allow_private)?;
+        let uses_secrets = request.url.contains(placeholder::OPEN)
+            || request
+                .headers
+                .iter()
+                .any(|(k, v)| k.contains(placeholder::OPEN) || v.contains(placeholder::OPEN));
+        // Read only when used: a damaged secrets file must not stop
+        // requests that need none.
+        let secrets = if uses_secrets {
+            self.secrets.current().map_err(|e| e.to_string())?
+        } else {
+            Arc::default()
+        };
+        let url = secret_url(&request.url, &secrets, self.config.allow_private)?;
         let method = reqwest::Method::from_bytes(request.method.to_ascii_uppercase().as_bytes())
             .map_err(|_| format!("bad method {:?}", request.method))?;
         let mut builder = self.client()?.request(method, url);
         for (name, value) in &request.headers {
-            builder = builder.header(name, value);
+            if name.contains(placeholder::OPEN) {
+                return Err(format!(
+                    "header name {name:?}: a secret placeholder may stand only in a header's value"
+                ));
+            }
+            let filled = placeholder::fill(value, |n| secrets.value(n).map(str::to_owned))
+                .map_err(|e| format!("header {name}: {e}"))?;
+            let mut header = reqwest::header::HeaderValue::from_str(&filled).map_err(|_| {
+                format!("header {name}: the value is not a valid header value (no newlines or control characters)")
+            })?;
+            // A filled-in value is kept out of the client's debug output.
+            header.set_sensitive(filled != *value);
+            builder = builder.header(name, header);
         }
         if let Some(body) = request.body {
             builder = builder.body(body);
@@ -278,6 +320,77 @@ impl Http {
             "body": String::from_utf8_lossy(&body),
         }))
     }
+}
+
+/// The URL to request: `raw` parsed and checked against the egress rules
+/// with each `{{secret:NAME}}` still a stand-in, then with the values put in
+/// (percent-encoded). A placeholder anywhere but the path and the query is
+/// refused: the checks must judge the host the request really goes to.
+fn secret_url(raw: &str, secrets: &Snapshot, allow_private: bool) -> Result<reqwest::Url, String> {
+    let bad_url = |e: &dyn std::fmt::Display| format!("bad url {raw:?}: {e}");
+    let found = placeholder::find(raw).map_err(|e| format!("url: {e}"))?;
+    if found.is_empty() {
+        let url = reqwest::Url::parse(raw).map_err(|e| bad_url(&e))?;
+        check_url(&url, allow_private)?;
+        return Ok(url);
+    }
+    for p in &found {
+        secrets.value(&p.name).map_err(|e| format!("url: {e}"))?;
+    }
+    // Stand-ins that the text does not already hold, and that URL parsing
+    // keeps as they are (lower-case letters and digits) wherever they stand.
+    let mut salt = 0;
+    while raw.contains(&format!("hearthsecret{salt}x")) {
+        salt += 1;
+    }
+    let stand_in = |i: usize| format!("hearthsecret{salt}x{i}y");
+    let mut marked = String::with_capacity(raw.len());
+    let mut last = 0;
+    for (i, p) in found.iter().enumerate() {
+        marked.push_str(&raw[last..p.span.start]);
+        marked.push_str(&stand_in(i));
+        last = p.span.end;
+    }
+    marked.push_str(&raw[last..]);
+    let url = reqwest::Url::parse(&marked).map_err(|e| bad_url(&e))?;
+    let path_and_query = format!("{}?{}", url.path(), url.query().unwrap_or_default());
+    for (i, p) in found.iter().enumerate() {
+        let token = stand_in(i);
+        if url.as_str().matches(&token).count() != path_and_query.matches(&token).count()
+            || !path_and_query.contains(&token)
+        {
+            return Err(format!(
+                "url {raw:?}: {{{{secret:{}}}}} may stand only in the url's path or query, not in \
+                 its scheme, user, host, port or fragment",
+                p.name
+            ));
+        }
+    }
+    check_url(&url, allow_private)?;
+    // In one pass, so a value is never taken for a stand-in.
+    let checked = url.as_str();
+    let mut at: Vec<(usize, usize)> = (0..found.len())
+        .filter_map(|i| checked.find(&stand_in(i)).map(|pos| (pos, i)))
+        .collect();
+    at.sort_unstable();
+    let mut filled = String::with_capacity(checked.len());
+    let mut last = 0;
+    for (pos, i) in at {
+        let value = secrets.value(&found[i].name).map_err(|e| e.to_string())?;
+        filled.push_str(&checked[last..pos]);
+        filled.push_str(&placeholder::percent_encode(value));
+        last = pos + stand_in(i).len();
+    }
+    filled.push_str(&checked[last..]);
+    // The parse error would quote the URL, value and all.
+    let final_url = reqwest::Url::parse(&filled)
+        .map_err(|_| format!("url {raw:?}: the url with its secrets put in does not parse"))?;
+    if final_url.host_str() != url.host_str() || final_url.port() != url.port() {
+        return Err(format!(
+            "url {raw:?}: putting the secrets in changed the host; refused"
+        ));
+    }
+    Ok(final_url)
 }
 
 /// The client, with the egress checks wired into DNS and redirects.
@@ -401,7 +514,72 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::is_forbidden;
+    use super::{is_forbidden, secret_url};
+    use crate::secrets::Snapshot;
+
+    #[test]
+    fn secret_urls_are_checked_with_stand_ins_then_filled() {
+        let secrets = Snapshot::new(
+            [
+                ("TOKEN".to_owned(), "a/b c".to_owned()),
+                ("ODD".to_owned(), "hearthsecret0x1y".to_owned()),
+            ]
+            .into(),
+        );
+        let cases: [(&str, bool, Result<&str, &str>); 9] = [
+            ("https://example.com/x", false, Ok("https://example.com/x")),
+            (
+                "https://example.com/{{secret:TOKEN}}?k={{secret:TOKEN}}&o={{secret:ODD}}",
+                false,
+                Ok("https://example.com/a%2Fb%20c?k=a%2Fb%20c&o=hearthsecret0x1y"),
+            ),
+            (
+                "https://example.com/{{secret:ODD}}/{{secret:TOKEN}}",
+                false,
+                Ok("https://example.com/hearthsecret0x1y/a%2Fb%20c"),
+            ),
+            (
+                "https://{{secret:TOKEN}}.example.com/",
+                false,
+                Err("path or query"),
+            ),
+            (
+                "https://example.com:{{secret:TOKEN}}/",
+                false,
+                Err("bad url"),
+            ),
+            (
+                "https://example.com/#{{secret:TOKEN}}",
+                false,
+                Err("path or query"),
+            ),
+            (
+                "https://example.com/?{{secret:NOPE}}",
+                false,
+                Err("no secret named NOPE"),
+            ),
+            (
+                "http://127.0.0.1/?k={{secret:TOKEN}}",
+                false,
+                Err("may not reach it"),
+            ),
+            (
+                "http://127.0.0.1/?k={{secret:TOKEN}}",
+                true,
+                Ok("http://127.0.0.1/?k=a%2Fb%20c"),
+            ),
+        ];
+        for (raw, allow_private, expected) in cases {
+            match (secret_url(raw, &secrets, allow_private), expected) {
+                (Ok(url), Ok(want)) => assert_eq!(url.as_str(), want, "{raw}"),
+                (Err(e), Err(want)) => {
+                    assert!(e.contains(want), "{raw}: {e}");
+                    assert!(!e.contains("a/b c") && !e.contains("a%2Fb"), "{raw}: {e}");
+                }
+                (got, want) => panic!("{raw}: got {got:?}, want {want:?}"),
+            }
+        }
+    }
 
     #[test]
     fn forbidden_addresses_are_refused_and_public_ones_allowed() {

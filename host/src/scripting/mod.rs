@@ -94,12 +94,14 @@ enum FileKind {
 impl Scripts {
     /// Creates the agent's script folders, loads every script, and returns
     /// the subsystem. `reserved` are tool names Lua may not take; the kv
-    /// store is kept on `kv`, the shared cold connection.
+    /// store is kept on `kv`, the shared cold connection; `hearth.http`
+    /// puts `secrets` into requests.
     pub fn start(
         config: &ScriptsConfig,
         home: &Path,
         kv: Cold,
         reserved: HashSet<String>,
+        secrets: Arc<crate::secrets::Secrets>,
     ) -> Result<Arc<Scripts>, ScriptsError> {
         for dir in ["lib", "tools", "skills"] {
             let path = home.join(dir);
@@ -116,7 +118,7 @@ impl Scripts {
             catalog: RwLock::new(Arc::new(Catalog::default())),
             reserved,
             kv: kv.clone(),
-            http: host_calls::Http::new(&config.http),
+            http: host_calls::Http::new(&config.http, secrets),
             versions: Versions::new(kv.clone()),
             reload: Mutex::new(()),
         });

@@ -39,6 +39,8 @@ pub struct BuiltinContext {
     pub knowledge: Option<Arc<KnowledgeTools>>,
     /// The agent's database (and, with it, its pages).
     pub workshop: Option<Arc<Workshop>>,
+    /// The owner's secrets: every result is redacted of their values.
+    pub secrets: Option<Arc<crate::secrets::Secrets>>,
 }
 
 /// The built-in tools.

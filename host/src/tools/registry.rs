@@ -2,7 +2,8 @@
 //!
 //! Plugin and built-in tools are fixed at start; Lua tools come from the
 //! script catalog, which hot reload swaps, so they are looked up per call.
-//! A Lua tool can never take a plugin's or a built-in's name.
+//! A Lua tool can never take a plugin's or a built-in's name. Every answer
+//! and error leaves it with the owner's secrets redacted (`crate::secrets`).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
@@ -18,6 +19,7 @@ use crate::policy::audit::Entry;
 use crate::policy::confirm::fingerprint;
 use crate::policy::{Caller, Policy, Ruling};
 use crate::scripting::{ScriptFailure, Scripts};
+use crate::secrets::{Redactor, Secrets};
 
 /// All tools, by name.
 #[derive(Default)]
@@ -167,6 +169,11 @@ impl ToolRegistry {
     /// `manage_schedule`'s parts, in a daemon.
     pub fn schedule_tools(&self) -> Option<&Arc<super::ScheduleTools>> {
         self.builtins.schedule.as_ref()
+    }
+
+    /// The owner's secrets, when this registry has them.
+    pub fn secrets(&self) -> Option<&Arc<Secrets>> {
+        self.builtins.secrets.as_ref()
     }
 
     /// The script subsystem, when there is one.
@@ -334,6 +341,12 @@ impl ToolRegistry {
                 (ruling, result)
             }
         };
+        // Whatever provider ran, no value of the owner's secrets goes back
+        // to the model, the store or the audit.
+        let result = match &self.builtins.secrets {
+            Some(secrets) => redact(result, secrets.latest().redactor()),
+            None => result,
+        };
         if let Some(policy) = &self.policy {
             let detail = result.as_ref().err().map(ToString::to_string);
             policy.record(&Entry {
@@ -455,6 +468,63 @@ impl Provider {
             Provider::Builtin(_) => "builtin".into(),
         }
     }
+}
+
+/// `result` with every value `redactor` knows replaced, in the answer or
+/// in each text of the error.
+fn redact(result: Result<Value, ToolError>, redactor: &Redactor) -> Result<Value, ToolError> {
+    if redactor.is_empty() {
+        return result;
+    }
+    let clean = |text: String| match redactor.redact_text(&text) {
+        Cow::Borrowed(_) => text,
+        Cow::Owned(clean) => clean,
+    };
+    let error = match result {
+        Ok(value) => return Ok(redactor.redact_json(value)),
+        Err(error) => error,
+    };
+    Err(match error {
+        unknown @ ToolError::Unknown { .. } => unknown,
+        ToolError::InvalidArguments { tool, message } => ToolError::InvalidArguments {
+            tool,
+            message: clean(message),
+        },
+        ToolError::Provider { tool, error } => ToolError::Provider {
+            tool,
+            error: match error {
+                InvokeError::Unavailable { plugin, reason } => InvokeError::Unavailable {
+                    plugin,
+                    reason: clean(reason),
+                },
+                InvokeError::Failed { plugin, message } => InvokeError::Failed {
+                    plugin,
+                    message: clean(message),
+                },
+                InvokeError::Panicked { plugin, message } => InvokeError::Panicked {
+                    plugin,
+                    message: clean(message),
+                },
+                InvokeError::BadAnswer { plugin, why } => InvokeError::BadAnswer {
+                    plugin,
+                    why: clean(why),
+                },
+            },
+        },
+        ToolError::Script { tool, mut failure } => {
+            failure.message = clean(failure.message);
+            ToolError::Script { tool, failure }
+        }
+        ToolError::Builtin { tool, message } => ToolError::Builtin {
+            tool,
+            message: clean(message),
+        },
+        ToolError::Refused(why) => ToolError::Refused(clean(why)),
+        ToolError::BadResult { tool, message } => ToolError::BadResult {
+            tool,
+            message: clean(message),
+        },
+    })
 }
 
 fn check_args(name: &str, args: &Value, schema: &Value) -> Result<(), ToolError> {

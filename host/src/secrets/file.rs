@@ -1,0 +1,150 @@
+//! `$HEARTH_HOME/secrets.json` on disk: read only when no one else can
+//! read it, written atomically and never readable by anyone but the owner.
+//!
+//! Writes go to a temporary file created with mode 0600 in the same
+//! directory, which is synced and then renamed over the old file, so a
+//! crash leaves either the old secrets or the new ones, never half a file
+//! and never a moment when the values sit in a file others could read.
+
+use std::collections::BTreeMap;
+use std::io::{Read, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{SecretsError, name};
+
+/// The file's name in `$HEARTH_HOME`.
+pub const FILE_NAME: &str = "secrets.json";
+
+/// One stored secret.
+#[derive(Clone, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Stored {
+    /// The value.
+    pub value: String,
+    /// When it was set (Unix ms).
+    pub set_at_ms: i64,
+}
+
+impl std::fmt::Debug for Stored {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Stored")
+            .field("value", &"[hidden]")
+            .field("set_at_ms", &self.set_at_ms)
+            .finish()
+    }
+}
+
+/// The file's content.
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Document {
+    secrets: BTreeMap<String, Stored>,
+}
+
+/// What identifies one version of the file: a rename makes a new inode, a
+/// write in place changes the size or the times, a `chmod` the mode and
+/// the change time.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mode: u32,
+    mtime_ns: i64,
+    ctime_ns: i64,
+}
+
+impl Stamp {
+    /// The stamp of the file at `path`; `None` when there is no file.
+    pub fn of(path: &Path) -> Result<Option<Stamp>, SecretsError> {
+        match std::fs::metadata(path) {
+            Ok(meta) => Ok(Some(Stamp::from_meta(&meta))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(source) => Err(SecretsError::Read {
+                path: path.to_owned(),
+                source,
+            }),
+        }
+    }
+
+    fn from_meta(meta: &std::fs::Metadata) -> Stamp {
+        Stamp {
+            dev: meta.dev(),
+            ino: meta.ino(),
+            size: meta.size(),
+            mode: meta.mode(),
+            mtime_ns: meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            ctime_ns: meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+        }
+    }
+}
+
+/// Reads the file: no file is no secrets. A file that its group or others
+/// may read is refused, as is one that does not parse or holds a bad name.
+pub fn read(path: &Path) -> Result<(BTreeMap<String, Stored>, Option<Stamp>), SecretsError> {
+    let read_err = |source| SecretsError::Read {
+        path: path.to_owned(),
+        source,
+    };
+    let mut file = match std::fs::File::open(path) {
+        Ok(file) => file,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((BTreeMap::new(), None)),
+        Err(e) => return Err(read_err(e)),
+    };
+    // Checked on the open file, so the file read is the file checked.
+    let meta = file.metadata().map_err(read_err)?;
+    let mode = meta.mode() & 0o777;
+    if mode & 0o077 != 0 {
+        return Err(SecretsError::Unsafe {
+            path: path.to_owned(),
+            mode,
+        });
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text).map_err(read_err)?;
+    let document: Document = serde_json::from_str(&text).map_err(|e| SecretsError::Parse {
+        path: path.to_owned(),
+        why: e.to_string(),
+    })?;
+    for name in document.secrets.keys() {
+        name::check_name(name).map_err(|e| SecretsError::Parse {
+            path: path.to_owned(),
+            why: e.to_string(),
+        })?;
+    }
+    Ok((document.secrets, Some(Stamp::from_meta(&meta))))
+}
+
+/// Replaces the file with `secrets`, atomically, mode 0600.
+pub fn write(path: &Path, secrets: BTreeMap<String, Stored>) -> Result<(), SecretsError> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let temp = dir.join(format!(".{FILE_NAME}.{}.tmp", std::process::id()));
+    let write_err = |source| SecretsError::Write {
+        path: path.to_owned(),
+        source,
+    };
+    let text = serde_json::to_vec_pretty(&Document { secrets })
+        .map_err(|e| write_err(std::io::Error::new(std::io::ErrorKind::InvalidData, e)))?;
+    let written = (|| {
+        // A stale temporary file from a crash of this same pid is replaced.
+        let _ = std::fs::remove_file(&temp);
+        let mut file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&temp)?;
+        file.write_all(&text)?;
+        file.write_all(b"\n")?;
+        file.sync_all()?;
+        std::fs::rename(&temp, path)?;
+        // The rename itself is durable once the directory is synced.
+        std::fs::File::open(dir)?.sync_all()
+    })();
+    if written.is_err() {
+        let _ = std::fs::remove_file(&temp);
+    }
+    written.map_err(write_err)
+}
