@@ -106,6 +106,34 @@ function hearth.kv.delete(key) end
 ---@return any
 function hearth.tool(name, args) end
 
+---@class hearth.db
+hearth.db = {}
+
+---@class hearth.DbRows
+---@field rows table[] One table per row, keyed by column name.
+---@field truncated boolean True when rows were left out (over 500 rows or 256 KiB).
+
+---@class hearth.DbWrite
+---@field columns string[]
+---@field rows any[][]
+---@field changes integer Rows the statement changed.
+---@field last_insert_rowid integer
+
+---Runs one read-only statement on the agent's database (agent_data.db), on a
+---connection opened read-only. Values go in `params`: an array for `?`, a
+---table for `:name`. A statement that would write is an error.
+---@param sql string
+---@param params? table
+---@return hearth.DbRows
+function hearth.db.query(sql, params) end
+
+---Runs one statement that may write (CREATE, INSERT, UPDATE, DELETE) on the
+---agent's database, as an `execute_sql` call (ruled and audited as a write).
+---@param sql string
+---@param params? table
+---@return hearth.DbWrite
+function hearth.db.exec(sql, params) end
+
 ---@class hearth.http
 hearth.http = {}
 
@@ -117,3 +145,13 @@ hearth.http = {}
 ---@param request hearth.HttpRequest
 ---@return hearth.HttpResponse
 function hearth.http.request(request) end
+
+---Loads a library: `lib/<name>.lua` under $HEARTH_HOME (or the bundled
+---scripts), run once per call in a fresh environment, from the same
+---snapshot of the scripts as the calling tool. Give a library its own
+---`---@meta` file or annotate its returned table, and LuaLS follows
+---`require("name")` to it when `lib/` is on the workspace's library path.
+---A missing library or a cycle is an error at the line of the `require`.
+---@param name string
+---@return any
+function require(name) end

@@ -2,8 +2,7 @@
 //! identity (`identity`), each agent's notes (`notes`:
 //! memories, always in its prompt, and the scratchpad, by title), and
 //! search over every past conversation (`search`), over the index `index`
-//! keeps in step. Memories, the scratchpad, the session notepad
-//! and the versioned identity join it as issue 15 goes on
+//! keeps in step; each session's notepad lives with the notes
 //! ([knowledge.md](../../../docs/knowledge.md)).
 
 pub mod identity;
