@@ -145,8 +145,9 @@ impl AgentData {
         params: &Value,
         bounds: Bounds,
     ) -> Result<Rows, DataError> {
-        if access == Access::ReadOnly {
-            // The read-only connection cannot create the file.
+        if access == Access::ReadOnly && !self.path.exists() {
+            // The read-only connection cannot create the file. Checked
+            // first so a page query never waits on a long write's lock.
             self.with(Access::ReadWrite, |_| Ok(()))?;
         }
         self.with(access, |guarded| guarded.run(access, sql, params, bounds))
