@@ -425,3 +425,41 @@ fn edits_by_hand_are_versions_and_the_cli_rolls_back_through_the_daemon() {
     assert!(error.contains("has no version 7"), "{error}");
     drop(daemon);
 }
+
+#[test]
+fn a_bundled_library_serves_the_bundled_skill_and_cannot_be_shadowed() {
+    // The bundled scripts of this tree, wherever the build put the binary.
+    let bundled = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../scripts");
+    let h = Hearth::new(&format!(
+        "[scripts]\nbundled_dir = {:?}\n",
+        bundled.display().to_string()
+    ));
+    // The agent's own calendar would make every date day 0.
+    h.write(
+        "lib/calendar.lua",
+        "return { parse = function() return 0 end }\n",
+    );
+    let rt = h.runtime();
+    let days = call_ok(
+        &rt,
+        "dates.days_between",
+        json!({"from": "2026-01-01", "to": "2026-03-01"}),
+    );
+    assert_eq!(days, json!({"days": 59}));
+    let status = call_ok(&rt, "script_status", json!({}));
+    let errors = status["errors"].to_string();
+    assert!(
+        errors.contains("library name calendar is already taken by"),
+        "{errors}"
+    );
+    // A bad date is reported at the line of the tool that passed it.
+    let error = call_err(
+        &rt,
+        "dates.days_between",
+        json!({"from": "2026-02-30", "to": "2026-03-01"}),
+    );
+    assert!(
+        error.contains("skills/dates/dates.lua:") && error.contains("not a real date"),
+        "{error}"
+    );
+}

@@ -116,16 +116,8 @@ async fn serve(
     let deadline = Duration::from_millis(runtime.config.daemon.shutdown_timeout_ms);
     let run_id = record_start(&runtime);
     let services = services::Services::start(&runtime, control, started)?;
-    notify::ready();
-    tracing::info!(
-        startup_ms = started.elapsed().as_secs_f64() * 1000.0,
-        plugins = runtime.plugins.active().len(),
-        tools = runtime.tools.list().len(),
-        home = %runtime.config.home.display(),
-        pid = std::process::id(),
-        "ready"
-    );
-
+    // Watching before `ready`: a script saved the moment the daemon says
+    // it is ready is picked up, never missed.
     let watcher = match (runtime.config.scripts.watch, runtime.tools.scripts()) {
         (true, Some(scripts)) => {
             match crate::scripting::watch::start(std::sync::Arc::clone(scripts)) {
@@ -140,6 +132,16 @@ async fn serve(
         }
         _ => None,
     };
+
+    notify::ready();
+    tracing::info!(
+        startup_ms = started.elapsed().as_secs_f64() * 1000.0,
+        plugins = runtime.plugins.active().len(),
+        tools = runtime.tools.list().len(),
+        home = %runtime.config.home.display(),
+        pid = std::process::id(),
+        "ready"
+    );
 
     let mut current = runtime.config.clone();
     let signal_name = loop {

@@ -130,10 +130,25 @@ impl Catalog {
                         .entry(skill.doc.name.clone())
                         .or_insert_with(|| Arc::clone(skill));
                 }
-                // The agent's library of a name hides the bundled one.
-                Some(Loaded::Library(library)) => {
-                    libraries.insert(library.name.clone(), Arc::clone(library));
-                }
+                // As with tools, a name is taken by whoever loads first:
+                // the agent cannot change what a bundled tool requires.
+                Some(Loaded::Library(library)) => match libraries.get(&library.name) {
+                    Some(first) => {
+                        let first: &Arc<Library> = first;
+                        clashes.push(Problem {
+                            file: library.file.clone(),
+                            line: None,
+                            message: format!(
+                                "library name {} is already taken by {}; this one is not loaded",
+                                library.name,
+                                first.file.display()
+                            ),
+                        });
+                    }
+                    None => {
+                        libraries.insert(library.name.clone(), Arc::clone(library));
+                    }
+                },
                 None => {}
             }
         }

@@ -5,9 +5,10 @@
 //! bundled `scripts/` and `$HEARTH_HOME` (where the agent writes its own). A
 //! tool is `tools/<file>.lua`; a skill is `skills/<name>/SKILL.md` plus any
 //! `skills/<name>/*.lua`, whose tools are named `<name>.<tool>`; a library
-//! is `lib/<name>.lua`, loaded with `require("<name>")` (the agent's hides a
-//! bundled one of the same name). Libraries load first, and a change to one
-//! re-validates the tools that require libraries.
+//! is `lib/<name>.lua`, loaded with `require("<name>")`. A name (tool or
+//! library) is taken by whoever loads first, bundled scripts before the
+//! agent's. Libraries load first, and a change to one re-validates the
+//! tools that require libraries.
 //!
 //! Every content of a file under `$HEARTH_HOME` is kept as a version
 //! (`history`), whoever saved it: `write_script` records it before it
@@ -335,7 +336,6 @@ impl Scripts {
         let file = self
             .roots
             .iter()
-            .rev()
             .map(|root| root.join("lib").join(format!("{name}.lua")))
             .find(|file| file.is_file())?;
         let source = read_script(&file).ok()?;
@@ -581,9 +581,9 @@ fn classify(root: &Path, path: &Path) -> Option<FileKind> {
     }
 }
 
-/// The good library `name` in `files`, the agent's over a bundled one.
+/// The good library `name` in `files`, a bundled one first.
 fn library_in(files: &BTreeMap<(usize, PathBuf), Entry>, name: &str) -> Option<Arc<Library>> {
-    files.values().rev().find_map(|e| match &e.good {
+    files.values().find_map(|e| match &e.good {
         Some(Loaded::Library(library)) if library.name == name => Some(Arc::clone(library)),
         _ => None,
     })

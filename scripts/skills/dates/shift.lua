@@ -1,6 +1,8 @@
 -- dates.shift: a date plus (or minus) a number of days, with its weekday.
 -- Part of the bundled `dates` skill.
 
+local calendar = require("calendar")
+
 return {
   name = "shift",
   description = "The date N days after (or before, when negative) a date (YYYY-MM-DD), with its weekday.",
@@ -15,7 +17,7 @@ return {
     additionalProperties = false,
   },
   run = function(args)
-    local start = hearth.tool("dates.days_between", { from = "1970-01-01", to = args.date }).days
+    local start = calendar.parse(args.date, "date")
     local t = (start + args.days) * 86400
     return { date = hearth.time.format("%Y-%m-%d", t), weekday = hearth.time.format("%A", t) }
   end,
