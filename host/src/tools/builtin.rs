@@ -119,7 +119,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 22] = [
+    pub const ALL: [Builtin; 23] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -142,6 +142,7 @@ impl Builtin {
         Builtin::IdentityRollback,
         Builtin::Notepad,
         Builtin::Workshop(WorkshopTool::ExecuteSql),
+        Builtin::Workshop(WorkshopTool::ManagePages),
     ];
 
     /// Whether `context` has what this tool needs.

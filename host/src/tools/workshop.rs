@@ -1,6 +1,6 @@
 //! The workshop's tools: `execute_sql` on the agent's own database,
 //! `script_history` and `script_rollback` over the versions of what it
-//! wrote.
+//! wrote, `manage_pages` for the pages the canvas serves.
 //!
 //! `execute_sql` is one tool with two tiers: a statement SQLite judges
 //! read-only is ruled as a read, anything else as a write, so a dashboard's
@@ -22,13 +22,15 @@ pub const EXECUTE_SQL: &str = "execute_sql";
 pub enum WorkshopTool {
     /// SQL on the agent's own database.
     ExecuteSql,
+    /// The pages the canvas serves.
+    ManagePages,
 }
 
 impl WorkshopTool {
     /// Whether `context` has what this tool needs.
     pub fn available(self, context: &BuiltinContext) -> bool {
         match self {
-            WorkshopTool::ExecuteSql => context.workshop.is_some(),
+            WorkshopTool::ExecuteSql | WorkshopTool::ManagePages => context.workshop.is_some(),
         }
     }
 
@@ -51,6 +53,7 @@ impl WorkshopTool {
                 risk: Risk::Write,
                 targets: Default::default(),
             },
+            WorkshopTool::ManagePages => super::pages::spec(),
         }
     }
 
@@ -66,6 +69,9 @@ impl WorkshopTool {
                     || workshop.data.is_read_only(sql).unwrap_or(false);
                 reads.then_some(Risk::Read)
             }
+            (WorkshopTool::ManagePages, _) => {
+                matches!(args["action"].as_str(), Some("list" | "help")).then_some(Risk::Read)
+            }
             (WorkshopTool::ExecuteSql, None) => None,
         }
     }
@@ -74,7 +80,7 @@ impl WorkshopTool {
     pub fn call(
         self,
         context: &BuiltinContext,
-        _caller: &Caller,
+        caller: &Caller,
         args: &Value,
     ) -> Result<Value, String> {
         let workshop = context
@@ -83,6 +89,7 @@ impl WorkshopTool {
             .ok_or("the agent's workshop is served by the daemon")?;
         match self {
             WorkshopTool::ExecuteSql => execute_sql(workshop, args),
+            WorkshopTool::ManagePages => super::pages::manage(workshop, caller, args),
         }
     }
 }
