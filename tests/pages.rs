@@ -94,6 +94,63 @@ fn manage_pages_creates_updates_lists_deletes_and_keeps_versions() {
     assert_eq!(second["public"], true);
     assert_eq!(second["content"], "<h1>Shop</h1>");
     assert_eq!(versions[0].3, "owner");
+
+    // History and rollback, of a page that is there and of a deleted one.
+    let history = call_ok(
+        &rt,
+        "manage_pages",
+        json!({ "action": "history", "path": "shop/list" }),
+    );
+    let listed: Vec<i64> = history["versions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["version"].as_i64().unwrap())
+        .collect();
+    assert_eq!(listed, [1, 2]);
+    assert_eq!(history["versions"][0]["hash"].as_str().unwrap().len(), 64);
+    let restored = call_ok(
+        &rt,
+        "manage_pages",
+        json!({ "action": "rollback", "path": "shop/list", "version": 1 }),
+    );
+    assert_eq!(restored["public"], false);
+    let restored = call_ok(
+        &rt,
+        "manage_pages",
+        json!({ "action": "rollback", "path": "notes.md", "version": 1 }),
+    );
+    assert_eq!(restored["mime"], "text/markdown");
+    let listed = call_ok(&rt, "manage_pages", json!({ "action": "list" }));
+    assert_eq!(listed["pages"].as_array().unwrap().len(), 2);
+    let history = call_ok(
+        &rt,
+        "manage_pages",
+        json!({ "action": "history", "path": "shop/list" }),
+    );
+    assert_eq!(history["versions"][2]["note"], "rollback to version 1");
+    let cases = [
+        (
+            json!({ "action": "rollback", "path": "notes.md", "version": 2 }),
+            "is its deletion",
+        ),
+        (
+            json!({ "action": "rollback", "path": "notes.md", "version": 9 }),
+            "has no version 9",
+        ),
+        (
+            json!({ "action": "rollback", "path": "notes.md" }),
+            "field `version`",
+        ),
+        (
+            json!({ "action": "history", "path": "never" }),
+            "no page \"never\"",
+        ),
+    ];
+    for (args, expected) in cases {
+        let error = call_err(&rt, "manage_pages", args.clone());
+        assert!(error.contains(expected), "{args}: {error}");
+    }
 }
 
 #[test]

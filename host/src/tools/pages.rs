@@ -18,6 +18,7 @@ use crate::workshop::pages::{MAX_CONTENT, MIMES, PageChange, url};
 const HELP: &str = "Pages are served by the canvas at /pages/<path> (path: a-z 0-9 - _ . /, e.g. `reports/weekly`).\n\
 - create: path, content (HTML, markdown, JSON, CSS, JS, SVG; at most 512 KiB) or file (under $HEARTH_HOME/pages or $HEARTH_HOME/shared; images need a file), mime (default text/html; text/markdown is rendered to HTML), public (default false), queries.\n\
 - update: path and only what changes (queries replaces the whole set). delete: path. list.\n\
+- history: path: every version (hash, time, author). rollback: path, version: saves that version again as the newest (a deleted page comes back).\n\
 - queries: {\"name\": \"SELECT ... WHERE day >= :since\"}: read-only SQL on your database (execute_sql's), at most 20, names a-z 0-9 _. \
 The page's script fetches `/pages/<path>/queries/<name>?since=2026-01-01` (URL parameters fill :name parameters, as text) and gets \
 {\"columns\": [...], \"rows\": [{column: value}], \"row_count\": n, \"truncated\": bool}; at most 1000 rows, 1 s.\n\
@@ -28,11 +29,12 @@ The page's script fetches `/pages/<path>/queries/<name>?since=2026-01-01` (URL p
 pub fn spec() -> ToolSpec {
     ToolSpec {
         name: "manage_pages".into(),
-        description: "Publishes web pages the canvas serves at /pages/<path> (HTML, markdown, JSON, ...), each with named read-only SQL queries on your database that the page's script fetches as JSON. Actions: help (how pages work), create, update, delete, list. Pages are private (the owner's session) unless public is true.".into(),
+        description: "Publishes web pages the canvas serves at /pages/<path> (HTML, markdown, JSON, ...), each with named read-only SQL queries on your database that the page's script fetches as JSON. Actions: help (how pages work), create, update, delete, list, history, rollback (to a version). Pages are private (the owner's session) unless public is true.".into(),
         parameters: json!({
             "type": "object",
             "properties": {
-                "action": { "enum": ["help", "create", "update", "delete", "list"] },
+                "action": { "enum": ["help", "create", "update", "delete", "list", "history", "rollback"] },
+                "version": { "type": "integer", "minimum": 1 },
                 "path": { "type": "string", "maxLength": 200 },
                 "content": { "type": "string", "maxLength": MAX_CONTENT },
                 "file": { "type": "string", "maxLength": 4096 },
@@ -68,6 +70,12 @@ pub fn manage(workshop: &Workshop, caller: &Caller, args: &Value) -> Result<Valu
         .as_str()
         .ok_or_else(|| format!("field `path`: required for `{action}`"))?;
     let author = author(caller);
+    if action == "history" {
+        return pages
+            .history(path)
+            .map(|versions| json!({ "path": path, "url": url(path), "versions": versions }))
+            .map_err(|e| e.to_string());
+    }
     let text = |field: &str| args[field].as_str().map(str::to_owned);
     let change = PageChange {
         mime: text("mime"),
@@ -84,6 +92,12 @@ pub fn manage(workshop: &Workshop, caller: &Caller, args: &Value) -> Result<Valu
     let saved = match action {
         "create" => pages.create(path, change, &author, &workshop.data),
         "update" => pages.update(path, change, &author, &workshop.data),
+        "rollback" => {
+            let version = args["version"]
+                .as_i64()
+                .ok_or("field `version`: required for `rollback`, a number from `history`")?;
+            pages.rollback(path, version, &author, &workshop.data)
+        }
         _ => {
             return pages
                 .delete(path, &author)

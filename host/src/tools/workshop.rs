@@ -70,7 +70,8 @@ impl WorkshopTool {
                 reads.then_some(Risk::Read)
             }
             (WorkshopTool::ManagePages, _) => {
-                matches!(args["action"].as_str(), Some("list" | "help")).then_some(Risk::Read)
+                matches!(args["action"].as_str(), Some("list" | "help" | "history"))
+                    .then_some(Risk::Read)
             }
             (WorkshopTool::ExecuteSql, None) => None,
         }

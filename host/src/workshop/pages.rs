@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value, json};
 
 use super::data::{Access, AgentData, Bounds, DataError};
-use super::versions::{Kind, Versions};
+use super::versions::{Kind, Version, Versions};
 use crate::store::{Cold, now_ms};
 
 /// The pages table, on the store's cold connection.
@@ -143,6 +143,9 @@ pub enum PageError {
     /// No page at that path.
     #[error("no page {0:?}: `list` shows the pages there are")]
     NotFound(String),
+    /// No such version of the page, or one that cannot be restored.
+    #[error("field `version`: {0}")]
+    Version(String),
     /// The page has no query of that name.
     #[error("page {path:?} has no query {name:?}")]
     NoQuery {
@@ -242,6 +245,62 @@ impl Pages {
         self.versions
             .record(Kind::Page, path, None, author, "deleted")?;
         Ok(())
+    }
+
+    /// Every version of the page at `path` (it may be deleted now),
+    /// oldest first.
+    pub fn history(&self, path: &str) -> Result<Vec<Version>, PageError> {
+        let history = self.versions.history(Kind::Page, path)?;
+        if history.is_empty() {
+            return Err(PageError::NotFound(path.to_owned()));
+        }
+        Ok(history)
+    }
+
+    /// Saves version `version` of the page at `path` as its newest, checked
+    /// as any save is (a file it names must still be in place, its
+    /// queries must still prepare); a deleted page comes back.
+    pub fn rollback(
+        &self,
+        path: &str,
+        version: i64,
+        author: &str,
+        data: &AgentData,
+    ) -> Result<Page, PageError> {
+        let record = match self.versions.content(Kind::Page, path, version)? {
+            Some(Some(record)) => record,
+            Some(None) => {
+                return Err(PageError::Version(format!(
+                    "version {version} of {path:?} is its deletion; use action `delete`"
+                )));
+            }
+            None => {
+                return Err(PageError::Version(format!(
+                    "{path:?} has no version {version}; action `history` lists them"
+                )));
+            }
+        };
+        let old: Page = serde_json::from_str(&record).map_err(|e| {
+            PageError::Version(format!("version {version} of {path:?} is unreadable: {e}"))
+        })?;
+        let base = Page {
+            path: path.to_owned(),
+            mime: old.mime.clone(),
+            content: None,
+            file: None,
+            public: old.public,
+            queries: BTreeMap::new(),
+        };
+        let change = PageChange {
+            mime: Some(old.mime),
+            content: old.content,
+            file: old.file,
+            public: Some(old.public),
+            queries: Some(old.queries),
+        };
+        let page = self.apply(base, change, data)?;
+        self.save(&page, author, &format!("rollback to version {version}"))?;
+        Ok(page)
     }
 
     /// Every page, by path.
