@@ -1,6 +1,7 @@
 //! The canvas in a real browser: headless Chromium, driven by
 //! `tests/browser/canvas.test.mjs` through `playwright-core`, against the
-//! real daemon with a fake model.
+//! real daemon with a fake model; and the agent's pages, driven by
+//! `tests/browser/pages.test.mjs`.
 //!
 //! The browser script prints `STEP <name>` and waits; this side prepares
 //! the model's answers for that step (or checks the daemon side, or
@@ -228,6 +229,105 @@ fn the_canvas_works_end_to_end_in_chromium() {
         );
     }
     drop(daemon);
+}
+
+/// The private page: its script lists its query's rows and tries the
+/// canvas's WebSocket.
+const PRIVATE_PAGE: &str = r#"<!doctype html><meta charset="utf-8"><title>Shop</title>
+<ul id="rows"></ul><p id="state">pending</p><p id="ws">pending</p>
+<script>
+const out = (id, text) => { document.getElementById(id).textContent = text; };
+fetch("/pages/shop/queries/items?min=2").then((r) => r.json()).then((d) => {
+  for (const row of d.rows) {
+    const li = document.createElement("li");
+    li.textContent = `${row.name}: ${row.qty}`;
+    document.getElementById("rows").append(li);
+  }
+  out("state", `loaded ${d.row_count}`);
+}).catch((e) => out("state", `failed: ${e}`));
+try {
+  const ws = new WebSocket(`ws://${location.host}/ws`);
+  ws.onopen = () => out("ws", "opened");
+  ws.onerror = () => out("ws", "failed: error");
+} catch (e) { out("ws", `failed: ${e.name}`); }
+</script>"#;
+
+/// The public page: its script tries the WebSocket, `/files`, the cookie
+/// and its own query.
+const PUBLIC_PAGE: &str = r#"<!doctype html><meta charset="utf-8"><title>Board</title>
+<p id="ws">pending</p><p id="files">pending</p><p id="query">pending</p><p id="cookie">pending</p>
+<script>
+const out = (id, text) => { document.getElementById(id).textContent = text; };
+try {
+  const ws = new WebSocket(`ws://${location.host}/ws`);
+  ws.onopen = () => out("ws", "opened");
+  ws.onerror = () => out("ws", "failed: error");
+} catch (e) { out("ws", `failed: ${e.name}`); }
+fetch("/files/secret.txt").then((r) => r.text().then((t) => out("files", r.ok ? `read: ${t}` : `failed: ${r.status}`)))
+  .catch((e) => out("files", `failed: ${e}`));
+fetch("/pages/open/board/queries/all").then((r) => r.json()).then((d) => out("query", `rows ${d.row_count}`))
+  .catch((e) => out("query", `failed: ${e}`));
+try { out("cookie", `cookie: ${document.cookie}`); } catch (e) { out("cookie", `failed: ${e.name}`); }
+</script>"#;
+
+#[test]
+fn pages_show_their_queries_and_public_pages_stay_in_their_sandbox_in_chromium() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let browser_dir = root.join("tests/browser");
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    assert!(
+        browser_dir.join("node_modules/playwright-core").is_dir() && Path::new(&chromium).is_file(),
+        "run `npm ci` in tests/browser and install Debian's chromium (.ci/run does)"
+    );
+    let artifacts = target_dir().join("browser-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let h = Hearth::with_plugins(
+        &[plugin("canvas")],
+        &format!("[plugins.canvas]\nlisten = \"127.0.0.1:{}\"\n", free_port()),
+    );
+    std::fs::create_dir_all(h.home().join("shared")).unwrap();
+    std::fs::write(h.home().join("shared/secret.txt"), "owner only").unwrap();
+    let _daemon = h.daemon();
+    let canvas = Canvas::of(h.home());
+    let tool = |name: &str, args: Value| {
+        h.cmd(&["tool", "call", name, &args.to_string()]).ok();
+    };
+    tool(
+        "execute_sql",
+        json!({ "sql": "CREATE TABLE item (name TEXT, qty INTEGER)" }),
+    );
+    tool(
+        "execute_sql",
+        json!({ "sql": "INSERT INTO item VALUES ('milk', 2), ('eggs', 12), ('flour', 1)" }),
+    );
+    tool(
+        "manage_pages",
+        json!({ "action": "create", "path": "shop", "content": PRIVATE_PAGE,
+                "queries": { "items": "SELECT name, qty FROM item WHERE qty >= :min ORDER BY name" } }),
+    );
+    tool(
+        "manage_pages",
+        json!({ "action": "create", "path": "open/board", "content": PUBLIC_PAGE, "public": true,
+                "queries": { "all": "SELECT name FROM item" } }),
+    );
+    let status = Command::new("node")
+        .arg(browser_dir.join("pages.test.mjs"))
+        .current_dir(&root)
+        .env("HEARTH_CANVAS_LOGIN", canvas.login_url())
+        .env("HEARTH_CANVAS_BASE", canvas.base())
+        .env("HEARTH_ARTIFACTS", &artifacts)
+        .env("CHROMIUM", &chromium)
+        .stdin(Stdio::null())
+        .status()
+        .expect("run node (install Node.js)");
+    assert!(
+        status.success(),
+        "the pages browser test failed ({status}); screenshots in {}",
+        artifacts.display()
+    );
 }
 
 fn start(h: &Hearth) -> Daemon {

@@ -153,9 +153,12 @@ impl Runtime {
             config.owner.clone(),
             Some(Arc::clone(&people)),
         )));
+        // Before the bridge: the canvas serves pages through it.
+        let workshop = Arc::new(Workshop::new(&config.home, cold.clone()));
         let bridge = Bridge::start(
             store::open_connection(&db)?,
             cold.clone(),
+            Arc::clone(&workshop),
             Arc::clone(&router),
             config.daemon.queue_capacity,
             Duration::from_millis(config.daemon.queue_wait_ms),
@@ -260,7 +263,7 @@ impl Runtime {
                     people: Arc::clone(&people),
                 })
             }),
-            workshop: Some(Arc::new(Workshop::new(&config.home))),
+            workshop: Some(workshop),
         };
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),

@@ -38,6 +38,14 @@ pub mod service {
     /// request [`super::Notice`], answer `{}` once the notice is stored in
     /// the agent's inbox. The same key twice is stored once.
     pub const AGENT_NOTIFY: &str = "agent.notify";
+    /// A page the agent published, for a channel that serves pages (the
+    /// canvas): request [`super::PageRequest`], answer
+    /// [`super::PageAnswer`] (`page` or `refused`).
+    pub const PAGE_GET: &str = "page.get";
+    /// Run a page's named query (read-only, bounded): request
+    /// [`super::PageRequest`] with `query`, answer [`super::PageAnswer`]
+    /// (`rows` or `refused`).
+    pub const PAGE_QUERY: &str = "page.query";
 }
 
 /// How much a tool can change: the policy decides per tier.
@@ -521,6 +529,59 @@ pub struct Notice {
     pub key: String,
     /// What the agent is told, as plain text.
     pub text: String,
+}
+
+/// The request of [`service::PAGE_GET`] and [`service::PAGE_QUERY`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PageRequest {
+    /// The page's path, without `/pages/`.
+    pub path: String,
+    /// The named query to run (`page.query` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub query: Option<String>,
+    /// The query's parameters, from the URL's query string.
+    #[serde(default)]
+    pub params: std::collections::BTreeMap<String, String>,
+    /// Whether the request carries the owner's valid session: without it,
+    /// only public pages are answered.
+    #[serde(default)]
+    pub session: bool,
+}
+
+/// The answer of [`service::PAGE_GET`] and [`service::PAGE_QUERY`].
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum PageAnswer {
+    /// The page to serve.
+    Page {
+        /// Its MIME type (`text/markdown` is for the server to render).
+        mime: String,
+        /// Served without a session (sandboxed, rate-limited).
+        public: bool,
+        /// The text, for a page saved with content.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        content: Option<String>,
+        /// The absolute path of the file to serve, checked by the host
+        /// just now, for a page saved with a file.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        file: Option<String>,
+    },
+    /// A query's result.
+    Rows {
+        /// Whether its page is public (its answer may be read cross-origin).
+        public: bool,
+        /// `{ "columns": [...], "rows": [{column: value}], "row_count": n,
+        /// "truncated": bool }`.
+        result: Value,
+    },
+    /// Not served: `status` is the HTTP status to answer with.
+    Refused {
+        /// 400 (a bad query or parameter), 401 (private, no session),
+        /// 404 (no such page or query), 500 (the host failed).
+        status: u16,
+        /// What was wrong, for the visitor.
+        error: String,
+    },
 }
 
 /// The answer to [`service::HOST_INFO`].

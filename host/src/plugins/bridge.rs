@@ -28,6 +28,7 @@ use crate::router::Admission;
 use crate::router::Router;
 use crate::router::inbox::{self, Route, StoreJob, Stored};
 use crate::store::Cold;
+use crate::workshop::Workshop;
 
 /// The largest submission accepted, in bytes. Attachments travel as files,
 /// so a message body has no business being larger.
@@ -40,6 +41,8 @@ pub struct Bridge {
     /// at a time, and the writer thread's hand-offs would be pure latency.
     /// The plugins' host services use it too.
     local: Cold,
+    /// The agent's pages, which channels serve (`page.get`, `page.query`).
+    workshop: Arc<Workshop>,
     logs: BoundedSender<LogRecord>,
     jobs: BoundedSender<StoreJob>,
     wait: Duration,
@@ -82,6 +85,7 @@ impl Bridge {
     pub fn start(
         conn: rusqlite::Connection,
         local: Cold,
+        workshop: Arc<Workshop>,
         router: Arc<Router>,
         capacity: usize,
         wait: Duration,
@@ -97,6 +101,7 @@ impl Bridge {
         Ok(Arc::new(Bridge {
             router,
             local,
+            workshop,
             logs,
             jobs,
             wait,
@@ -336,6 +341,16 @@ impl PluginContext {
             }
         };
         let channel = self.channel.get().cloned().flatten().map(|c| c.name);
+        if matches!(&*service, service::PAGE_GET | service::PAGE_QUERY) {
+            // Before the cold connection is taken: pages use it themselves.
+            return match channel {
+                Some(_) => services::page(&self.bridge.workshop, &service, request),
+                None => (
+                    status::INVALID,
+                    format!("{service}: only a channel plugin serves pages"),
+                ),
+            };
+        }
         let conn = self.bridge.local.lock();
         let answer = match &*service {
             service::CHANNEL_HISTORY => match channel {

@@ -1,29 +1,35 @@
 //! The host services a plugin reaches with `call`, besides `host.info`:
 //! its channel's transcript (`channel.history`), its own key-value
-//! namespace (`kv.get`, `kv.set`), and notices for the agent
-//! (`agent.notify`).
+//! namespace (`kv.get`, `kv.set`), notices for the agent
+//! (`agent.notify`), and the agent's pages for a channel that serves them
+//! (`page.get`, `page.query`).
 //!
 //! These answer inline on the bridge's own connection, unlike `submit`:
 //! each is one short indexed statement, nothing that runs agent work, and
-//! the plugin needs the answer to go on.
+//! the plugin needs the answer to go on. A page query is one bounded
+//! read-only statement on `agent_data.db` (at most 1 s).
 
+use hearth_sdk::abi::status;
 use hearth_sdk::protocol::{
     Attachment, ChannelHistory, ConfirmationRecord, ConfirmationRequest, ConfirmationState,
-    HistoryMessage, HistoryRequest, InboundMessage, Notice, service,
+    HistoryMessage, HistoryRequest, InboundMessage, Notice, PageRequest, service,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
 use crate::router::LOCAL_CHANNEL;
 use crate::store::now_ms;
+use crate::workshop::Workshop;
 
 /// Every service `call` answers.
-pub const OFFERED: [&str; 5] = [
+pub const OFFERED: [&str; 7] = [
     service::HOST_INFO,
     service::CHANNEL_HISTORY,
     service::KV_GET,
     service::KV_SET,
     service::AGENT_NOTIFY,
+    service::PAGE_GET,
+    service::PAGE_QUERY,
 ];
 
 /// The sender of notices in the inbox: the host itself, never a person.
@@ -91,6 +97,28 @@ pub fn kv_set(conn: &Connection, plugin: &str, request: &Value) -> Result<Value,
     };
     result.map_err(|e| format!("kv.set: the store failed: {e}"))?;
     Ok(json!({}))
+}
+
+/// `page.get` or `page.query` (`service`), for a channel plugin: the
+/// status and the answer for the bridge to hand back.
+pub fn page(workshop: &Workshop, service: &str, request: Value) -> (i32, String) {
+    let mut request: PageRequest = match serde_json::from_value(request) {
+        Ok(request) => request,
+        Err(e) => return (status::INVALID, format!("{service}: {e}")),
+    };
+    if service == service::PAGE_GET {
+        request.query = None;
+    } else if request.query.is_none() {
+        return (
+            status::INVALID,
+            format!("{service}: field `query` is missing"),
+        );
+    }
+    let answer = workshop.pages.answer(&request, &workshop.data);
+    (
+        status::OK,
+        serde_json::to_string(&answer).unwrap_or_else(|_| "{}".into()),
+    )
 }
 
 /// `agent.notify`: the inbox message that tells the agent what `plugin`

@@ -296,3 +296,16 @@ CREATE TABLE versions (
     created_at_ms INTEGER NOT NULL,
     UNIQUE (kind, name, version)
 );
+
+CREATE TABLE pages (
+    path          TEXT    PRIMARY KEY,
+    mime          TEXT    NOT NULL,
+    content       TEXT,
+    file          TEXT,
+    public        INTEGER NOT NULL DEFAULT 0,
+    queries       TEXT    NOT NULL DEFAULT '{}',
+    author        TEXT    NOT NULL,
+    created_at_ms INTEGER NOT NULL,
+    updated_at_ms INTEGER NOT NULL,
+    CHECK ((content IS NULL) != (file IS NULL))
+);

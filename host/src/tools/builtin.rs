@@ -121,7 +121,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 24] = [
+    pub const ALL: [Builtin; 25] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -146,6 +146,7 @@ impl Builtin {
         Builtin::Workshop(WorkshopTool::ExecuteSql),
         Builtin::Workshop(WorkshopTool::ScriptHistory),
         Builtin::Workshop(WorkshopTool::ScriptRollback),
+        Builtin::Workshop(WorkshopTool::ManagePages),
     ];
 
     /// Whether `context` has what this tool needs.

@@ -8,6 +8,7 @@
 mod agent_tools;
 mod builtin;
 mod knowledge;
+mod pages;
 mod people;
 mod registry;
 mod schedule;

@@ -1,6 +1,6 @@
 //! The workshop's tools: `execute_sql` on the agent's own database,
 //! `script_history` and `script_rollback` over the versions of what it
-//! wrote.
+//! wrote, `manage_pages` for the pages the canvas serves.
 //!
 //! `execute_sql` is one tool with two tiers: a statement SQLite judges
 //! read-only is ruled as a read, anything else as a write, so a dashboard's
@@ -26,13 +26,15 @@ pub enum WorkshopTool {
     ScriptHistory,
     /// Restore a script's version.
     ScriptRollback,
+    /// The pages the canvas serves.
+    ManagePages,
 }
 
 impl WorkshopTool {
     /// Whether `context` has what this tool needs.
     pub fn available(self, context: &BuiltinContext) -> bool {
         match self {
-            WorkshopTool::ExecuteSql => context.workshop.is_some(),
+            WorkshopTool::ExecuteSql | WorkshopTool::ManagePages => context.workshop.is_some(),
             WorkshopTool::ScriptHistory | WorkshopTool::ScriptRollback => context.scripts.is_some(),
         }
     }
@@ -83,6 +85,7 @@ impl WorkshopTool {
                 risk: Risk::Write,
                 targets: Default::default(),
             },
+            WorkshopTool::ManagePages => super::pages::spec(),
         }
     }
 
@@ -97,6 +100,10 @@ impl WorkshopTool {
                 let reads = args["read_only"].as_bool() == Some(true)
                     || workshop.data.is_read_only(sql).unwrap_or(false);
                 reads.then_some(Risk::Read)
+            }
+            (WorkshopTool::ManagePages, _) => {
+                matches!(args["action"].as_str(), Some("list" | "help" | "history"))
+                    .then_some(Risk::Read)
             }
             _ => None,
         }
@@ -119,6 +126,7 @@ impl WorkshopTool {
         let name = args["name"].as_str().unwrap_or_default();
         match self {
             WorkshopTool::ExecuteSql => execute_sql(workshop()?, args),
+            WorkshopTool::ManagePages => super::pages::manage(workshop()?, caller, args),
             WorkshopTool::ScriptHistory => scripts()?.history(name),
             WorkshopTool::ScriptRollback => {
                 let version = args["version"].as_i64().unwrap_or_default();

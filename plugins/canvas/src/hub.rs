@@ -15,8 +15,8 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use axum::extract::ws::Utf8Bytes;
 use hearth_sdk::protocol::{
     ChannelEvent, ChannelHistory, ConfirmationAnswer, ConfirmationRecord, ConfirmationState,
-    HistoryMessage, InboundMessage, OWNER_SENDER, OutboundMessage, Submission, UpcomingJob,
-    service,
+    HistoryMessage, InboundMessage, OWNER_SENDER, OutboundMessage, PageAnswer, PageRequest,
+    Submission, UpcomingJob, service,
 };
 use hearth_sdk::{Host, SubmitError};
 use serde_json::{Value, json};
@@ -118,6 +118,17 @@ impl Hub {
             "streaming": streaming,
             "schedule": lock(&self.schedule).clone(),
         })
+    }
+
+    /// Asks the host for a page or a query's rows (`service` is
+    /// `page.get` or `page.query`). Blocks on the host's store.
+    pub fn page(&self, service: &str, request: &PageRequest) -> Result<PageAnswer, String> {
+        let request = serde_json::to_value(request).map_err(|e| e.to_string())?;
+        let answer = self
+            .host
+            .call(service, &request)
+            .map_err(|e| e.to_string())?;
+        serde_json::from_value(answer).map_err(|e| format!("{service} answered: {e}"))
     }
 
     /// Shows `element`, replacing one with the same id in place.

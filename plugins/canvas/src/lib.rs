@@ -12,6 +12,7 @@
 //! - `hub`: shared state and the broadcast to browsers;
 //! - `elements`: the pane's element types and their checks;
 //! - `markdown`: safe HTML from the agent's markdown;
+//! - `pages`: the agent's pages and their queries, at `/pages/`;
 //! - `uploads`: files the owner attaches;
 //! - `assets`: the embedded web UI (`ui/`).
 //!
@@ -22,6 +23,7 @@ pub mod auth;
 pub mod elements;
 pub mod hub;
 pub mod markdown;
+pub mod pages;
 pub mod server;
 pub mod settings;
 pub mod uploads;
@@ -109,6 +111,7 @@ impl Plugin for Canvas {
             auth,
             shared: home.join("shared"),
             closing: closed.clone(),
+            pages: pages::Limiter::default(),
         });
         let app = server::router(server);
         let mut stop = closed;

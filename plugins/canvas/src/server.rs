@@ -1,11 +1,12 @@
 //! The HTTP side: routes, the session check in front of them, the login
 //! exchange, uploads and `/files`.
 //!
-//! Without a valid session cookie only `/login` and the two files the login
-//! page needs are served; a page request is redirected to `/login` and
-//! anything else answers 401. Every response carries a strict
-//! Content-Security-Policy; files from `/files` get a sandboxing one, so an
-//! HTML file the agent wrote there cannot run script as the canvas.
+//! Without a valid session cookie only `/login`, the two files the login
+//! page needs and the agent's public pages (`pages`) are served; a page
+//! request is redirected to `/login` and anything else answers 401. Every
+//! response carries a strict Content-Security-Policy; files from `/files`
+//! and the agent's pages get a sandboxing one, so an HTML file the agent
+//! wrote cannot run script as the canvas.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -26,6 +27,7 @@ use tower_http::services::ServeDir;
 use crate::assets::{self, Asset};
 use crate::auth::{self, Login};
 use crate::hub::Hub;
+use crate::pages;
 use crate::uploads;
 use crate::ws;
 
@@ -39,6 +41,8 @@ pub struct Server {
     pub shared: std::path::PathBuf,
     /// Flips to `true` when the plugin shuts down.
     pub closing: tokio::sync::watch::Receiver<bool>,
+    /// The brake on requests for pages without a session.
+    pub pages: pages::Limiter,
 }
 
 /// The largest WebSocket message a browser may send.
@@ -75,6 +79,7 @@ pub fn router(server: Arc<Server>) -> Router {
         )
         .route("/login.css", get(asset))
         .route("/favicon.svg", get(asset))
+        .route("/pages/{*rest}", get(pages::serve))
         .merge(protected)
         .layer(middleware::from_fn(security_headers))
         .with_state(server)
@@ -110,10 +115,13 @@ async fn security_headers(request: Request, next: Next) -> Response {
     let mut response = next.run(request).await;
     let headers = response.headers_mut();
     let csp = if files { FILES_CSP } else { CSP };
-    headers.insert(
-        header::CONTENT_SECURITY_POLICY,
-        HeaderValue::from_static(csp),
-    );
+    // A page of the agent's comes with its own, sandboxing, policy.
+    if !headers.contains_key(header::CONTENT_SECURITY_POLICY) {
+        headers.insert(
+            header::CONTENT_SECURITY_POLICY,
+            HeaderValue::from_static(csp),
+        );
+    }
     headers.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
@@ -223,6 +231,12 @@ async fn upload(
     headers: HeaderMap,
     body: Body,
 ) -> Response {
+    // A browser always sends Origin with a POST: one from another origin,
+    // or from a sandboxed page (`null`), is not the canvas's own.
+    if headers.contains_key(header::ORIGIN) && !same_origin(&headers) {
+        tracing::warn!(origin = ?headers.get(header::ORIGIN), "canvas upload refused: foreign Origin");
+        return failure(StatusCode::FORBIDDEN, "cross-origin upload refused");
+    }
     let name = query.get("name").map_or("file", String::as_str);
     let mime = headers
         .get(header::CONTENT_TYPE)
@@ -306,7 +320,8 @@ fn same_origin(headers: &HeaderMap) -> bool {
     }
 }
 
-fn has_session(server: &Server, headers: &HeaderMap) -> bool {
+/// Whether `headers` carry a session cookie this canvas signed.
+pub fn has_session(server: &Server, headers: &HeaderMap) -> bool {
     headers
         .get_all(header::COOKIE)
         .iter()
