@@ -129,6 +129,16 @@ fn manage_pages_creates_updates_lists_deletes_and_keeps_versions() {
         json!({ "action": "history", "path": "shop/list" }),
     );
     assert_eq!(history["versions"][2]["note"], "rollback to version 1");
+    // script_history and script_rollback reach pages by where they are
+    // served, through the same versions.
+    let same = call_ok(&rt, "script_history", json!({ "name": "pages/shop/list" }));
+    assert_eq!(same["versions"], history["versions"]);
+    let again = call_ok(
+        &rt,
+        "script_rollback",
+        json!({ "name": "pages/shop/list", "version": 2 }),
+    );
+    assert_eq!(again["public"], true);
     let cases = [
         (
             json!({ "action": "rollback", "path": "notes.md", "version": 2 }),

@@ -60,7 +60,7 @@ impl WorkshopTool {
             },
             WorkshopTool::ScriptHistory => ToolSpec {
                 name: "script_history".into(),
-                description: "Lists every saved version of one of your scripts (a tool, library or skill under $HEARTH_HOME): number, time, author, size, content hash, and what the save was (write_script, an edit by hand, a rollback, a deletion). Name it by tool name, library name, skill name or path (tools/x.lua).".into(),
+                description: "Lists every saved version of one of your scripts (a tool, library or skill under $HEARTH_HOME): number, time, author, size, content hash, and what the save was (write_script, an edit by hand, a rollback, a deletion). Name it by tool name, library name, skill name or path (tools/x.lua); a page by where it is served (pages/<path>).".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": { "name": { "type": "string", "minLength": 1, "maxLength": 300 } },
@@ -72,7 +72,7 @@ impl WorkshopTool {
             },
             WorkshopTool::ScriptRollback => ToolSpec {
                 name: "script_rollback".into(),
-                description: "Restores an earlier version of one of your scripts (numbers from script_history). The old content is validated and hot-reloaded like any save and becomes the newest version; nothing is lost.".into(),
+                description: "Restores an earlier version of one of your scripts, or of a page (pages/<path>) (numbers from script_history). The old content is validated and hot-reloaded like any save and becomes the newest version; nothing is lost.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -127,6 +127,23 @@ impl WorkshopTool {
         match self {
             WorkshopTool::ExecuteSql => execute_sql(workshop()?, args),
             WorkshopTool::ManagePages => super::pages::manage(workshop()?, caller, args),
+            // A page, named where the canvas serves it, has its versions
+            // in the same table: `manage_pages` answers for it.
+            WorkshopTool::ScriptHistory | WorkshopTool::ScriptRollback
+                if name.starts_with("pages/") =>
+            {
+                let mut call = args.clone();
+                call["path"] = json!(&name["pages/".len()..]);
+                call["action"] = json!(if self == WorkshopTool::ScriptHistory {
+                    "history"
+                } else {
+                    "rollback"
+                });
+                if let Some(call) = call.as_object_mut() {
+                    call.remove("name");
+                }
+                super::pages::manage(workshop()?, caller, &call)
+            }
             WorkshopTool::ScriptHistory => scripts()?.history(name),
             WorkshopTool::ScriptRollback => {
                 let version = args["version"].as_i64().unwrap_or_default();
