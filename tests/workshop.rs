@@ -200,7 +200,10 @@ local w = hearth.db.exec("INSERT INTO item VALUES (:name, :qty)", { name = args.
 local r = hearth.db.query("SELECT name, qty FROM item WHERE qty >= ? ORDER BY name", { 1 })
 local ok, err = pcall(hearth.db.query, "DELETE FROM item")
 local ok2, err2 = pcall(hearth.db.exec, "ATTACH 'x.db' AS x")
-return { changes = w.changes, rows = r.rows, truncated = r.truncated, write_in_query = tostring(err), attach = tostring(err2) }"#,
+local ok3, err3 = pcall(hearth.db.query, 42)
+local ok4, err4 = pcall(hearth.db.query, "SELECT :a", { b = 1 })
+return { changes = w.changes, rows = r.rows, truncated = r.truncated, write_in_query = tostring(err), attach = tostring(err2),
+  not_text = tostring(err3), bad_param = tostring(err4) }"#,
         ),
     );
     let rt = h.runtime();
@@ -219,6 +222,12 @@ return { changes = w.changes, rows = r.rows, truncated = r.truncated, write_in_q
         got["attach"].as_str().unwrap().contains("refused: ATTACH"),
         "{got}"
     );
+    for (key, expected) in [
+        ("not_text", "the SQL must be a string"),
+        ("bad_param", "`b` is not a parameter"),
+    ] {
+        assert!(got[key].as_str().unwrap().contains(expected), "{got}");
+    }
     // The model's tool sees what the script wrote.
     let read = call_ok(
         &rt,
