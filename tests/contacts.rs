@@ -71,6 +71,13 @@ fn a_contact_is_answered_by_their_agent_in_a_session_of_their_own() {
     s.llm.push(anthropic_text("Noted, Sam."));
     s.llm
         .push_for(&agent("shopping"), anthropic_text("Milk and eggs."));
+    // The owner has a secret: its name is the main agent's to know only.
+    s.home
+        .cmd_with_input(
+            &["secret", "set", "DOOR_API_TOKEN"],
+            "value-of-the-door-token\n",
+        )
+        .ok();
     let _daemon = s.start();
     s.tool("remember", json!({"fact": "Sam's door code is 4321"}));
     alex_with(&s, "shopping");
@@ -96,7 +103,7 @@ fn a_contact_is_answered_by_their_agent_in_a_session_of_their_own() {
     assert_eq!(shopping.len(), 1);
     let seen = shopping[0].to_string();
     // It has a memory of its own (empty), never the owner's.
-    for private in ["4321", "door code", "surprise party"] {
+    for private in ["4321", "door code", "surprise party", "DOOR_API_TOKEN"] {
         assert!(
             !seen.contains(private),
             "the sub-agent saw {private:?}: {seen}"

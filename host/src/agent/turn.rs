@@ -422,12 +422,12 @@ impl Agent {
             .into_iter()
             .filter(|(name, _)| self.profile.is_main() || scope.allows(&format!("{name}.*")))
             .collect();
-        let secrets = self
-            .base
-            .tools
-            .secrets()
-            .map(|s| s.names())
-            .unwrap_or_default();
+        // The main agent writes the tools that use secrets; a sub-agent
+        // (perhaps talking to a contact) is not told which ones exist.
+        let secrets = match self.base.tools.secrets() {
+            Some(secrets) if self.profile.is_main() => secrets.names(),
+            _ => Vec::new(),
+        };
         let system = system_prompt(&PromptParts {
             identity: &identity,
             profile: &self.profile,
