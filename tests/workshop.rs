@@ -412,7 +412,7 @@ fn edits_by_hand_are_versions_and_the_cli_rolls_back_through_the_daemon() {
     loop {
         let log = h.cmd(&["scripts", "log", "ver", "--json"]).json();
         if log["versions"].as_array().map_or(0, Vec::len) == 2 {
-            assert_eq!(log["versions"][1]["author"], "owner (by hand)");
+            assert_eq!(log["versions"][1]["author"], "outside write_script");
             break;
         }
         assert!(
@@ -422,7 +422,10 @@ fn edits_by_hand_are_versions_and_the_cli_rolls_back_through_the_daemon() {
         std::thread::sleep(std::time::Duration::from_millis(50));
     }
     let table = h.cmd(&["scripts", "log", "ver"]).ok().to_owned();
-    assert!(table.contains("saved outside write_script"), "{table}");
+    assert!(
+        table.contains("saved by an editor or another tool"),
+        "{table}"
+    );
     let rolled = h.cmd(&["scripts", "rollback", "ver", "1"]).ok().to_owned();
     assert!(
         rolled.contains("restored version 1") && rolled.contains("as version 3"),

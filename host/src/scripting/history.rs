@@ -15,10 +15,11 @@ use serde_json::{Value, json};
 use super::Scripts;
 use crate::workshop::versions::Kind;
 
-/// Who a save found by the reload is put down to: the agent saves through
-/// `write_script`, so anything else is the owner's editor (or a program of
-/// theirs).
-const BY_HAND: &str = "owner (by hand)";
+/// Who a save found by the reload is put down to. It may be the owner's
+/// editor, or the agent through another tool (`write_file`, a shell
+/// command): the reload cannot tell, and a version never claims an author
+/// it cannot prove.
+const OUTSIDE: &str = "outside write_script";
 
 impl Scripts {
     /// Every version of the script `name`, oldest first.
@@ -73,12 +74,12 @@ impl Scripts {
             return;
         };
         let note = match content {
-            Some(_) => "saved outside write_script",
+            Some(_) => "saved by an editor or another tool",
             None => "deleted",
         };
         if let Err(e) = self
             .versions
-            .record(Kind::Script, relative, content, BY_HAND, note)
+            .record(Kind::Script, relative, content, OUTSIDE, note)
         {
             tracing::warn!(file = %path.display(), "the version was not recorded: {e}");
         }

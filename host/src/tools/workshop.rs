@@ -60,7 +60,7 @@ impl WorkshopTool {
             },
             WorkshopTool::ScriptHistory => ToolSpec {
                 name: "script_history".into(),
-                description: "Lists every saved version of one of your scripts (a tool, library or skill under $HEARTH_HOME): number, time, author, size, content hash, and what the save was (write_script, an edit by hand, a rollback, a deletion). Name it by tool name, library name, skill name or path (tools/x.lua); a page by where it is served (pages/<path>).".into(),
+                description: "Lists every saved version of one of your scripts (a tool, library or skill under $HEARTH_HOME): number, time, author, size, content hash, and what the save was (write_script, an edit by an editor or another tool, a rollback, a deletion). Name it by tool name, library name, skill name or path (tools/x.lua); a page by where it is served (pages/<path>).".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": { "name": { "type": "string", "minLength": 1, "maxLength": 300 } },

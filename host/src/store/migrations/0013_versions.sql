@@ -14,7 +14,8 @@ CREATE TABLE versions (
     content       TEXT,
     -- SHA-256 of the content, hex; empty for a deletion.
     hash          TEXT    NOT NULL,
-    -- `owner`, `owner (by hand)`, or the agent that wrote it.
+    -- The caller of write_script (`agent 1`, `owner via cli`), or
+    -- `outside write_script` for a save the reload found.
     author        TEXT    NOT NULL,
     note          TEXT    NOT NULL,
     created_at_ms INTEGER NOT NULL,
