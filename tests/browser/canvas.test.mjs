@@ -19,7 +19,7 @@
 import fs from "node:fs";
 import path from "node:path";
 import readline from "node:readline";
-import { chromium } from "playwright-core";
+import { ARTIFACTS, BASE, LOGIN, launch, run } from "./harness.mjs";
 
 const TIMEOUT_MS = 20_000;
 const STEP_ANSWER_TIMEOUT_MS = 180_000;
@@ -27,16 +27,6 @@ const STEP_ANSWER_TIMEOUT_MS = 180_000;
 console.log = console.error;
 const log = (...args) => console.error("[canvas.test]", ...args);
 
-function env(name) {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-}
-
-const LOGIN = env("HEARTH_CANVAS_LOGIN");
-const BASE = env("HEARTH_CANVAS_BASE").replace(/\/+$/, "");
-const ARTIFACTS = env("HEARTH_ARTIFACTS");
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 
 const EXPECTED_ELEMENTS = {
   "el-markdown": "markdown",
@@ -197,11 +187,7 @@ function watch(p) {
 
 async function main() {
   fs.mkdirSync(ARTIFACTS, { recursive: true });
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launch();
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   context.setDefaultTimeout(TIMEOUT_MS);
   context.setDefaultNavigationTimeout(TIMEOUT_MS);
@@ -395,20 +381,4 @@ async function main() {
   await step("done");
 }
 
-async function run() {
-  let code = 0;
-  try {
-    await main();
-    log("pass");
-  } catch (e) {
-    code = 1;
-    console.error(e && e.stack ? e.stack : String(e));
-    if (page && !page.isClosed()) {
-      await page.screenshot({ path: path.join(ARTIFACTS, "failure.png"), fullPage: true, timeout: 5000 }).catch((err) => log("no failure screenshot:", err.message));
-    }
-  }
-  if (browser) await browser.close().catch(() => {});
-  process.exit(code);
-}
-
-run();
+run(main, () => ({ browser, page }), "failure.png", log);

@@ -12,21 +12,11 @@
 // Exit code 0 is a pass; a failure goes to stderr with `pages-failure.png`.
 
 import path from "node:path";
-import { chromium } from "playwright-core";
+import { ARTIFACTS, BASE, LOGIN, launch, run } from "./harness.mjs";
 
 const TIMEOUT_MS = 20_000;
 const log = (...args) => console.error("[pages.test]", ...args);
 
-function env(name) {
-  const v = process.env[name];
-  if (!v) throw new Error(`${name} is not set`);
-  return v;
-}
-
-const LOGIN = env("HEARTH_CANVAS_LOGIN");
-const BASE = env("HEARTH_CANVAS_BASE").replace(/\/+$/, "");
-const ARTIFACTS = env("HEARTH_ARTIFACTS");
-const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 
 function assert(ok, what) {
   if (!ok) throw new Error(`assertion failed: ${what}`);
@@ -43,11 +33,7 @@ let browser;
 let page;
 
 async function main() {
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
-  });
+  browser = await launch();
   const context = await browser.newContext();
   context.setDefaultTimeout(TIMEOUT_MS);
   context.setDefaultNavigationTimeout(TIMEOUT_MS);
@@ -82,20 +68,4 @@ async function main() {
   await page.screenshot({ path: path.join(ARTIFACTS, "page-public.png") });
 }
 
-async function run() {
-  let code = 0;
-  try {
-    await main();
-    log("pass");
-  } catch (e) {
-    code = 1;
-    console.error(e && e.stack ? e.stack : String(e));
-    if (page && !page.isClosed()) {
-      await page.screenshot({ path: path.join(ARTIFACTS, "pages-failure.png"), fullPage: true, timeout: 5000 }).catch((err) => log("no failure screenshot:", err.message));
-    }
-  }
-  if (browser) await browser.close().catch(() => {});
-  process.exit(code);
-}
-
-run();
+run(main, () => ({ browser, page }), "pages-failure.png", log);
