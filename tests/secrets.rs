@@ -466,3 +466,28 @@ fn placeholders_stand_only_where_the_host_fills_them() {
     assert_eq!(seen.lock().unwrap().len(), before);
     rt.stop(Duration::from_secs(5)).unwrap();
 }
+
+#[test]
+fn secrets_set_at_the_same_moment_are_all_kept() {
+    let h = Hearth::new("");
+    let names: Vec<String> = (0..8).map(|i| format!("TOKEN_{i}")).collect();
+    std::thread::scope(|s| {
+        for name in &names {
+            let h = &h;
+            s.spawn(move || {
+                set(h, name, &format!("value-of-{name}-long-enough"))
+                    .ok()
+                    .to_owned()
+            });
+        }
+    });
+    let listed = h.cmd(&["secret", "list", "--json"]).json();
+    let shown: Vec<&str> = listed
+        .as_array()
+        .or_else(|| listed["secrets"].as_array())
+        .unwrap()
+        .iter()
+        .map(|s| s["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(shown, names, "{listed}");
+}

@@ -118,6 +118,44 @@ pub fn read(path: &Path) -> Result<(BTreeMap<String, Stored>, Option<Stamp>), Se
     Ok((document.secrets, Some(Stamp::from_meta(&meta))))
 }
 
+/// Holds the secrets' lock file (`.secrets.json.lock`, beside it) locked
+/// exclusively until dropped: two `hearth secret set` at the same moment
+/// each read, change and write the file in turn, and neither change is
+/// lost.
+pub struct Lock {
+    _held: std::fs::File,
+}
+
+/// Takes the lock for a read-change-write of the file at `path`, waiting
+/// for another holder.
+pub fn lock(path: &Path) -> Result<Lock, SecretsError> {
+    use std::os::fd::AsRawFd;
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let lock_path = dir.join(format!(".{FILE_NAME}.lock"));
+    let err = |source| SecretsError::Write {
+        path: lock_path.clone(),
+        source,
+    };
+    let file = std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .mode(0o600)
+        .open(&lock_path)
+        .map_err(err)?;
+    loop {
+        // SAFETY: flock on a descriptor this function owns; it takes no
+        // pointers.
+        if unsafe { libc::flock(file.as_raw_fd(), libc::LOCK_EX) } == 0 {
+            return Ok(Lock { _held: file });
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            return Err(err(e));
+        }
+    }
+}
+
 /// Replaces the file with `secrets`, atomically, mode 0600.
 pub fn write(path: &Path, secrets: BTreeMap<String, Stored>) -> Result<(), SecretsError> {
     let dir = path.parent().unwrap_or(Path::new("."));

@@ -179,6 +179,7 @@ impl Secrets {
     pub fn set(&self, name: &str, raw: &[u8]) -> Result<(), SecretsError> {
         check_name(name)?;
         let value = clean_value(raw)?;
+        let _one_writer = file::lock(&self.path)?;
         let (mut stored, _) = file::read(&self.path)?;
         stored.insert(
             name.to_owned(),
@@ -194,6 +195,7 @@ impl Secrets {
     /// ones.
     pub fn remove(&self, name: &str) -> Result<(), SecretsError> {
         check_name(name)?;
+        let _one_writer = file::lock(&self.path)?;
         let (mut stored, _) = file::read(&self.path)?;
         if stored.remove(name).is_none() {
             return Err(SecretsError::Unknown {
