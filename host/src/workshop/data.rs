@@ -16,7 +16,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, TryLockError};
 use std::time::{Duration, Instant};
 
 use rusqlite::hooks::{AuthAction, AuthContext, Authorization};
@@ -31,9 +31,16 @@ pub struct AgentData {
     /// The connection that writes, opened at first use: an idle daemon
     /// whose agent never made a table holds no connection.
     write: Mutex<Option<Guarded>>,
-    /// A connection opened read-only, for queries that may only read.
-    read: Mutex<Option<Guarded>>,
+    /// Connections opened read-only, for queries that may only read: a
+    /// second one opens only when a query arrives while the first is busy,
+    /// so one slow page query (a public page's, say) never holds up the
+    /// others.
+    read: [Mutex<Option<Guarded>>; READERS],
 }
+
+/// Read-only connections at most: two is enough that a slow query never
+/// blocks the next, and each costs a page cache.
+const READERS: usize = 2;
 
 /// How much one statement may return and how long it may run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -127,7 +134,7 @@ impl AgentData {
         AgentData {
             path: path.to_owned(),
             write: Mutex::new(None),
-            read: Mutex::new(None),
+            read: std::array::from_fn(|_| Mutex::new(None)),
         }
     }
 
@@ -167,13 +174,21 @@ impl AgentData {
         access: Access,
         f: impl FnOnce(&Guarded) -> Result<T, DataError>,
     ) -> Result<T, DataError> {
-        let slot = match access {
-            Access::ReadWrite => &self.write,
-            Access::ReadOnly => &self.read,
-        };
         // A poisoned lock held a connection whose statement panicked; the
         // connection itself is still sound.
-        let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = match access {
+            Access::ReadWrite => self.write.lock().unwrap_or_else(PoisonError::into_inner),
+            // The first free reader, else wait for the first.
+            Access::ReadOnly => self
+                .read
+                .iter()
+                .find_map(|slot| match slot.try_lock() {
+                    Ok(guard) => Some(guard),
+                    Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+                    Err(TryLockError::WouldBlock) => None,
+                })
+                .unwrap_or_else(|| self.read[0].lock().unwrap_or_else(PoisonError::into_inner)),
+        };
         if slot.is_none() {
             *slot = Some(Guarded::open(&self.path, access)?);
         }
@@ -660,6 +675,39 @@ mod tests {
             .unwrap();
         assert!(cut.truncated);
         assert_eq!(cut.rows.len(), 1);
+    }
+
+    #[test]
+    fn a_slow_query_does_not_hold_up_the_next() {
+        let (_dir, data) = data();
+        data.run(
+            Access::ReadWrite,
+            "CREATE TABLE t (a)",
+            &Value::Null,
+            Bounds::TOOL,
+        )
+        .unwrap();
+        let runaway =
+            "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n";
+        std::thread::scope(|s| {
+            let slow = s.spawn(|| data.run(Access::ReadOnly, runaway, &Value::Null, Bounds::PAGE));
+            // Until the slow query holds a reader, there is nothing to test.
+            while data.read.iter().all(|slot| slot.try_lock().is_ok()) {
+                std::thread::yield_now();
+            }
+            let quick = data.run(
+                Access::ReadOnly,
+                "SELECT count(*) FROM t",
+                &Value::Null,
+                Bounds::PAGE,
+            );
+            assert_eq!(quick.unwrap().rows, vec![vec![json!(0)]]);
+            assert!(
+                !slow.is_finished(),
+                "the quick query waited for the slow one"
+            );
+            assert!(matches!(slow.join().unwrap(), Err(DataError::TimedOut(_))));
+        });
     }
 
     #[test]
