@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Caller;
-use crate::secrets::Secrets;
+use crate::secrets::{Secrets, Snapshot};
 use crate::store::now_ms;
 
 /// What the audit records about one call.
@@ -55,6 +55,9 @@ pub struct Entry<'a> {
     pub detail: Option<&'a str>,
     /// From the call's arrival to its end, approval wait included.
     pub duration: Duration,
+    /// The owner's secrets as the call's result was redacted with; `None`:
+    /// the audit reads them itself.
+    pub secrets: Option<&'a Snapshot>,
 }
 
 /// One row, as `hearth audit` shows it.
@@ -148,8 +151,14 @@ impl Audit {
     /// returned: the call has already happened, and hiding its result
     /// would not undo it.
     pub fn record(&self, entry: &Entry) {
-        let owners = self.owners.latest();
-        let owners = owners.redactor();
+        let latest;
+        let owners = match entry.secrets {
+            Some(snapshot) => snapshot.redactor(),
+            None => {
+                latest = self.owners.latest();
+                latest.redactor()
+            }
+        };
         let named = owners.redacted(entry.args);
         let args = named.as_ref().unwrap_or(entry.args);
         self.writer.push(writer::Row {

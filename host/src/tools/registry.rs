@@ -343,8 +343,11 @@ impl ToolRegistry {
         };
         // Whatever provider ran, no value of the owner's secrets goes back
         // to the model, the store or the audit.
-        let result = match &self.builtins.secrets {
-            Some(secrets) => redact(result, secrets.latest().redactor()),
+        // One reading of them serves the result and the audit row: the
+        // file is checked once per call, not twice.
+        let snapshot = self.builtins.secrets.as_ref().map(|s| s.latest());
+        let result = match &snapshot {
+            Some(snapshot) => redact(result, snapshot.redactor()),
             None => result,
         };
         if let Some(policy) = &self.policy {
@@ -365,6 +368,7 @@ impl ToolRegistry {
                 },
                 detail: detail.as_deref(),
                 duration: started.elapsed(),
+                secrets: snapshot.as_deref(),
             });
         }
         result
