@@ -9,7 +9,7 @@
 //! which records it as a new version, so history only ever grows.
 
 use ring::digest::{SHA256, digest};
-use rusqlite::{OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
 use crate::store::{Cold, now_ms};
@@ -67,24 +67,15 @@ impl Versions {
     ) -> rusqlite::Result<Option<i64>> {
         let hash = content.map(sha256_hex).unwrap_or_default();
         let mut conn = self.cold.lock();
+        // Most calls (every script at every start) change nothing: a plain
+        // read answers them without taking the store's write lock.
+        if unchanged(&newest(&conn, kind, name)?, content, &hash) {
+            return Ok(None);
+        }
         // Immediate: two savers of one name never take the same number.
         let tx = conn.transaction_with_behavior(TransactionBehavior::Immediate)?;
-        let newest: Option<(i64, String, bool)> = tx
-            .query_row(
-                "SELECT version, hash, content IS NULL FROM versions \
-                 WHERE kind = ?1 AND name = ?2 ORDER BY version DESC LIMIT 1",
-                params![kind.as_str(), name],
-                |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
-            )
-            .optional()?;
-        let unchanged = match &newest {
-            Some((_, newest_hash, deleted)) => {
-                *deleted == content.is_none() && *newest_hash == hash
-            }
-            // Nothing recorded and nothing there: nothing to say.
-            None => content.is_none(),
-        };
-        if unchanged {
+        let newest = newest(&tx, kind, name)?;
+        if unchanged(&newest, content, &hash) {
             return Ok(None);
         }
         let version = newest.map_or(1, |(v, _, _)| v + 1);
@@ -143,6 +134,31 @@ impl Kind {
             Kind::Script => "script",
             Kind::Page => "page",
         }
+    }
+}
+
+/// The newest version of `name`: its number, hash, and whether it is a
+/// deletion.
+fn newest(
+    conn: &Connection,
+    kind: Kind,
+    name: &str,
+) -> rusqlite::Result<Option<(i64, String, bool)>> {
+    conn.query_row(
+        "SELECT version, hash, content IS NULL FROM versions \
+         WHERE kind = ?1 AND name = ?2 ORDER BY version DESC LIMIT 1",
+        params![kind.as_str(), name],
+        |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?)),
+    )
+    .optional()
+}
+
+/// Whether `content` (with `hash`) is what `newest` already holds; nothing
+/// recorded and nothing there is unchanged too.
+fn unchanged(newest: &Option<(i64, String, bool)>, content: Option<&str>, hash: &str) -> bool {
+    match newest {
+        Some((_, newest_hash, deleted)) => *deleted == content.is_none() && newest_hash == hash,
+        None => content.is_none(),
     }
 }
 
