@@ -287,6 +287,42 @@ fn a_failing_model_falls_back_to_the_next_one() {
 }
 
 #[test]
+fn every_message_the_model_sees_says_when_where_and_from_whom() {
+    let fake = FakeLlm::start();
+    fake.push(anthropic_text("first"));
+    fake.push(anthropic_text("second"));
+    let extra = "[owner]\nname = \"Sam\"\ntimezone = \"America/New_York\"\n";
+    let h = Hearth::new(&config(&fake, "anthropic", extra));
+    let _daemon = start(&h);
+    h.chat("hello there").ok();
+    h.chat("and again").ok();
+
+    let requests = fake.requests();
+    let body = &requests[1].body;
+    let messages = body["messages"].as_array().unwrap();
+    // Both of the owner's messages carry their header, earlier ones too.
+    for (i, typed) in [(0, "hello there"), (2, "and again")] {
+        let text = messages[i]["content"][0]["text"].as_str().unwrap();
+        let (header, rest) = text.split_once('\n').unwrap();
+        assert_eq!(rest, typed);
+        assert!(
+            header.starts_with('[') && header.ends_with(" · local · from Sam, your owner]"),
+            "{header}"
+        );
+        // New York's zone, whatever the machine's.
+        assert!(
+            header.contains(" EST ") || header.contains(" EDT "),
+            "{header}"
+        );
+    }
+    let system = body["system"].as_str().unwrap();
+    assert!(
+        system.contains("(EST, UTC-05:00)") || system.contains("(EDT, UTC-04:00)"),
+        "{system}"
+    );
+}
+
+#[test]
 fn remembered_facts_are_in_the_next_prompt_and_forget_removes_them() {
     let fake = FakeLlm::start();
     fake.push(anthropic_tool_use(
@@ -472,7 +508,8 @@ fn compaction_keeps_tool_pairs_and_the_next_prompt_uses_the_summary() {
     );
     let messages = last["messages"].as_array().unwrap();
     assert_eq!(messages[0]["role"], "user");
-    assert_eq!(messages[0]["content"][0]["text"], "second");
+    let first = messages[0]["content"][0]["text"].as_str().unwrap();
+    assert!(first.ends_with(" your owner]\nsecond"), "{first}");
     assert!(
         !last["messages"].to_string().contains("tool_result"),
         "no orphaned tool result"

@@ -135,7 +135,9 @@ fn a_message_round_trips_between_two_agents() {
     // The answer came back into the owner's conversation with the main agent.
     let last = requests.last().unwrap();
     assert!(
-        last.body["messages"].to_string().contains("\"4\""),
+        last.body["messages"]
+            .to_string()
+            .contains("from the agent helper]\\n4\""),
         "{}",
         last.body
     );

@@ -46,6 +46,7 @@ fn main() {
     let tools: Vec<(String, String)> = (0..40)
         .map(|i| (format!("tool_{i}"), "a tool the agent can call".to_owned()))
         .collect();
+    let zone = jiff::tz::TimeZone::get("Europe/Berlin").expect("the bundled zone database");
     let mut samples = Vec::with_capacity(ROUNDS);
     let mut size = 0;
     for _ in 0..ROUNDS {
@@ -62,6 +63,7 @@ fn main() {
             tools: &tools,
             secrets: &[],
             summary: None,
+            zone: &zone,
         });
         samples.push(start.elapsed());
         size = prompt.len();

@@ -53,6 +53,8 @@ pub struct Claimed {
     pub attachments: Vec<Attachment>,
     /// The scheduled job whose firing stored it.
     pub job_id: Option<i64>,
+    /// When it was stored (Unix milliseconds).
+    pub received_at_ms: i64,
 }
 
 /// Who wrote a message, as the agent is told.
@@ -137,7 +139,8 @@ impl Conversations {
                 "UPDATE inbox SET status = 'in_flight' \
                  WHERE id = (SELECT id FROM inbox WHERE agent_id = ?1 AND status = 'pending' ORDER BY id LIMIT 1) \
                  RETURNING id, channel, COALESCE(chat, sender), text, retried, idempotency_key, attachments, \
-                           contact_id, source, from_agent_id, hops, origin_channel, origin_chat, job_id",
+                           contact_id, source, from_agent_id, hops, origin_channel, origin_chat, job_id, \
+                           received_at_ms",
             )?
             .query_row([agent_id], |r| {
                 let attachments: Option<String> = r.get(6)?;
@@ -162,6 +165,7 @@ impl Conversations {
                         origin,
                         speaker: Speaker::Owner,
                         job_id: r.get(13)?,
+                        received_at_ms: r.get(14)?,
                     },
                     r.get::<_, Option<i64>>(7)?,
                     r.get::<_, Option<i64>>(9)?,

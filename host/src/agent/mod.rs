@@ -17,6 +17,7 @@ pub mod history;
 pub mod profiles;
 pub mod prompt;
 mod slash;
+pub mod stamp;
 pub mod templates;
 mod tool_defs;
 mod turn;
@@ -94,6 +95,8 @@ pub struct AgentBase {
     pub reach: Arc<crate::people::Reach>,
     /// Indexes stored messages for search, once turns settle.
     pub indexer: Option<Arc<crate::knowledge::index::Indexer>>,
+    /// The owner's time zone: message times and the prompt's clock.
+    pub zone: jiff::tz::TimeZone,
 }
 
 impl Agent {

@@ -9,6 +9,7 @@ use std::fmt::Write as _;
 
 use super::history::Speaker;
 use super::profiles::Profile;
+use super::stamp::local_time;
 use crate::knowledge::notes::{MEMORY_BUDGET_CHARS, PromptNotes};
 
 /// What goes into the system prompt.
@@ -33,6 +34,8 @@ pub struct PromptParts<'a> {
     pub secrets: &'a [String],
     /// The summary of compacted history, if any.
     pub summary: Option<&'a str>,
+    /// The owner's time zone.
+    pub zone: &'a jiff::tz::TimeZone,
 }
 
 /// The identity used when `[agent] identity_file` is not set.
@@ -86,7 +89,12 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
              earlier is due. Carry it out for your owner.\n",
         ),
     }
-    let _ = writeln!(p, "Current date and time: {}.", local_now());
+    let _ = writeln!(
+        p,
+        "Current date and time: {}. Each message starts with when it came, on which channel and \
+         from whom.",
+        local_time(jiff::Timestamp::now(), parts.zone)
+    );
     if !parts.skills.is_empty() {
         p.push_str("\n## Skills\nRead a skill's instructions with read_skill before using it.\n");
         for (name, description) in &parts.skills {
@@ -123,53 +131,6 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
         p.push('\n');
     }
     p
-}
-
-/// The local date, time and time zone, like `Saturday 2026-11-21 14:05
-/// (CET, UTC+01:00)`.
-pub fn local_now() -> String {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs()) as libc::time_t;
-    unsafe extern "C" {
-        /// POSIX: reads TZ; `localtime_r`, unlike `localtime`, need not.
-        fn tzset();
-    }
-    // Reading the zone once per process is enough (a change of zone takes a
-    // restart), and saves opening the zone file on every prompt.
-    static TZSET: std::sync::Once = std::sync::Once::new();
-    // SAFETY: tzset only reads the environment and the zone file.
-    TZSET.call_once(|| unsafe { tzset() });
-    // SAFETY: localtime_r writes into the tm we own.
-    let tm = unsafe {
-        let mut tm: libc::tm = std::mem::zeroed();
-        if libc::localtime_r(&now, &mut tm).is_null() {
-            return "unknown".into();
-        }
-        tm
-    };
-    use crate::scripting::worker::time_format::DAYS;
-    let zone = if tm.tm_zone.is_null() {
-        String::new()
-    } else {
-        // SAFETY: tm_zone points to a static NUL-terminated string.
-        unsafe { std::ffi::CStr::from_ptr(tm.tm_zone) }
-            .to_string_lossy()
-            .into_owned()
-    };
-    let offset = tm.tm_gmtoff / 60;
-    format!(
-        "{} {:04}-{:02}-{:02} {:02}:{:02} ({zone}, UTC{}{:02}:{:02})",
-        DAYS[tm.tm_wday.clamp(0, 6) as usize],
-        tm.tm_year + 1900,
-        tm.tm_mon + 1,
-        tm.tm_mday,
-        tm.tm_hour,
-        tm.tm_min,
-        if offset < 0 { '-' } else { '+' },
-        offset.abs() / 60,
-        offset.abs() % 60
-    )
 }
 
 /// The agent's memories in full and its scratchpad by title; over the

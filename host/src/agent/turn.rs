@@ -18,6 +18,7 @@ use super::Agent;
 use super::attachments::with_attachments;
 use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History, Speaker};
 use super::prompt::{PromptParts, system_prompt};
+use super::stamp::message_header;
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
@@ -224,7 +225,17 @@ impl Agent {
             self.base
                 .conversations
                 .session(self.profile.id, &claimed.channel, &claimed.chat)?;
-        let mut typed = with_attachments(&claimed.text, &claimed.attachments);
+        let header = message_header(
+            claimed.received_at_ms,
+            &self.base.zone,
+            &claimed.channel,
+            &claimed.speaker,
+            self.base.owner.as_deref(),
+        );
+        let mut typed = format!(
+            "{header}\n{}",
+            with_attachments(&claimed.text, &claimed.attachments)
+        );
         if !lost.is_empty() {
             typed.push_str(&format!(
                 "\n\n[hearth: a restart cut short the earlier attempt at this message; the workers it \
@@ -439,6 +450,7 @@ impl Agent {
             tools: &tools.index,
             secrets: &secrets,
             summary: history.summary.as_deref(),
+            zone: &self.base.zone,
         });
         Ok(ChatRequest {
             system,
