@@ -167,7 +167,7 @@ impl Backend {
                 .headers
                 .get(LOCATION)
                 .and_then(|l| l.to_str().ok())
-                .map_or_else(|| "nowhere".to_owned(), |l| shorten(l));
+                .map_or_else(|| "nowhere".to_owned(), shorten);
             return Err(BackendError::Redirect(to));
         }
         match self.kind {

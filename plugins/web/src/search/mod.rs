@@ -270,12 +270,10 @@ pub fn web_search(search: &Search, args: Value) -> Result<Value, PluginError> {
             }
         }
     }
+    // The host puts "web_search failed: " in front.
     Err(PluginError::failed(match failed.as_slice() {
-        [one] => format!("web search failed: {one}"),
-        all => format!(
-            "web search failed on every backend, in order: {}",
-            all.join("; ")
-        ),
+        [one] => one.clone(),
+        all => format!("every search backend failed, in order: {}", all.join("; ")),
     }))
 }
 
