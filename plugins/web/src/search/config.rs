@@ -157,6 +157,17 @@ pub enum ConfigError {
         /// The table.
         at: String,
     },
+    /// The key holds characters an HTTP header cannot carry (a pasted
+    /// line break, say); the key itself is not shown.
+    #[error(
+        "{at} api_key_env: the key in {name} holds spaces or characters an HTTP header cannot carry"
+    )]
+    KeyNotPrintable {
+        /// The table.
+        at: String,
+        /// The variable's name.
+        name: String,
+    },
     /// The variable holding the key is unset or empty.
     #[error(
         "{at} api_key_env: the environment variable {name} is not set; put the Brave Search API key there"
@@ -274,6 +285,15 @@ fn backend(
                     at: at.clone(),
                     name: name.to_owned(),
                 })?;
+            // Visible ASCII only: anything else cannot go in the header,
+            // and failing here names the variable instead of failing every
+            // search.
+            if !key.bytes().all(|b| b.is_ascii_graphic()) {
+                return Err(ConfigError::KeyNotPrintable {
+                    at,
+                    name: name.to_owned(),
+                });
+            }
             Some(ApiKey(key))
         }
     };
@@ -371,6 +391,7 @@ mod tests {
             "BRAVE_API_KEY" => Some("default-key".into()),
             "MY_KEY" => Some(" my-key \n".into()),
             "EMPTY" => Some("  ".into()),
+            "TWO_LINES" => Some("abc\ndef".into()),
             _ => None,
         }
     }
@@ -467,6 +488,10 @@ mod tests {
             (
                 json!({"backend": "brave", "api_key_env": "EMPTY"}),
                 "EMPTY is not set",
+            ),
+            (
+                json!({"backend": "brave", "api_key_env": "TWO_LINES"}),
+                "the key in TWO_LINES holds spaces or characters",
             ),
             (
                 json!({"backend": "searxng", "base_url": "http://h", "timeout_ms": 0}),
