@@ -178,13 +178,17 @@ pub fn write_json(
 pub fn reason(status: u16) -> &'static str {
     match status {
         200 => "OK",
+        302 => "Found",
+        308 => "Permanent Redirect",
         400 => "Bad Request",
         401 => "Unauthorized",
         403 => "Forbidden",
         404 => "Not Found",
         409 => "Conflict",
         408 => "Request Timeout",
+        405 => "Method Not Allowed",
         413 => "Payload Too Large",
+        422 => "Unprocessable Entity",
         429 => "Too Many Requests",
         500 => "Internal Server Error",
         502 => "Bad Gateway",

@@ -10,6 +10,7 @@
 
 pub mod canvas;
 pub mod fake_llm;
+pub mod fake_search;
 pub mod fake_signal;
 pub mod fake_telegram;
 mod http_server;

@@ -1,4 +1,5 @@
-//! The web plugin: `web_fetch` reads a web page and returns it as text.
+//! The web plugin: `web_fetch` reads a web page and returns it as text;
+//! `web_search` asks the owner's search backends (SearXNG, Brave).
 //!
 //! The agent picks the URL, and the pages it reads can suggest URLs, so the
 //! fetch is confined to http and https on public addresses: private,
@@ -9,7 +10,8 @@
 //!
 //! - `guard`: which URLs and addresses are allowed, and the messages;
 //! - `fetch`: one fetch, hop by hop, with the size cap and the deadline;
-//! - `html`: HTML to plain text.
+//! - `html`: HTML to plain text;
+//! - `search`: `web_search`, its config and its two backends.
 //!
 //! Config:
 //!
@@ -17,11 +19,18 @@
 //! [plugins.web]
 //! allow_hosts = ["127.0.0.1:8123", "router.lan"]  # host or host:port
 //! allow_private = false
+//!
+//! [plugins.web.search]          # or [[plugins.web.search]], tried in order
+//! backend = "searxng"           # or "brave"
+//! base_url = "http://127.0.0.1:8888"
+//! # api_key_env = "BRAVE_API_KEY"  (brave: the variable holding the key)
+//! # timeout_ms = 10000
 //! ```
 
 pub mod fetch;
 pub mod guard;
 pub mod html;
+pub mod search;
 
 use std::time::Duration;
 
@@ -32,6 +41,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use guard::{AllowEntry, Policy};
+use search::Search;
 
 /// The body size read when the call does not say: 1 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 20;
@@ -42,9 +52,10 @@ pub const DEFAULT_TIMEOUT_MS: u64 = 15_000;
 /// The longest timeout a call may ask for.
 pub const MAX_TIMEOUT_MS: u64 = 60_000;
 
-/// The running plugin: the owner's egress policy.
+/// The running plugin: the owner's egress policy and search backends.
 pub struct Web {
     policy: Policy,
+    search: Search,
 }
 
 /// Runs `web_fetch` on raw JSON arguments under `policy`.
@@ -83,6 +94,10 @@ struct Config {
     allow_hosts: Vec<String>,
     #[serde(default)]
     allow_private: bool,
+    /// `[plugins.web.search]`: read by `search::config`, which names its
+    /// own keys in its errors.
+    #[serde(default)]
+    search: Option<Value>,
 }
 
 #[derive(Deserialize)]
@@ -113,9 +128,16 @@ impl Plugin for Web {
         // rustls needs one process-wide provider; ring, as in the host. If
         // one is already installed this fails, which is fine: it is used.
         let _ = rustls::crypto::ring::default_provider().install_default();
+        let search = Search::from_config(config.search.as_ref(), |name| std::env::var(name).ok())
+            .map_err(PluginError::failed)?;
         tracing::info!(
             allowed = allow_hosts.len(),
             allow_private = config.allow_private,
+            search = if search.is_set_up() {
+                search.describe_backends()
+            } else {
+                "not set up ([plugins.web.search])".to_owned()
+            },
             "web plugin started"
         );
         Ok(Web {
@@ -123,42 +145,47 @@ impl Plugin for Web {
                 allow_hosts,
                 allow_private: config.allow_private,
             },
+            search,
         })
     }
 
     fn describe(&self) -> Description {
         Description {
-            tools: vec![ToolSpec {
-                name: "web_fetch".into(),
-                description: "Fetches a web page (http or https) and returns it as readable text: \
+            tools: vec![
+                ToolSpec {
+                    name: "web_fetch".into(),
+                    description:
+                        "Fetches a web page (http or https) and returns it as readable text: \
                     {url, status, content_type, title?, text, truncated, bytes}. HTML is converted \
                     to text with links as `text (url)` unless raw is true. Redirects are followed \
                     (at most 5). Private, loopback and link-local addresses are refused unless the \
                     owner allowed them. Non-2xx statuses are returned, not errors."
-                    .into(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": {
-                        "url": { "type": "string", "description": "The http or https URL to fetch." },
-                        "max_bytes": {
-                            "type": "integer", "minimum": 1, "maximum": MAX_MAX_BYTES,
-                            "description": "Read at most this many body bytes (default 1 MiB, at most 5 MiB); more sets truncated."
+                            .into(),
+                    parameters: json!({
+                        "type": "object",
+                        "properties": {
+                            "url": { "type": "string", "description": "The http or https URL to fetch." },
+                            "max_bytes": {
+                                "type": "integer", "minimum": 1, "maximum": MAX_MAX_BYTES,
+                                "description": "Read at most this many body bytes (default 1 MiB, at most 5 MiB); more sets truncated."
+                            },
+                            "timeout_ms": {
+                                "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
+                                "description": "Give up after this long, redirects and body included (default 15000, at most 60000)."
+                            },
+                            "raw": {
+                                "type": "boolean",
+                                "description": "Return the body as text without converting HTML (default false)."
+                            }
                         },
-                        "timeout_ms": {
-                            "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
-                            "description": "Give up after this long, redirects and body included (default 15000, at most 60000)."
-                        },
-                        "raw": {
-                            "type": "boolean",
-                            "description": "Return the body as text without converting HTML (default false)."
-                        }
-                    },
-                    "required": ["url"],
-                    "additionalProperties": false
-                }),
-                risk: Risk::Read,
-                targets: Default::default(),
-            }],
+                        "required": ["url"],
+                        "additionalProperties": false
+                    }),
+                    risk: Risk::Read,
+                    targets: Default::default(),
+                },
+                self.search.spec(),
+            ],
             channel: None,
         }
     }
@@ -166,6 +193,7 @@ impl Plugin for Web {
     fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError> {
         match tool {
             "web_fetch" => web_fetch(&self.policy, args),
+            "web_search" => search::web_search(&self.search, args),
             other => Err(PluginError::Unsupported(format!("no tool {other:?}"))),
         }
     }

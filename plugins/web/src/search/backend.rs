@@ -1,0 +1,396 @@
+//! One configured search backend: its HTTP client, the GET it sends, and
+//! every way that can fail, as a message that says what happened.
+//!
+//! The backend's address is the owner's choice (SearXNG usually runs on
+//! 127.0.0.1), so it is not put through the private-address guard that
+//! `web_fetch` applies to addresses the model chooses. What it answers is
+//! still untrusted: the body read is capped, redirects are not followed
+//! (an instance must not be able to point hearth somewhere else), and the
+//! texts of its error bodies are shortened before they are shown.
+
+use std::io::Read;
+use std::time::{Duration, Instant};
+
+use reqwest::Url;
+use reqwest::header::{ACCEPT, HeaderMap, LOCATION, RETRY_AFTER};
+
+use super::config::{ApiKey, BackendConfig, Kind};
+use super::{Answer, Query, brave, searxng};
+
+/// The most bytes read from one backend answer: a page of results is tens
+/// of kilobytes, so this leaves room without letting a broken or hostile
+/// backend fill memory.
+pub const MAX_RESPONSE_BYTES: usize = 2 << 20;
+
+/// The longest piece of a backend's error text put in a message.
+const MAX_DETAIL_CHARS: usize = 200;
+
+/// A backend ready to be asked.
+pub struct Backend {
+    kind: Kind,
+    label: String,
+    endpoint: Url,
+    key: Option<ApiKey>,
+    timeout: Duration,
+    client: reqwest::blocking::Client,
+}
+
+/// One HTTP answer, read whole (up to the cap).
+pub struct Reply {
+    /// The status code.
+    pub status: u16,
+    /// The headers.
+    pub headers: HeaderMap,
+    /// The body.
+    pub body: Vec<u8>,
+}
+
+/// Why a backend gave no results.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum BackendError {
+    /// No connection: nothing listens there, or the name does not resolve.
+    #[error("cannot be reached: {0}")]
+    Unreachable(String),
+    /// No complete answer within the configured timeout.
+    #[error("did not answer within {0} ms")]
+    TimedOut(u128),
+    /// The connection broke, or the HTTP exchange failed another way.
+    #[error("failed: {0}")]
+    Transport(String),
+    /// A 3xx: the configured address is not where the service answers.
+    #[error("answered with a redirect to {0}; set base_url to where the service answers")]
+    Redirect(String),
+    /// The answer was over [`MAX_RESPONSE_BYTES`].
+    #[error("answered more than {0} bytes; the answer was not read")]
+    TooLarge(usize),
+    /// 401, or Brave's `SUBSCRIPTION_TOKEN_INVALID`: the key was refused.
+    #[error(
+        "refused the API key (HTTP {status}{}); check the key in the variable named by api_key_env",
+        suffix(.detail)
+    )]
+    KeyRefused {
+        /// The status code.
+        status: u16,
+        /// The backend's own words, if it gave any.
+        detail: Option<String>,
+    },
+    /// 429: too many requests, or the plan's quota is used up.
+    #[error("is rate-limiting hearth (HTTP 429{}){}", suffix(.detail), retry(.retry_after_s))]
+    RateLimited {
+        /// The backend's own words, if it gave any.
+        detail: Option<String>,
+        /// Seconds until it takes requests again, if it said.
+        retry_after_s: Option<u64>,
+    },
+    /// SearXNG's 403: the JSON format is not enabled on the instance.
+    #[error(
+        "refused the JSON format (HTTP 403); add json to search.formats in SearXNG's settings.yml"
+    )]
+    JsonDisabled,
+    /// A 5xx.
+    #[error("had a server error (HTTP {status}{})", suffix(.detail))]
+    ServerError {
+        /// The status code.
+        status: u16,
+        /// The backend's own words, if it gave any.
+        detail: Option<String>,
+    },
+    /// Any other status that is not success.
+    #[error("refused the search (HTTP {status}{})", suffix(.detail))]
+    Refused {
+        /// The status code.
+        status: u16,
+        /// The backend's own words, if it gave any.
+        detail: Option<String>,
+    },
+    /// A success whose body is not JSON.
+    #[error("answered with something that is not JSON ({0})")]
+    InvalidJson(String),
+    /// JSON, but not the shape the API documents.
+    #[error("answered JSON without {0}")]
+    UnexpectedShape(&'static str),
+}
+
+impl Backend {
+    /// Sets up the client for `config`.
+    pub fn new(config: BackendConfig) -> Result<Backend, String> {
+        let label = format!(
+            "{} ({})",
+            config.kind.name(),
+            host_port(&config.base_url).unwrap_or_default()
+        );
+        let endpoint = endpoint(&config.base_url, config.kind)
+            .map_err(|e| format!("{label}: base_url cannot take the API's path: {e}"))?;
+        let client = reqwest::blocking::Client::builder()
+            .tls_backend_rustls()
+            // The owner chose this address; an instance must not move it.
+            .redirect(reqwest::redirect::Policy::none())
+            .timeout(config.timeout)
+            .connect_timeout(config.timeout)
+            .user_agent(concat!("hearth-web/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("{label}: cannot set up the HTTP client: {}", chain(&e)))?;
+        Ok(Backend {
+            kind: config.kind,
+            label,
+            endpoint,
+            key: config.api_key,
+            timeout: config.timeout,
+            client,
+        })
+    }
+
+    /// `searxng (127.0.0.1:8888)`: how messages name this backend.
+    pub fn label(&self) -> &str {
+        &self.label
+    }
+
+    /// The service's name.
+    pub fn kind(&self) -> Kind {
+        self.kind
+    }
+
+    /// Runs `query` and reads the results.
+    pub fn search(&self, query: &Query) -> Result<Answer, BackendError> {
+        let mut url = self.endpoint.clone();
+        match self.kind {
+            Kind::Searxng => searxng::add_params(&mut url, query),
+            Kind::Brave => brave::add_params(&mut url, query),
+        }
+        let mut request = self.client.get(url).header(ACCEPT, "application/json");
+        if let Some(key) = &self.key {
+            request = request.header(brave::KEY_HEADER, key.expose());
+        }
+        let reply = self.send(request)?;
+        if (300..400).contains(&reply.status) {
+            let to = reply
+                .headers
+                .get(LOCATION)
+                .and_then(|l| l.to_str().ok())
+                .map_or_else(|| "nowhere".to_owned(), shorten);
+            return Err(BackendError::Redirect(to));
+        }
+        match self.kind {
+            Kind::Searxng => searxng::read(&reply, query),
+            Kind::Brave => brave::read(&reply, query),
+        }
+    }
+
+    /// Sends `request` and reads the body, within the timeout and the cap.
+    fn send(&self, request: reqwest::blocking::RequestBuilder) -> Result<Reply, BackendError> {
+        let deadline = Instant::now() + self.timeout;
+        let response = request.send().map_err(|e| {
+            if e.is_timeout() {
+                BackendError::TimedOut(self.timeout.as_millis())
+            } else if e.is_connect() {
+                BackendError::Unreachable(root_cause(&e))
+            } else {
+                BackendError::Transport(chain(&e))
+            }
+        })?;
+        let status = response.status().as_u16();
+        let headers = response.headers().clone();
+        let mut body = Vec::new();
+        let mut chunk = vec![0u8; 16 * 1024];
+        // One byte past the cap tells a body of exactly the cap from a
+        // longer one.
+        let mut reader = response.take(MAX_RESPONSE_BYTES as u64 + 1);
+        loop {
+            if Instant::now() >= deadline {
+                return Err(BackendError::TimedOut(self.timeout.as_millis()));
+            }
+            match reader.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => body.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+                Err(e) => {
+                    let text = chain(&e);
+                    return Err(
+                        if e.kind() == std::io::ErrorKind::TimedOut
+                            || text.to_ascii_lowercase().contains("timed out")
+                        {
+                            BackendError::TimedOut(self.timeout.as_millis())
+                        } else {
+                            BackendError::Transport(format!("reading the answer: {text}"))
+                        },
+                    );
+                }
+            }
+            if body.len() > MAX_RESPONSE_BYTES {
+                return Err(BackendError::TooLarge(MAX_RESPONSE_BYTES));
+            }
+        }
+        Ok(Reply {
+            status,
+            headers,
+            body,
+        })
+    }
+}
+
+impl Reply {
+    /// The status as an error, for a reply that is not a success, with
+    /// `detail` (the backend's own words) where it gave some; `None` for a
+    /// success. 401, 429 and 5xx mean the same everywhere; the rest is up
+    /// to the backend's module.
+    pub fn common_error(&self, detail: Option<String>) -> Option<BackendError> {
+        match self.status {
+            200..=299 => None,
+            401 => Some(BackendError::KeyRefused {
+                status: 401,
+                detail,
+            }),
+            429 => Some(BackendError::RateLimited {
+                detail,
+                retry_after_s: self.retry_after(),
+            }),
+            500..=599 => Some(BackendError::ServerError {
+                status: self.status,
+                detail,
+            }),
+            status => Some(BackendError::Refused { status, detail }),
+        }
+    }
+
+    /// The body parsed as JSON, or the error saying it is not.
+    pub fn json(&self) -> Result<serde_json::Value, BackendError> {
+        serde_json::from_slice(&self.body).map_err(|e| {
+            let what = self
+                .headers
+                .get(reqwest::header::CONTENT_TYPE)
+                .and_then(|c| c.to_str().ok())
+                .map_or_else(String::new, |c| format!("{}, ", shorten(c)));
+            BackendError::InvalidJson(format!("{what}{e}"))
+        })
+    }
+
+    /// Seconds until the backend takes requests again: `Retry-After`, or
+    /// the first (shortest) window of Brave's `X-RateLimit-Reset`.
+    fn retry_after(&self) -> Option<u64> {
+        let header = |name: &str| self.headers.get(name).and_then(|v| v.to_str().ok());
+        header(RETRY_AFTER.as_str())
+            .and_then(|v| v.trim().parse().ok())
+            .or_else(|| {
+                header("x-ratelimit-reset")
+                    .and_then(|v| v.split(',').next())
+                    .and_then(|v| v.trim().parse().ok())
+            })
+    }
+}
+
+/// Text from a backend, made fit for a message: control characters and
+/// runs of whitespace become one space, and it is cut at
+/// [`MAX_DETAIL_CHARS`].
+pub fn shorten(text: &str) -> String {
+    let flat = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    let flat: String = flat.chars().filter(|c| !c.is_control()).collect();
+    if flat.chars().count() <= MAX_DETAIL_CHARS {
+        flat
+    } else {
+        let cut: String = flat.chars().take(MAX_DETAIL_CHARS).collect();
+        format!("{cut}…")
+    }
+}
+
+/// The API's endpoint under `base`: SearXNG's `search` next to its root
+/// (an instance may sit under a path), Brave's `res/v1/web/search`.
+fn endpoint(base: &Url, kind: Kind) -> Result<Url, url::ParseError> {
+    let mut base = base.clone();
+    if !base.path().ends_with('/') {
+        let path = format!("{}/", base.path());
+        base.set_path(&path);
+    }
+    base.join(match kind {
+        Kind::Searxng => "search",
+        Kind::Brave => "res/v1/web/search",
+    })
+}
+
+fn host_port(url: &Url) -> Option<String> {
+    let host = url.host_str()?;
+    Some(match url.port() {
+        Some(port) => format!("{host}:{port}"),
+        None => host.to_owned(),
+    })
+}
+
+/// ": detail", or nothing.
+fn suffix(detail: &Option<String>) -> String {
+    detail
+        .as_deref()
+        .map_or_else(String::new, |d| format!(": {d}"))
+}
+
+/// "; it says to try again in N s", or nothing.
+fn retry(seconds: &Option<u64>) -> String {
+    seconds.map_or_else(String::new, |s| format!("; it says to try again in {s} s"))
+}
+
+/// The innermost cause ("Connection refused (os error 111)"): for a
+/// failed connection, that is the part that says what went wrong.
+fn root_cause(e: &dyn std::error::Error) -> String {
+    let mut cause = e;
+    while let Some(inner) = cause.source() {
+        cause = inner;
+    }
+    cause.to_string()
+}
+
+/// An error with its causes, on one line.
+fn chain(e: &dyn std::error::Error) -> String {
+    let mut text = e.to_string();
+    let mut source = e.source();
+    while let Some(cause) = source {
+        let line = cause.to_string();
+        if !text.contains(&line) {
+            text.push_str(": ");
+            text.push_str(&line);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_endpoint_keeps_the_base_path() {
+        let cases = [
+            (
+                "http://127.0.0.1:8888",
+                Kind::Searxng,
+                "http://127.0.0.1:8888/search",
+            ),
+            (
+                "https://h.example/searx",
+                Kind::Searxng,
+                "https://h.example/searx/search",
+            ),
+            (
+                "https://h.example/searx/",
+                Kind::Searxng,
+                "https://h.example/searx/search",
+            ),
+            (
+                "https://api.search.brave.com",
+                Kind::Brave,
+                "https://api.search.brave.com/res/v1/web/search",
+            ),
+        ];
+        for (base, kind, wanted) in cases {
+            let got = endpoint(&Url::parse(base).unwrap(), kind).unwrap();
+            assert_eq!(got.as_str(), wanted, "{base}");
+        }
+    }
+
+    #[test]
+    fn backend_text_is_flattened_and_cut() {
+        assert_eq!(shorten("a\n\tb\u{1b}[31m  c"), "a b[31m c");
+        let long = "x".repeat(500);
+        let cut = shorten(&long);
+        assert_eq!(cut.chars().count(), MAX_DETAIL_CHARS + 1);
+        assert!(cut.ends_with('…'));
+    }
+}
