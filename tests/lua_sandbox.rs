@@ -7,11 +7,15 @@ use hearth_tests::Hearth;
 use serde_json::json;
 
 const DEADLINE_MS: u64 = 400;
+/// Small, so runaway growth hits the limit long before the deadline even
+/// on a loaded machine.
+const MEMORY_MB: u64 = 16;
 
 #[test]
 fn hostile_scripts_are_stopped_or_refused_and_hearth_keeps_serving() {
     let h = Hearth::new(&format!(
-        "[scripts]\ndeadline_ms = {DEADLINE_MS}\nload_deadline_ms = {DEADLINE_MS}\n"
+        "[scripts]\ndeadline_ms = {DEADLINE_MS}\nload_deadline_ms = {DEADLINE_MS}\n\
+         memory_mb = {MEMORY_MB}\n"
     ));
     let deep_parens = format!("return {}1{}", "(".repeat(100_000), ")".repeat(100_000));
     let cases: Vec<(&str, String, &str)> = vec![
