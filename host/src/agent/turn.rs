@@ -21,7 +21,7 @@ use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
-use crate::tools::{ATTACH_FILE, NOTEPAD, SPAWN_AGENT, ToolError, TurnContext};
+use crate::tools::{ATTACH_FILE, NOTEPAD, REPLY_WITH_VOICE, SPAWN_AGENT, ToolError, TurnContext};
 
 /// A tool call running on a blocking thread.
 struct Started {
@@ -224,7 +224,9 @@ impl Agent {
             self.base
                 .conversations
                 .session(self.profile.id, &claimed.channel, &claimed.chat)?;
-        let mut typed = with_attachments(&claimed.text, &claimed.attachments);
+        let (files, voice_notes) = self.hear(claimed).await;
+        let mut typed = with_attachments(&claimed.text, &files);
+        typed.push_str(&voice_notes);
         if !lost.is_empty() {
             typed.push_str(&format!(
                 "\n\n[hearth: a restart cut short the earlier attempt at this message; the workers it \
@@ -353,7 +355,7 @@ impl Agent {
         let Started { id, name, call } = started;
         let (content, is_error) = match call.await {
             Ok(Ok(value)) => {
-                if name == ATTACH_FILE
+                if (name == ATTACH_FILE || name == REPLY_WITH_VOICE)
                     && let Ok(file) =
                         serde_json::from_value::<Attachment>(value["attached"].clone())
                 {

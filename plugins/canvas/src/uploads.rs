@@ -50,6 +50,8 @@ impl Uploads {
             size: 0,
             path: path.display().to_string(),
             url: Some(format!("/files/uploads/{file}")),
+            transcript: None,
+            voice: false,
         };
         Ok((path.with_extension("part"), attachment))
     }

@@ -120,6 +120,8 @@ fn save_one(
         size,
         path: path.display().to_string(),
         url: None,
+        transcript: None,
+        voice: false,
     })
 }
 
