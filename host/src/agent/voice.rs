@@ -48,7 +48,7 @@ impl Agent {
                         file.name, file.path
                     ));
                     if !claimed.retried {
-                        self.tell_owner(claimed, &file.name, &why);
+                        self.tell_owner(claimed, file, &why);
                     }
                 }
             }
@@ -64,20 +64,28 @@ impl Agent {
 
     /// Tells the owner a voice message was not transcribed: in the chat it
     /// came from, or, for a contact's message, where the owner is reached.
-    fn tell_owner(&self, claimed: &Claimed, file: &str, why: &str) {
+    fn tell_owner(&self, claimed: &Claimed, file: &Attachment, why: &str) {
+        let what = if file.voice {
+            "voice message"
+        } else {
+            "audio file"
+        };
         let (channel, chat, text) = match &claimed.speaker {
             Speaker::Contact(name) => {
                 let (channel, chat) = self.base.reach.owner_address_or_later();
-                let text =
-                    format!("[hearth] A voice message from {name} could not be transcribed: {why}");
+                let text = format!(
+                    "[hearth] A {what} from {name} ({}) could not be transcribed: {why}",
+                    file.name
+                );
                 (channel, chat, text)
             }
             _ => (
                 claimed.channel.clone(),
                 claimed.chat.clone(),
                 format!(
-                    "[hearth] Your voice message ({file}) could not be transcribed: {why}. \
-                     The agent knows it came; you can type it instead."
+                    "[hearth] Your {what} ({}) could not be transcribed: {why}. \
+                     The agent knows it came; you can type it instead.",
+                    file.name
                 ),
             ),
         };

@@ -153,10 +153,13 @@ pub fn convert(
                 .into_iter()
                 .rev()
                 .collect();
+            // ffmpeg names the input before each complaint about it.
+            let input = input.display().to_string();
             Err(ConvertError::Failed(if tail.is_empty() {
                 format!("it exited with {status}")
             } else {
-                tail.replace(&input.display().to_string(), "the file")
+                tail.replace(&format!("{input}: "), "")
+                    .replace(&input, "the file")
             }))
         }
     }
