@@ -486,3 +486,61 @@ fn a_canvas_recording_is_transcribed_and_its_transcript_is_in_the_history() {
     assert_eq!(mine["attachments"][0]["transcript"], said, "{mine}");
     assert!(mine["attachments"][0].get("path").is_none(), "paths stay on the server");
 }
+
+#[test]
+fn the_canvas_record_button_sends_a_voice_message_in_chromium() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .unwrap()
+        .to_owned();
+    let browser_dir = root.join("tests/browser");
+    assert!(
+        browser_dir.join("node_modules/playwright-core").is_dir(),
+        "playwright-core is not installed: run `npm ci` in tests/browser (.ci/run does)"
+    );
+    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
+    let artifacts = hearth_tests::target_dir().join("browser-artifacts");
+    std::fs::create_dir_all(&artifacts).unwrap();
+    let said = "please water the plants";
+    let speech = FakeSpeech::start();
+    speech.push_transcript(said);
+    let llm = FakeLlm::start();
+    llm.push(anthropic_text("I will water them."));
+    let h = Hearth::with_plugins(
+        &[plugin("canvas")],
+        &format!(
+            "{}\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+             api_key_env = \"HEARTH_TEST_API_KEY\"\n{}",
+            canvas::CONFIG,
+            llm.url(),
+            stt(&speech, ""),
+        ),
+    );
+    let _daemon = start(&h, true);
+    let canvas = Canvas::of(h.home());
+    let microphone = tempfile::NamedTempFile::with_suffix(".wav").unwrap();
+    std::fs::write(microphone.path(), audio::speech_wav(said)).unwrap();
+
+    let status = std::process::Command::new("node")
+        .arg(browser_dir.join("voice.test.mjs"))
+        .current_dir(&root)
+        .env("HEARTH_CANVAS_LOGIN", canvas.login_url())
+        .env("HEARTH_CANVAS_BASE", canvas.base())
+        .env("HEARTH_ARTIFACTS", &artifacts)
+        .env("CHROMIUM", &chromium)
+        .env("HEARTH_FAKE_AUDIO", microphone.path())
+        .env("HEARTH_TRANSCRIPT", said)
+        .env("HEARTH_REPLY", "I will water them.")
+        .status()
+        .expect("run node (install Node.js)");
+    assert!(status.success(), "the browser test failed: {status}");
+
+    // What the browser recorded is real audio: Opus in WebM, as long as
+    // the recording was.
+    let (request, probe) = the_transcription(&speech);
+    assert_eq!(request.file.as_ref().unwrap().0, "voice.webm");
+    assert_eq!(probe.codec, "opus", "{probe:?}");
+    assert!(probe.seconds > 1.5, "{probe:?}");
+    let input = model_input(&llm);
+    assert!(input.contains("[Voice message (voice-") && input.contains(said), "{input}");
+}
