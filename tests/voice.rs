@@ -544,3 +544,29 @@ fn the_canvas_record_button_sends_a_voice_message_in_chromium() {
     let input = model_input(&llm);
     assert!(input.contains("[Voice message (voice-") && input.contains(said), "{input}");
 }
+
+#[test]
+fn check_warns_of_a_missing_key_and_a_missing_ffmpeg() {
+    let speech = FakeSpeech::start();
+    let h = Hearth::new(&format!(
+        "{}{}",
+        stt(&speech, "api_key_env = \"HEARTH_NO_SUCH_KEY\""),
+        tts(&speech, "")
+    ));
+    let empty = tempfile::tempdir().unwrap();
+    let cases = [
+        (std::env::var_os("PATH").unwrap_or_default(), false),
+        (empty.path().as_os_str().to_owned(), true),
+    ];
+    for (path, warns_of_ffmpeg) in cases {
+        let out = h.command(&["check"]).env("PATH", &path).output().unwrap();
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert!(said.contains("check passed"), "{said}");
+        assert!(
+            said.contains("[stt]: the environment variable HEARTH_NO_SUCH_KEY (api_key_env) is not set"),
+            "{said}"
+        );
+        assert_eq!(said.contains("ffmpeg is not on PATH"), warns_of_ffmpeg, "{said}");
+        assert!(said.contains("reply_with_voice"), "the tool is listed: {said}");
+    }
+}

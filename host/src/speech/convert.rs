@@ -91,6 +91,17 @@ pub enum ConvertError {
     Io(#[from] std::io::Error),
 }
 
+/// Whether `ffmpeg` runs from `PATH`.
+pub fn available() -> bool {
+    Command::new("ffmpeg")
+        .arg("-version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
 /// The most of ffmpeg's standard error kept for a note.
 const STDERR_KEPT: usize = 600;
 

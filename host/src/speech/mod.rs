@@ -56,6 +56,28 @@ impl Speech {
     pub fn tts(&self) -> Option<&Tts> {
         self.tts.as_ref()
     }
+
+    /// What `hearth check` should warn about: a key variable that is not
+    /// set, and no ffmpeg to convert with.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut warnings = Vec::new();
+        if let Some(why) = self.stt.as_ref().and_then(Stt::key_problem) {
+            warnings.push(format!("[stt]: {why}; voice messages will not be transcribed"));
+        }
+        if let Some(why) = self.tts.as_ref().and_then(Tts::key_problem) {
+            warnings.push(format!("[tts]: {why}; reply_with_voice will fail"));
+        }
+        if (self.stt.is_some() || self.tts.is_some()) && !convert::available() {
+            warnings.push(
+                "ffmpeg is not on PATH: voice messages in a format the [stt] endpoint does not take \
+                 (Signal's AAC; anything but WAV for whisper.cpp's server) cannot be converted, and \
+                 spoken replies that are not Ogg/Opus go as audio files, not voice messages \
+                 (Debian: apt install ffmpeg)"
+                    .into(),
+            );
+        }
+        warnings
+    }
 }
 
 /// Whether an attachment is something to transcribe: audio by its media

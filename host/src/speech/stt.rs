@@ -122,6 +122,11 @@ impl Stt {
         }
     }
 
+    /// Why the key cannot be used, if it cannot.
+    pub fn key_problem(&self) -> Option<&str> {
+        self.key.as_ref().err().map(String::as_str)
+    }
+
     /// The transcript of the audio file at `path`. Blocks: network and
     /// possibly ffmpeg.
     pub fn transcribe(&self, path: &Path) -> Result<String, SttError> {

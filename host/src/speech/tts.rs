@@ -119,6 +119,11 @@ impl Tts {
         }
     }
 
+    /// Why the key cannot be used, if it cannot.
+    pub fn key_problem(&self) -> Option<&str> {
+        self.key.as_ref().err().map(String::as_str)
+    }
+
     /// The longest text it speaks, in characters.
     pub fn max_chars(&self) -> usize {
         self.config.max_chars
