@@ -36,14 +36,14 @@ fn tts(speech: &FakeSpeech, keys: &str) -> String {
 /// a `PATH` without ffmpeg.
 fn start(home: &Hearth, ffmpeg: bool) -> Daemon {
     let empty = tempfile::tempdir().expect("an empty PATH directory");
-    let daemon = home.daemon_with(|cmd| {
+    // The directory may go once the daemon runs: PATH only has to lack ffmpeg.
+    home.daemon_with(|cmd| {
         cmd.env("HEARTH_TEST_API_KEY", "sk-test")
             .env("HEARTH_TEST_STT_KEY", STT_KEY);
         if !ffmpeg {
             cmd.env("PATH", empty.path());
         }
-    });
-    daemon
+    })
 }
 
 /// Every text the model was sent in messages, joined by newlines.
@@ -70,10 +70,19 @@ fn model_input(llm: &FakeLlm) -> String {
 fn last_message(llm: &FakeLlm) -> String {
     let requests = llm.requests();
     let last = requests.last().expect("a model request");
-    let message = last.body["messages"].as_array().and_then(|m| m.last()).expect("a message");
+    let message = last.body["messages"]
+        .as_array()
+        .and_then(|m| m.last())
+        .expect("a message");
     message["content"]
         .as_array()
-        .map(|blocks| blocks.iter().filter_map(|b| b["text"].as_str()).collect::<Vec<_>>().join("\n"))
+        .map(|blocks| {
+            blocks
+                .iter()
+                .filter_map(|b| b["text"].as_str())
+                .collect::<Vec<_>>()
+                .join("\n")
+        })
         .unwrap_or_else(|| message["content"].as_str().unwrap_or_default().to_owned())
 }
 
@@ -118,8 +127,22 @@ fn a_telegram_voice_note_reaches_the_model_as_its_transcript() {
     // OpenAI takes the voice note's Ogg/Opus as it is; a whisper.cpp
     // server reads only WAV, so hearth converts it with ffmpeg.
     let cases = [
-        ("openai", FakeSpeech::start().with_key(STT_KEY), "api_key_env = \"HEARTH_TEST_STT_KEY\"", "voice.ogg", "opus", 48_000),
-        ("whisper.cpp", FakeSpeech::accepting(&["wav"]), "formats = [\"wav\"]", "voice.wav", "pcm_s16le", 16_000),
+        (
+            "openai",
+            FakeSpeech::start().with_key(STT_KEY),
+            "api_key_env = \"HEARTH_TEST_STT_KEY\"",
+            "voice.ogg",
+            "opus",
+            48_000,
+        ),
+        (
+            "whisper.cpp",
+            FakeSpeech::accepting(&["wav"]),
+            "formats = [\"wav\"]",
+            "voice.wav",
+            "pcm_s16le",
+            16_000,
+        ),
     ];
     let said = "remind me to buy milk tomorrow";
     let voice = audio::ogg_opus(said);
@@ -135,19 +158,29 @@ fn a_telegram_voice_note_reaches_the_model_as_its_transcript() {
         let (request, probe) = the_transcription(&speech);
         let file = request.file.as_ref().unwrap();
         assert_eq!(file.0, file_name, "{server}");
-        assert_eq!((probe.codec.as_str(), probe.sample_rate), (codec, rate), "{server}: {probe:?}");
+        assert_eq!(
+            (probe.codec.as_str(), probe.sample_rate),
+            (codec, rate),
+            "{server}: {probe:?}"
+        );
         assert_eq!(probe.channels, 1, "{server}");
         assert!(probe.seconds > 1.0, "{server}: {probe:?}");
         assert_eq!(request.fields["model"], "whisper-1");
         assert_eq!(request.fields["response_format"], "json");
         if server == "openai" {
-            assert_eq!(request.authorization.as_deref(), Some(&*format!("Bearer {STT_KEY}")));
+            assert_eq!(
+                request.authorization.as_deref(),
+                Some(&*format!("Bearer {STT_KEY}"))
+            );
         } else {
             assert_eq!(request.authorization, None, "no key is named");
         }
 
         let input = model_input(&t.llm);
-        assert!(input.contains("[Voice message (voice.ogg, audio/ogg"), "{server}: {input}");
+        assert!(
+            input.contains("[Voice message (voice.ogg, audio/ogg"),
+            "{server}: {input}"
+        );
         assert!(input.contains(said), "{server}: {input}");
         let stored = inbox_attachments(&t.home);
         assert_eq!(stored[0][0]["transcript"], said, "{stored:?}");
@@ -201,10 +234,7 @@ fn notice_and_reply(t: &TelegramHome, n: usize) -> String {
 #[test]
 fn voice_that_cannot_be_transcribed_gets_a_clear_note_and_the_owner_is_told() {
     let speech = FakeSpeech::start();
-    let t = TelegramHome::new(
-        "",
-        &stt(&speech, "max_bytes = 200000"),
-    );
+    let t = TelegramHome::new("", &stt(&speech, "max_bytes = 200000"));
     let _daemon = start(&t.home, true);
     let mut corrupt = audio::ogg_opus("this will be broken");
     corrupt.truncate(200);
@@ -219,8 +249,13 @@ fn voice_that_cannot_be_transcribed_gets_a_clear_note_and_the_owner_is_told() {
         (
             "a server error",
             Box::new(|| {
-                speech.fail_next(500, "The server had an error while processing your request.", "server_error");
-                t.telegram.push_voice(OWNER, OWNER, &audio::ogg_opus("hello"), 1)
+                speech.fail_next(
+                    500,
+                    "The server had an error while processing your request.",
+                    "server_error",
+                );
+                t.telegram
+                    .push_voice(OWNER, OWNER, &audio::ogg_opus("hello"), 1)
             }),
             "answered HTTP 500: The server had an error while processing your request. (server_error)",
         ),
@@ -231,12 +266,18 @@ fn voice_that_cannot_be_transcribed_gets_a_clear_note_and_the_owner_is_told() {
         ),
         (
             "an unknown format",
-            Box::new(|| t.telegram.push_audio(OWNER, OWNER, &noise, "sound.xyz", "audio/x-unknown")),
+            Box::new(|| {
+                t.telegram
+                    .push_audio(OWNER, OWNER, &noise, "sound.xyz", "audio/x-unknown")
+            }),
             "it is not audio hearth can read (ffmpeg says: Invalid data found when processing input)",
         ),
         (
             "an oversized file",
-            Box::new(|| t.telegram.push_audio(OWNER, OWNER, &long, "long.wav", "audio/wav")),
+            Box::new(|| {
+                t.telegram
+                    .push_audio(OWNER, OWNER, &long, "long.wav", "audio/wav")
+            }),
             "over the 200000-byte limit ([stt] max_bytes)",
         ),
     ];
@@ -244,7 +285,10 @@ fn voice_that_cannot_be_transcribed_gets_a_clear_note_and_the_owner_is_told() {
         t.llm.push(anthropic_text("ok"));
         push();
         let notice = notice_and_reply(&t, n + 1);
-        assert!(notice.contains("could not be transcribed"), "{case}: {notice}");
+        assert!(
+            notice.contains("could not be transcribed"),
+            "{case}: {notice}"
+        );
         assert!(notice.contains(says), "{case}: {notice}");
         let asked = last_message(&t.llm);
         assert!(
@@ -265,7 +309,8 @@ fn a_missing_tool_or_endpoint_is_named_in_the_note() {
     let down = format!("http://{}/v1", closed.local_addr().unwrap());
     drop(closed);
     let wav_only = FakeSpeech::accepting(&["wav"]);
-    let unreachable = format!("cannot reach the transcription endpoint at {down}/audio/transcriptions");
+    let unreachable =
+        format!("cannot reach the transcription endpoint at {down}/audio/transcriptions");
     let cases = [
         (
             "no ffmpeg",
@@ -279,24 +324,36 @@ fn a_missing_tool_or_endpoint_is_named_in_the_note() {
             true,
             unreachable.as_str(),
         ),
-        ("no [stt]", String::new(), true, "speech-to-text is not configured: add an [stt] section"),
+        (
+            "no [stt]",
+            String::new(),
+            true,
+            "speech-to-text is not configured: add an [stt] section",
+        ),
     ];
     for (case, config, ffmpeg, says) in cases {
         let t = TelegramHome::new("", &config);
         t.llm.push(anthropic_text("ok"));
         let _daemon = start(&t.home, ffmpeg);
-        t.telegram.push_voice(OWNER, OWNER, &audio::ogg_opus("hello there"), 1);
+        t.telegram
+            .push_voice(OWNER, OWNER, &audio::ogg_opus("hello there"), 1);
         let notice = notice_and_reply(&t, 1);
         assert!(notice.contains(says), "{case}: {notice}");
         assert!(model_input(&t.llm).contains(says), "{case}");
     }
-    assert!(wav_only.requests().is_empty(), "nothing is sent that the endpoint refuses");
+    assert!(
+        wav_only.requests().is_empty(),
+        "nothing is sent that the endpoint refuses"
+    );
 }
 
 #[test]
 fn reply_with_voice_sends_a_telegram_voice_message() {
     let short = "It is sunny and twenty one degrees.";
-    let long = format!("{short} {}", "Here is more detail about the weather. ".repeat(40));
+    let long = format!(
+        "{short} {}",
+        "Here is more detail about the weather. ".repeat(40)
+    );
     // (endpoint format, ffmpeg on the daemon's PATH, the reply's text,
     //  whether the chat forbids voice messages, the Bot API method,
     //  whether the text is the caption)
@@ -313,10 +370,7 @@ fn reply_with_voice_sends_a_telegram_voice_message() {
             answer.len()
         );
         let speech = FakeSpeech::start();
-        let t = TelegramHome::new(
-            "",
-            &tts(&speech, &format!("response_format = {format:?}")),
-        );
+        let t = TelegramHome::new("", &tts(&speech, &format!("response_format = {format:?}")));
         t.llm.push(anthropic_tool_use(
             None,
             "v1",
@@ -357,7 +411,10 @@ fn reply_with_voice_sends_a_telegram_voice_message() {
             assert_eq!(voice.text, short, "{case}");
         } else {
             assert!(voice.text.is_empty(), "{case}: no caption");
-            assert!(sent[0].method == "sendMessage" && sent[0].text.starts_with(short), "{case}: {sent:#?}");
+            assert!(
+                sent[0].method == "sendMessage" && sent[0].text.starts_with(short),
+                "{case}: {sent:#?}"
+            );
         }
         let spoken = speech.requests_to("speech");
         assert_eq!(spoken.len(), 1, "{case}");
@@ -369,7 +426,11 @@ fn reply_with_voice_sends_a_telegram_voice_message() {
         // The text stays in the history: the reply stored and the call.
         let db = t.home.db();
         let stored: String = db
-            .query_row("SELECT text FROM outbox WHERE inbox_id IS NOT NULL", [], |r| r.get(0))
+            .query_row(
+                "SELECT text FROM outbox WHERE inbox_id IS NOT NULL",
+                [],
+                |r| r.get(0),
+            )
             .unwrap();
         assert_eq!(stored, answer, "{case}");
         let call: String = db
@@ -423,13 +484,23 @@ fn signal_voice_notes_are_heard_and_voice_replies_are_audio_attachments() {
 
     let (request, probe) = the_transcription(&speech);
     assert_eq!(request.file.as_ref().unwrap().0, "voice.wav");
-    assert_eq!((probe.codec.as_str(), probe.sample_rate), ("pcm_s16le", 16_000));
+    assert_eq!(
+        (probe.codec.as_str(), probe.sample_rate),
+        ("pcm_s16le", 16_000)
+    );
     let input = model_input(&llm);
-    assert!(input.contains("[Voice message (") && input.contains(said), "{input}");
+    assert!(
+        input.contains("[Voice message (") && input.contains(said),
+        "{input}"
+    );
 
     assert_eq!(sent[0].message, "I will remind you.");
     let (name, mime, _) = &sent[1].attachments[0];
-    assert!(name.ends_with(".ogg") && mime == "audio/ogg", "{:?}", sent[1].attachments);
+    assert!(
+        name.ends_with(".ogg") && mime == "audio/ogg",
+        "{:?}",
+        sent[1].attachments
+    );
     let info = audio::opusinfo(&sent[1].data[0]).expect("valid Ogg/Opus");
     assert!(info.contains("Opus"), "{info}");
 }
@@ -464,12 +535,17 @@ fn a_canvas_recording_is_transcribed_and_its_transcript_is_in_the_history() {
     );
     assert_eq!(answer.status, 200, "{}", answer.text());
     let upload: Value = serde_json::from_slice(&answer.body).unwrap();
-    assert_eq!((upload["mime"].as_str(), upload["voice"].as_bool()), (Some("audio/webm"), Some(true)));
+    assert_eq!(
+        (upload["mime"].as_str(), upload["voice"].as_bool()),
+        (Some("audio/webm"), Some(true))
+    );
 
     let (mut ws, _) = canvas.connect();
     let send = json!({ "type": "send", "id": "rec-1", "text": "", "attachments": [upload["id"]] });
     ws.send(&send.to_string());
-    ws.wait_for(WAIT, |f| f["type"] == "message" && f["message"]["role"] == "agent");
+    ws.wait_for(WAIT, |f| {
+        f["type"] == "message" && f["message"]["role"] == "agent"
+    });
 
     let (request, probe) = the_transcription(&speech);
     assert_eq!(request.file.as_ref().unwrap().0, "voice.webm");
@@ -484,7 +560,10 @@ fn a_canvas_recording_is_transcribed_and_its_transcript_is_in_the_history() {
         .find(|m| m["role"] == "user")
         .expect("the recording's message");
     assert_eq!(mine["attachments"][0]["transcript"], said, "{mine}");
-    assert!(mine["attachments"][0].get("path").is_none(), "paths stay on the server");
+    assert!(
+        mine["attachments"][0].get("path").is_none(),
+        "paths stay on the server"
+    );
 }
 
 #[test]
@@ -542,7 +621,10 @@ fn the_canvas_record_button_sends_a_voice_message_in_chromium() {
     assert_eq!(probe.codec, "opus", "{probe:?}");
     assert!(probe.seconds > 1.5, "{probe:?}");
     let input = model_input(&llm);
-    assert!(input.contains("[Voice message (voice-") && input.contains(said), "{input}");
+    assert!(
+        input.contains("[Voice message (voice-") && input.contains(said),
+        "{input}"
+    );
 }
 
 #[test]
@@ -563,10 +645,19 @@ fn check_warns_of_a_missing_key_and_a_missing_ffmpeg() {
         let said = String::from_utf8_lossy(&out.stdout);
         assert!(said.contains("check passed"), "{said}");
         assert!(
-            said.contains("[stt]: the environment variable HEARTH_NO_SUCH_KEY (api_key_env) is not set"),
+            said.contains(
+                "[stt]: the environment variable HEARTH_NO_SUCH_KEY (api_key_env) is not set"
+            ),
             "{said}"
         );
-        assert_eq!(said.contains("ffmpeg is not on PATH"), warns_of_ffmpeg, "{said}");
-        assert!(said.contains("reply_with_voice"), "the tool is listed: {said}");
+        assert_eq!(
+            said.contains("ffmpeg is not on PATH"),
+            warns_of_ffmpeg,
+            "{said}"
+        );
+        assert!(
+            said.contains("reply_with_voice"),
+            "the tool is listed: {said}"
+        );
     }
 }

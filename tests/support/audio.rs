@@ -80,7 +80,14 @@ pub fn probe(bytes: &[u8]) -> Result<Probe, String> {
 /// What `ffprobe` makes of the file at `path`.
 pub fn probe_file(path: &Path) -> Result<Probe, String> {
     let output = Command::new("ffprobe")
-        .args(["-v", "error", "-of", "json", "-show_format", "-show_streams"])
+        .args([
+            "-v",
+            "error",
+            "-of",
+            "json",
+            "-show_format",
+            "-show_streams",
+        ])
         .arg(path)
         .output()
         .map_err(|e| format!("cannot run ffprobe (apt install ffmpeg): {e}"))?;

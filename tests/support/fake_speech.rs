@@ -33,9 +33,7 @@ use std::time::Duration;
 use serde_json::{Value, json};
 
 use crate::audio::{self, Probe};
-use crate::http_server::{
-    self, HttpRequest, form_parts, read_request, write_bytes, write_json,
-};
+use crate::http_server::{self, HttpRequest, form_parts, read_request, write_bytes, write_json};
 
 /// The formats OpenAI's transcription endpoint takes, by extension.
 pub const OPENAI_FORMATS: [&str; 9] = [
@@ -341,7 +339,10 @@ fn transcribe(shared: &Shared, record: &mut SpeechRequest) -> Answer {
         let list: Vec<String> = accepted.iter().map(|f| format!("'{f}'")).collect();
         return error(
             400,
-            &format!("Invalid file format. Supported formats: [{}]", list.join(", ")),
+            &format!(
+                "Invalid file format. Supported formats: [{}]",
+                list.join(", ")
+            ),
             "invalid_request_error",
         );
     }
@@ -389,7 +390,10 @@ fn speak(record: &SpeechRequest) -> Answer {
             "audio/mpeg",
         ),
         "aac" => (audio::aac_adts(input), "audio/aac"),
-        "flac" => (audio::encoded(input, &["-c:a", "flac", "-f", "flac"]), "audio/flac"),
+        "flac" => (
+            audio::encoded(input, &["-c:a", "flac", "-f", "flac"]),
+            "audio/flac",
+        ),
         "wav" => (audio::speech_wav(input), "audio/wav"),
         other => {
             return error(
@@ -416,4 +420,3 @@ fn error_with(status: u16, error: Value) -> Answer {
         json!({ "error": error }).to_string().into_bytes(),
     )
 }
-

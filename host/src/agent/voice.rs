@@ -146,11 +146,15 @@ mod tests {
         let cases = [
             (
                 file(true, Some("buy milk")),
-                Some("\n\n[Voice message (voice.ogg, audio/ogg, 1234 bytes, saved at /h/voice.ogg), transcribed by speech-to-text:]\nbuy milk"),
+                Some(
+                    "\n\n[Voice message (voice.ogg, audio/ogg, 1234 bytes, saved at /h/voice.ogg), transcribed by speech-to-text:]\nbuy milk",
+                ),
             ),
             (
                 file(false, Some("")),
-                Some("\n\n[Audio file (voice.ogg, audio/ogg, 1234 bytes, saved at /h/voice.ogg), transcribed by speech-to-text: no words were recognised in it]"),
+                Some(
+                    "\n\n[Audio file (voice.ogg, audio/ogg, 1234 bytes, saved at /h/voice.ogg), transcribed by speech-to-text: no words were recognised in it]",
+                ),
             ),
             (file(true, None), None),
         ];

@@ -262,7 +262,11 @@ mod tests {
         assert_eq!(stt.api_key_env, None);
         let tts = tts("").unwrap().unwrap();
         assert_eq!(
-            (tts.model.as_str(), tts.voice.as_str(), tts.response_format.as_str()),
+            (
+                tts.model.as_str(),
+                tts.voice.as_str(),
+                tts.response_format.as_str()
+            ),
             ("tts-1", "alloy", "opus")
         );
     }
@@ -290,7 +294,11 @@ mod tests {
             ("max_bytes = 0", "stt.max_bytes", "1 to"),
             ("timeout_ms = 5", "stt.timeout_ms", "1000 to"),
             ("max_retries = 11", "stt.max_retries", "0 to 10"),
-            ("api_key_env = \"KEY=sk-1\"", "stt.api_key_env", "never the key"),
+            (
+                "api_key_env = \"KEY=sk-1\"",
+                "stt.api_key_env",
+                "never the key",
+            ),
         ];
         for (toml, key, says) in stt_cases {
             let (k, message) = stt(toml).unwrap_err();

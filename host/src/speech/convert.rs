@@ -49,9 +49,7 @@ impl Target {
 
     fn args(self) -> &'static [&'static str] {
         match self {
-            Target::Wav => &[
-                "-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav",
-            ],
+            Target::Wav => &["-ac", "1", "-ar", "16000", "-c:a", "pcm_s16le", "-f", "wav"],
             Target::Flac => &["-ac", "1", "-ar", "16000", "-c:a", "flac", "-f", "flac"],
             Target::Mp3 => &["-ac", "1", "-c:a", "libmp3lame", "-q:a", "4", "-f", "mp3"],
             Target::OggOpus => &[

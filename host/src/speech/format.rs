@@ -37,7 +37,8 @@ impl AudioFormat {
     /// The format of a file starting with `head`, if it is one hearth
     /// knows.
     pub fn sniff(head: &[u8]) -> Option<AudioFormat> {
-        let at = |offset: usize, magic: &[u8]| head.get(offset..offset + magic.len()) == Some(magic);
+        let at =
+            |offset: usize, magic: &[u8]| head.get(offset..offset + magic.len()) == Some(magic);
         if at(0, b"OggS") {
             Some(AudioFormat::Ogg)
         } else if at(0, &[0x1A, 0x45, 0xDF, 0xA3]) {
@@ -165,7 +166,11 @@ mod tests {
             (AudioFormat::Ogg, &vec!["wav".to_owned()], None),
         ];
         for (format, accepted, name) in cases {
-            assert_eq!(format.accepted_as(accepted), name, "{format:?} {accepted:?}");
+            assert_eq!(
+                format.accepted_as(accepted),
+                name,
+                "{format:?} {accepted:?}"
+            );
         }
     }
 

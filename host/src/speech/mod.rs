@@ -62,7 +62,9 @@ impl Speech {
     pub fn warnings(&self) -> Vec<String> {
         let mut warnings = Vec::new();
         if let Some(why) = self.stt.as_ref().and_then(Stt::key_problem) {
-            warnings.push(format!("[stt]: {why}; voice messages will not be transcribed"));
+            warnings.push(format!(
+                "[stt]: {why}; voice messages will not be transcribed"
+            ));
         }
         if let Some(why) = self.tts.as_ref().and_then(Tts::key_problem) {
             warnings.push(format!("[tts]: {why}; reply_with_voice will fail"));
@@ -85,4 +87,3 @@ impl Speech {
 pub fn is_audio(attachment: &Attachment) -> bool {
     attachment.voice || attachment.mime.starts_with("audio/")
 }
-

@@ -195,7 +195,11 @@ impl Stt {
                 });
             }
         }
-        tracing::debug!(from = name, to = extension, "audio converted for transcription");
+        tracing::debug!(
+            from = name,
+            to = extension,
+            "audio converted for transcription"
+        );
         Ok((std::fs::read(&output.0)?, extension, target.mime()))
     }
 
@@ -260,7 +264,10 @@ impl Stt {
                 status,
                 hint: match key {
                     Some(key) => format!("check the key in the environment variable {}", key.var),
-                    None => "it wants an API key: name its environment variable in [stt] api_key_env".into(),
+                    None => {
+                        "it wants an API key: name its environment variable in [stt] api_key_env"
+                            .into()
+                    }
                 },
             }),
             Exchange::Answer { status, body, .. } => Err(SttError::Refused {

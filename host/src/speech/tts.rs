@@ -204,7 +204,10 @@ impl Tts {
                 status,
                 hint: match key {
                     Some(key) => format!("check the key in the environment variable {}", key.var),
-                    None => "it wants an API key: name its environment variable in [tts] api_key_env".into(),
+                    None => {
+                        "it wants an API key: name its environment variable in [tts] api_key_env"
+                            .into()
+                    }
                 },
             }),
             Exchange::Answer { status, body, .. } => Err(TtsError::Refused {

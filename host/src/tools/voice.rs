@@ -42,9 +42,9 @@ pub fn spec() -> ToolSpec {
 /// Speaks `args.text`; the result's `attached` is the voice file for the
 /// reply.
 pub fn call(speech: &Speech, args: &Value) -> Result<Value, String> {
-    let tts = speech
-        .tts()
-        .ok_or("text-to-speech is not configured: the owner can add a [tts] section to hearth.toml")?;
+    let tts = speech.tts().ok_or(
+        "text-to-speech is not configured: the owner can add a [tts] section to hearth.toml",
+    )?;
     let text = args["text"].as_str().unwrap_or_default();
     let spoken = tts.speak(text).map_err(|e| e.to_string())?;
     let name = spoken

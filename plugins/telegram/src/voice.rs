@@ -64,7 +64,10 @@ impl Shared {
             fields.push(("caption", caption.to_owned()));
             fields.push(("parse_mode", "HTML".to_owned()));
         }
-        if let Some(seconds) = (method == "sendVoice").then(|| ogg_seconds(&bytes)).flatten() {
+        if let Some(seconds) = (method == "sendVoice")
+            .then(|| ogg_seconds(&bytes))
+            .flatten()
+        {
             fields.push(("duration", seconds.to_string()));
         }
         let upload = Upload {
@@ -78,7 +81,9 @@ impl Shared {
                 description,
                 ..
             }) if description.contains("VOICE_MESSAGES_FORBIDDEN") => {
-                tracing::info!("telegram: the chat takes no voice messages; sending the reply's audio as a file");
+                tracing::info!(
+                    "telegram: the chat takes no voice messages; sending the reply's audio as a file"
+                );
                 fields.retain(|(key, _)| *key != "duration");
                 self.upload(chat, "sendDocument", "document", &upload, &fields)
                     .await
@@ -166,7 +171,10 @@ mod tests {
         };
         let long = "word ".repeat(300);
         let cases = [
-            (message("**Sunny**, 21°", vec![voice.clone()]), Some("<b>Sunny</b>, 21°")),
+            (
+                message("**Sunny**, 21°", vec![voice.clone()]),
+                Some("<b>Sunny</b>, 21°"),
+            ),
             (message(&long, vec![voice.clone()]), None),
             (message("two", vec![voice.clone(), voice.clone()]), None),
             (message("no voice", vec![Attachment::default()]), None),
