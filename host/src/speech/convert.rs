@@ -12,6 +12,8 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use super::format::AudioFormat;
+
 /// What ffmpeg is asked to make.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Target {
@@ -27,13 +29,13 @@ pub enum Target {
 }
 
 impl Target {
-    /// The file extension of what it makes.
-    pub fn extension(self) -> &'static str {
+    /// The container of what it makes.
+    pub fn container(self) -> AudioFormat {
         match self {
-            Target::Wav => "wav",
-            Target::Flac => "flac",
-            Target::Mp3 => "mp3",
-            Target::OggOpus => "ogg",
+            Target::Wav => AudioFormat::Wav,
+            Target::Flac => AudioFormat::Flac,
+            Target::Mp3 => AudioFormat::Mp3,
+            Target::OggOpus => AudioFormat::Ogg,
         }
     }
 

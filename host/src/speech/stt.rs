@@ -158,24 +158,17 @@ impl Stt {
     ) -> Result<(Vec<u8>, &'static str, &'static str), SttError> {
         let formats = &self.config.formats;
         let name = format.map_or("unrecognised", |f| f.extensions()[0]);
-        let target = [Target::Wav, Target::Flac, Target::Mp3, Target::OggOpus]
+        let (target, extension) = [Target::Wav, Target::Flac, Target::Mp3, Target::OggOpus]
             .into_iter()
-            .find(|t| match t {
-                Target::OggOpus => AudioFormat::Ogg.accepted_as(formats).is_some(),
-                t => formats.iter().any(|f| f == t.extension()),
-            })
+            .find_map(|t| Some((t, t.container().accepted_as(formats)?)))
             .ok_or_else(|| SttError::NoTarget {
                 format: name,
                 formats: formats.clone(),
             })?;
-        let extension = match target {
-            Target::OggOpus => AudioFormat::Ogg.accepted_as(formats).unwrap_or("ogg"),
-            t => t.extension(),
-        };
         let output = Scratch(PathBuf::from(format!(
             "{}.stt.{}",
             path.display(),
-            target.extension()
+            target.container().extensions()[0]
         )));
         match convert::convert(path, &output.0, target, CONVERT_DEADLINE) {
             Ok(()) => {}
