@@ -124,11 +124,6 @@ impl Tts {
         self.key.as_ref().err().map(String::as_str)
     }
 
-    /// The longest text it speaks, in characters.
-    pub fn max_chars(&self) -> usize {
-        self.config.max_chars
-    }
-
     /// Speaks `text` and saves the audio. Blocks: network and possibly
     /// ffmpeg.
     pub fn speak(&self, text: &str) -> Result<Spoken, TtsError> {
