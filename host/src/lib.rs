@@ -21,6 +21,7 @@ pub mod runtime;
 pub mod scheduler;
 pub mod scripting;
 pub mod secrets;
+pub mod speech;
 pub mod store;
 pub mod tls;
 pub mod tools;

@@ -264,6 +264,7 @@ impl Runtime {
                 })
             }),
             workshop: Some(workshop),
+            speech: Some(Arc::new(crate::speech::Speech::new(&config))),
         };
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),

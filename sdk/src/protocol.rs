@@ -285,7 +285,7 @@ pub struct InboundMessage {
 }
 
 /// A file that came with a message.
-#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Attachment {
     /// The channel's id for it.
     pub id: String,
@@ -300,6 +300,18 @@ pub struct Attachment {
     /// Where the owner can open it, when the channel serves files.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub url: Option<String>,
+    /// What the audio says. The host sets it: on a voice message or audio
+    /// file it transcribed (kept with the stored message, so it is
+    /// transcribed once), and on a reply it spoke (`reply_with_voice`),
+    /// where it is the text spoken. A channel leaves it out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub transcript: Option<String>,
+    /// A voice message. On a message: the sender recorded it as one
+    /// (Telegram's `voice`), not an audio file they sent. On a reply: the
+    /// channel should send it as one (Telegram's `sendVoice`, for OGG/Opus)
+    /// where it can, else as audio or a file.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub voice: bool,
 }
 
 /// A channel's health.

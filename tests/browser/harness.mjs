@@ -22,12 +22,12 @@ export const BASE = env("HEARTH_CANVAS_BASE").replace(/\/+$/, "");
 export const ARTIFACTS = env("HEARTH_ARTIFACTS");
 const CHROMIUM = process.env.CHROMIUM || "/usr/bin/chromium";
 
-/** Headless Chromium with the flags a sandbox-less CI container needs. */
-export function launch() {
+/** Headless Chromium with the flags a sandbox-less CI container needs, and `extra` ones. */
+export function launch(extra = []) {
   return chromium.launch({
     executablePath: CHROMIUM,
     headless: true,
-    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync", ...extra],
   });
 }
 

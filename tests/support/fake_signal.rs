@@ -91,6 +91,9 @@ pub struct Sent {
     /// Each attachment: file name, content type and size in bytes (from a
     /// data URI, or from the file a path names).
     pub attachments: Vec<(String, String, usize)>,
+    /// Each attachment's bytes, decoded from its data URI (or read from the
+    /// path), in the same order.
+    pub data: Vec<Vec<u8>>,
     /// The timestamp the fake gave it (its id).
     pub timestamp: i64,
     /// Every param, as sent.
@@ -596,10 +599,13 @@ fn send(shared: &Shared, state: &mut State, params: &Map<String, Value>) -> Outc
     for style in &styles {
         check_style(style)?;
     }
-    let attachments = list(params, "attachments")?
+    let (attachments, data): (Vec<_>, Vec<_>) = list(params, "attachments")?
         .iter()
         .map(|a| attachment(a))
-        .collect::<Result<Vec<_>, _>>()?;
+        .collect::<Result<Vec<_>, _>>()?
+        .into_iter()
+        .map(|(name, mime, bytes)| ((name, mime, bytes.len()), bytes))
+        .unzip();
     if message.is_empty() && attachments.is_empty() {
         return Err((
             USER_ERROR,
@@ -622,6 +628,7 @@ fn send(shared: &Shared, state: &mut State, params: &Map<String, Value>) -> Outc
         message,
         text_styles: styles,
         attachments,
+        data,
         timestamp,
         params: Value::Object(params.clone()),
     });
@@ -692,17 +699,18 @@ fn list(params: &Map<String, Value>, key: &str) -> Result<Vec<String>, (i64, Str
 }
 
 /// An attachment param: a data URI (`data:<mime>;filename=<name>;base64,...`,
-/// parameters URL-encoded) or a path signal-cli reads.
-fn attachment(value: &str) -> Result<(String, String, usize), (i64, String)> {
+/// parameters URL-encoded) or a path signal-cli reads. Its name, media
+/// type and bytes.
+fn attachment(value: &str) -> Result<(String, String, Vec<u8>), (i64, String)> {
     let Some(uri) = value.strip_prefix("data:") else {
-        let size = std::fs::metadata(value).map_err(|e| {
+        let bytes = std::fs::read(value).map_err(|e| {
             (
                 -1,
                 format!("Failed to send message: {value} (No such file or directory): {e}"),
             )
         })?;
         let name = value.rsplit('/').next().unwrap_or(value).to_owned();
-        return Ok((name, String::new(), size.len() as usize));
+        return Ok((name, String::new(), bytes));
     };
     let invalid = || (-1, "The given string is not a valid data URI.".to_owned());
     let (head, data) = uri.split_once(',').ok_or_else(invalid)?;
@@ -713,8 +721,35 @@ fn attachment(value: &str) -> Result<(String, String, usize), (i64, String)> {
         .find_map(|f| f.strip_prefix("filename="))
         .map(percent_decode)
         .unwrap_or_default();
-    let padding = data.bytes().rev().take_while(|&b| b == b'=').count();
-    Ok((name, mime, data.len() / 4 * 3 - padding))
+    let bytes = base64_decode(data).ok_or_else(invalid)?;
+    Ok((name, mime, bytes))
+}
+
+/// Standard base64 with padding, as Java's `Base64.getDecoder()` reads it.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    if text.len() % 4 != 0 {
+        return None;
+    }
+    let mut out = Vec::with_capacity(text.len() / 4 * 3);
+    for group in text.as_bytes().chunks(4) {
+        let mut n = 0u32;
+        let mut padding = 0;
+        for &c in group {
+            let value = match c {
+                b'=' => {
+                    padding += 1;
+                    0
+                }
+                _ if padding > 0 => return None,
+                _ => ALPHABET.iter().position(|&a| a == c)? as u32,
+            };
+            n = (n << 6) | value;
+        }
+        let bytes = n.to_be_bytes();
+        out.extend_from_slice(&bytes[1..4 - padding]);
+    }
+    Some(out)
 }
 
 fn percent_decode(text: &str) -> String {

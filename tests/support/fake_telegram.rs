@@ -63,7 +63,8 @@ pub struct FakeTelegram {
     acceptor: Option<JoinHandle<()>>,
 }
 
-/// One message the bot sent (`sendMessage`, `sendDocument`, `sendPhoto`).
+/// One message the bot sent (`sendMessage`, `sendDocument`, `sendPhoto`,
+/// `sendVoice`, `sendAudio`).
 #[derive(Clone, Debug, PartialEq)]
 pub struct Sent {
     /// The method that sent it, as the bot spelled it.
@@ -272,6 +273,68 @@ impl FakeTelegram {
         self.shared.lock().webhook.clone()
     }
 
+    /// Queues a voice note (`voice`: Ogg/Opus, as Telegram's apps record
+    /// it) of `seconds` from user `from_id` in chat `chat_id`, downloadable
+    /// through `getFile`; returns its `update_id`.
+    pub fn push_voice(&self, chat_id: i64, from_id: i64, bytes: &[u8], seconds: u32) -> i64 {
+        let mut state = self.shared.lock();
+        let file_id = state.add_file("voice/file.oga", bytes.to_vec());
+        let message_id = state.take_message_id();
+        let message = json!({
+            "message_id": message_id,
+            "from": user(from_id),
+            "chat": chat(chat_id, from_id),
+            "date": now(),
+            "voice": {
+                "file_id": file_id,
+                "file_unique_id": format!("U{file_id}"),
+                "duration": seconds,
+                "mime_type": "audio/ogg",
+                "file_size": bytes.len(),
+            },
+        });
+        state.push_update("message", message, &self.shared.changed)
+    }
+
+    /// Queues an audio file (`audio`: music or a recording sent as a file)
+    /// named `file_name`, of type `mime`, from user `from_id` in chat
+    /// `chat_id`; returns its `update_id`.
+    pub fn push_audio(
+        &self,
+        chat_id: i64,
+        from_id: i64,
+        bytes: &[u8],
+        file_name: &str,
+        mime: &str,
+    ) -> i64 {
+        let mut state = self.shared.lock();
+        let file_id = state.add_file(&format!("music/{file_name}"), bytes.to_vec());
+        let message_id = state.take_message_id();
+        let message = json!({
+            "message_id": message_id,
+            "from": user(from_id),
+            "chat": chat(chat_id, from_id),
+            "date": now(),
+            "audio": {
+                "file_id": file_id,
+                "file_unique_id": format!("U{file_id}"),
+                "duration": 1,
+                "file_name": file_name,
+                "mime_type": mime,
+                "file_size": bytes.len(),
+            },
+        });
+        state.push_update("message", message, &self.shared.changed)
+    }
+
+    /// The bytes the bot uploaded with the message `message_id` it sent
+    /// (`sendVoice`, `sendDocument`, ...).
+    pub fn uploaded(&self, message_id: i64) -> Option<Vec<u8>> {
+        let state = self.shared.lock();
+        let file_id = state.uploads.get(&message_id)?;
+        state.files.get(file_id).map(|(_, bytes)| bytes.clone())
+    }
+
     /// Makes a file downloadable through `getFile`; returns its `file_id`.
     pub fn add_file(&self, bytes: &[u8]) -> String {
         self.shared
@@ -361,6 +424,8 @@ struct State {
     requests: Vec<Request>,
     /// file_id → (file_path, bytes).
     files: HashMap<String, (String, Vec<u8>)>,
+    /// message_id of a sent upload → its file_id.
+    uploads: HashMap<i64, String>,
     rate_limited: usize,
     retry_after: u64,
     hang: bool,
@@ -526,6 +591,8 @@ fn api(shared: &Shared, http: &HttpRequest, path: &str, query: &str) -> Option<A
         "editmessagetext" => edit_message_text(&mut state, &params),
         "senddocument" => send_file(shared, &mut state, method, "document", &params),
         "sendphoto" => send_file(shared, &mut state, method, "photo", &params),
+        "sendvoice" => send_file(shared, &mut state, method, "voice", &params),
+        "sendaudio" => send_file(shared, &mut state, method, "audio", &params),
         "answercallbackquery" => match params.get("callback_query_id") {
             Some(_) => ok(json!(true)),
             None => bad_request("query_id is empty"),
@@ -553,6 +620,8 @@ fn api(shared: &Shared, http: &HttpRequest, path: &str, query: &str) -> Option<A
         "getfile" => {
             let id = text(&params, "file_id").unwrap_or_default();
             match state.files.get(&id) {
+                // Bots download files of up to 20 MB.
+                Some((_, bytes)) if bytes.len() > 20 << 20 => bad_request("file is too big"),
                 Some((path, bytes)) => ok(json!({
                     "file_id": id,
                     "file_unique_id": format!("U{id}"),
@@ -681,8 +750,10 @@ fn edit_message_text(state: &mut State, params: &Map<String, Value>) -> Answer {
     }))
 }
 
-/// `sendDocument` / `sendPhoto`: the file is an upload (multipart), a
-/// `file_id` the fake knows, or a URL.
+/// `sendDocument` / `sendPhoto` / `sendVoice` / `sendAudio`: the file is
+/// an upload (multipart), a `file_id` the fake knows, or a URL. A voice
+/// message needs Ogg/Opus; any other upload to `sendVoice` comes back as a
+/// document, the way Telegram files audio it cannot play as voice.
 fn send_file(
     shared: &Shared,
     state: &mut State,
@@ -727,11 +798,22 @@ fn send_file(
     let mut message = bot_message(shared, chat_id, message_id);
     let file =
         json!({"file_id": file_id, "file_unique_id": format!("U{file_id}"), "file_size": size});
+    let bytes = state.files.get(&file_id).map_or(&[][..], |(_, b)| b);
     if field == "photo" {
         let mut photo = file;
         photo["width"] = json!(90);
         photo["height"] = json!(90);
         message["photo"] = json!([photo]);
+    } else if field == "voice" && is_ogg_opus(bytes) {
+        let mut voice = file;
+        voice["duration"] = json!(int(params, "duration").unwrap_or(0));
+        voice["mime_type"] = json!("audio/ogg");
+        message["voice"] = voice;
+    } else if field == "audio" {
+        let mut audio = file;
+        audio["duration"] = json!(int(params, "duration").unwrap_or(0));
+        audio["file_name"] = json!(name);
+        message["audio"] = audio;
     } else {
         let mut document = file;
         document["file_name"] = json!(name);
@@ -740,6 +822,7 @@ fn send_file(
     if !caption.is_empty() {
         message["caption"] = json!(caption);
     }
+    state.uploads.insert(message_id, file_id);
     let file = Some((field.to_owned(), name, size));
     record(state, method, chat_id, caption, params, message_id, file);
     shared.changed.notify_all();
@@ -901,6 +984,16 @@ fn entity(s: &str) -> (String, usize) {
         Some(c) => (c.to_string(), end + 1),
         None => ("&".to_owned(), 1),
     }
+}
+
+/// Whether `bytes` are an Ogg stream of Opus (`OggS`, then `OpusHead` as
+/// the first packet).
+fn is_ogg_opus(bytes: &[u8]) -> bool {
+    let Some(&segments) = bytes.get(26) else {
+        return false;
+    };
+    let start = 27 + usize::from(segments);
+    bytes.starts_with(b"OggS") && bytes.get(start..start + 8) == Some(b"OpusHead".as_slice())
 }
 
 fn utf16_len(s: &str) -> usize {

@@ -198,3 +198,92 @@ pub fn reason(status: u16) -> &'static str {
         _ => "Unknown",
     }
 }
+
+/// One part of a `multipart/form-data` body.
+pub struct FormPart {
+    /// The field's name.
+    pub name: String,
+    /// The file name, for a file field.
+    pub filename: Option<String>,
+    /// The part's `content-type`, when given.
+    pub content_type: Option<String>,
+    /// Its content.
+    pub data: Vec<u8>,
+}
+
+/// The parts of a `multipart/form-data` body whose `content-type` header
+/// is `content_type`; `None` when it is not multipart or has no boundary.
+pub fn form_parts(content_type: &str, body: &[u8]) -> Option<Vec<FormPart>> {
+    if !content_type
+        .to_ascii_lowercase()
+        .starts_with("multipart/form-data")
+    {
+        return None;
+    }
+    let boundary = content_type.split("boundary=").nth(1)?.trim_matches('"');
+    let delimiter = format!("--{boundary}");
+    let delimiter = delimiter.as_bytes();
+    let mut parts = Vec::new();
+    let mut rest = body;
+    while let Some(at) = find(rest, delimiter) {
+        rest = &rest[at + delimiter.len()..];
+        if rest.starts_with(b"--") {
+            break;
+        }
+        let part = rest.strip_prefix(b"\r\n").unwrap_or(rest);
+        let end = find(part, delimiter).unwrap_or(part.len());
+        let part = &part[..end];
+        let Some(split) = find(part, b"\r\n\r\n") else {
+            continue;
+        };
+        let head = String::from_utf8_lossy(&part[..split]).into_owned();
+        let data = &part[split + 4..];
+        let data = data.strip_suffix(b"\r\n").unwrap_or(data);
+        let header = |name: &str| {
+            head.lines().find_map(|line| {
+                let (key, value) = line.split_once(':')?;
+                key.trim()
+                    .eq_ignore_ascii_case(name)
+                    .then(|| value.trim().to_owned())
+            })
+        };
+        let disposition = header("content-disposition").unwrap_or_default();
+        let attribute = |key: &str| {
+            disposition.split(';').find_map(|piece| {
+                let (k, v) = piece.trim().split_once('=')?;
+                (k == key).then(|| v.trim_matches('"').to_owned())
+            })
+        };
+        let Some(name) = attribute("name") else {
+            continue;
+        };
+        parts.push(FormPart {
+            name,
+            filename: attribute("filename"),
+            content_type: header("content-type"),
+            data: data.to_vec(),
+        });
+    }
+    Some(parts)
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
+}
+
+/// Writes an answer with `status`, `content_type` and a binary `body`.
+pub fn write_bytes(
+    out: &mut TcpStream,
+    status: u16,
+    content_type: &str,
+    body: &[u8],
+) -> io::Result<()> {
+    let head = format!(
+        "HTTP/1.1 {status} {}\r\ncontent-type: {content_type}\r\ncontent-length: {}\r\n\r\n",
+        reason(status),
+        body.len()
+    );
+    out.write_all(head.as_bytes())?;
+    out.write_all(body)?;
+    out.flush()
+}

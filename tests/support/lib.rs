@@ -8,10 +8,12 @@
 //! The binaries must be built first: the README's test command runs
 //! `cargo build --workspace` before `cargo test`.
 
+pub mod audio;
 pub mod canvas;
 pub mod fake_llm;
 pub mod fake_search;
 pub mod fake_signal;
+pub mod fake_speech;
 pub mod fake_telegram;
 mod http_server;
 pub mod telegram_home;

@@ -2,7 +2,9 @@
 //!
 //! The model gets a note per file (name, type, size and where it is saved,
 //! so a file tool can open it), and the content itself when the file is
-//! small text: that answers "what does this say?" without a tool call.
+//! small text: that answers "what does this say?" without a tool call. An
+//! audio file the turn transcribed is shown by what it says
+//! (`voice::heard`).
 
 use hearth_sdk::protocol::Attachment;
 
@@ -13,6 +15,10 @@ const INLINE_MAX: u64 = 16 * 1024;
 pub fn with_attachments(text: &str, attachments: &[Attachment]) -> String {
     let mut out = text.to_owned();
     for a in attachments {
+        if let Some(heard) = super::voice::heard(a) {
+            out.push_str(&heard);
+            continue;
+        }
         out.push_str(&format!(
             "\n\n[Attached file: {} ({}, {} bytes), saved at {}]",
             a.name, a.mime, a.size, a.path
@@ -52,6 +58,8 @@ mod tests {
             size,
             path: path.display().to_string(),
             url: None,
+            transcript: None,
+            voice: false,
         }
     }
 

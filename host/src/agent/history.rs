@@ -238,6 +238,23 @@ impl Conversations {
         )
     }
 
+    /// Replaces the files stored with inbox message `inbox_id` (their
+    /// transcripts added), so a retried turn finds them done.
+    pub fn set_attachments(&self, inbox_id: i64, files: &[Attachment]) -> rusqlite::Result<()> {
+        let files = (!files.is_empty()).then(|| serde_json::to_string(files).unwrap_or_default());
+        self.conn().execute(
+            "UPDATE inbox SET attachments = ?1 WHERE id = ?2",
+            params![files, inbox_id],
+        )?;
+        Ok(())
+    }
+
+    /// Stores a message for `chat` on `channel` that answers nothing (a
+    /// notice from hearth itself); the caller wakes the outbox.
+    pub fn tell(&self, channel: &str, chat: &str, text: &str) -> rusqlite::Result<()> {
+        crate::router::outbox::enqueue(&self.conn(), channel, chat, text, &[]).map(|_| ())
+    }
+
     /// Clears what an interrupted run of this turn left behind.
     pub fn clear_turn(&self, inbox_id: i64) -> rusqlite::Result<usize> {
         self.conn()

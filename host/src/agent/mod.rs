@@ -6,7 +6,8 @@
 //! - `profiles`: the agents table (the main agent and sub-agents);
 //! - `turn`: one turn, with tool calls, compaction and cancellation;
 //! - `prompt`: the system prompt;
-//! - `slash`: commands answered without the model.
+//! - `slash`: commands answered without the model;
+//! - `voice`: voice messages transcribed when a turn takes them.
 //!
 //! One runner task per agent: an agent's turns run one at a time, in
 //! order; different agents' turns run at the same time.
@@ -21,6 +22,7 @@ pub mod stamp;
 pub mod templates;
 mod tool_defs;
 mod turn;
+mod voice;
 pub mod workers;
 
 pub use tool_defs::ToolDefs;

@@ -22,7 +22,7 @@ use super::stamp::message_header;
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
-use crate::tools::{ATTACH_FILE, NOTEPAD, SPAWN_AGENT, ToolError, TurnContext};
+use crate::tools::{ATTACH_FILE, NOTEPAD, REPLY_WITH_VOICE, SPAWN_AGENT, ToolError, TurnContext};
 
 /// A tool call running on a blocking thread.
 struct Started {
@@ -232,10 +232,9 @@ impl Agent {
             &claimed.speaker,
             self.base.owner.as_deref(),
         );
-        let mut typed = format!(
-            "{header}\n{}",
-            with_attachments(&claimed.text, &claimed.attachments)
-        );
+        let (files, voice_notes) = self.hear(claimed).await;
+        let mut typed = format!("{header}\n{}", with_attachments(&claimed.text, &files));
+        typed.push_str(&voice_notes);
         if !lost.is_empty() {
             typed.push_str(&format!(
                 "\n\n[hearth: a restart cut short the earlier attempt at this message; the workers it \
@@ -364,7 +363,7 @@ impl Agent {
         let Started { id, name, call } = started;
         let (content, is_error) = match call.await {
             Ok(Ok(value)) => {
-                if name == ATTACH_FILE
+                if (name == ATTACH_FILE || name == REPLY_WITH_VOICE)
                     && let Ok(file) =
                         serde_json::from_value::<Attachment>(value["attached"].clone())
                 {

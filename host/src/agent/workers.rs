@@ -30,7 +30,7 @@ use crate::tools::{ToolRegistry, TurnContext};
 
 /// Tools a worker never gets, whatever its list says: they reach people,
 /// channels, other agents, or spawn more workers.
-const NEVER: [&str; 8] = [
+const NEVER: [&str; 9] = [
     "spawn_agent",
     "send_message",
     "send_agent_message",
@@ -38,6 +38,7 @@ const NEVER: [&str; 8] = [
     "manage_contacts",
     "manage_agent_templates",
     "attach_file",
+    "reply_with_voice",
     "canvas_show",
 ];
 

@@ -58,8 +58,10 @@ pub fn problems(rt: &Runtime) -> Vec<String> {
 /// What `hearth check` warns about without failing: channels whose owner
 /// is whoever their allow-list names, because `[owner.identities]` names
 /// no id for them. That was the meaning before contacts; with contacts,
-/// a contact inside the allow-list would count as the owner.
+/// a contact inside the allow-list would count as the owner. And voice:
+/// a speech key that is not set, or no ffmpeg to convert with.
 pub fn warnings(rt: &Runtime) -> Vec<String> {
+    let speech = rt.tools.speech().map(|s| s.warnings()).unwrap_or_default();
     rt.plugins
         .active()
         .iter()
@@ -81,6 +83,7 @@ pub fn warnings(rt: &Runtime) -> Vec<String> {
                 key = c.allowed_key.as_deref().unwrap_or("the channel's allow-list"),
             )
         })
+        .chain(speech)
         .collect()
 }
 

@@ -12,6 +12,7 @@ mod plugins;
 mod policy;
 mod scheduler;
 mod scripts;
+mod speech;
 
 use std::path::{Path, PathBuf};
 
@@ -22,6 +23,7 @@ pub use plugins::{PluginEntry, PluginsConfig};
 pub use policy::PolicyConfig;
 pub use scheduler::SchedulerConfig;
 pub use scripts::{HttpConfig, ScriptsConfig};
+pub use speech::{KNOWN_STT_FORMATS, OPENAI_STT_FORMATS, SttConfig, TtsConfig};
 
 /// The default config file name inside `$HEARTH_HOME`.
 pub const FILE_NAME: &str = "hearth.toml";
@@ -53,6 +55,10 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// `[scheduler]`.
     pub scheduler: SchedulerConfig,
+    /// `[stt]`; `None`: voice messages are not transcribed.
+    pub stt: Option<SttConfig>,
+    /// `[tts]`; `None`: the agent cannot reply with voice.
+    pub tts: Option<TtsConfig>,
 }
 
 /// How much the agent may do without asking.
@@ -252,6 +258,8 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     let llm = agent::build_llm(raw.llm).map_err(invalid_at)?;
     let agent = agent::build_agent(raw.agent, &base).map_err(invalid_at)?;
     raw.scheduler.check().map_err(invalid_at)?;
+    let stt = speech::build_stt(raw.stt).map_err(invalid_at)?;
+    let tts = speech::build_tts(raw.tts).map_err(invalid_at)?;
     if let Some(zone) = &raw.owner.timezone
         && let Err(e) = jiff::tz::TimeZone::get(zone)
     {
@@ -273,6 +281,8 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         owner: raw.owner,
         policy: raw.policy,
         scheduler: raw.scheduler,
+        stt,
+        tts,
     })
 }
 
@@ -319,6 +329,8 @@ struct RawConfig {
     policy: PolicyConfig,
     #[serde(default)]
     scheduler: SchedulerConfig,
+    stt: Option<speech::RawStt>,
+    tts: Option<speech::RawTts>,
 }
 
 impl Mode {

@@ -41,6 +41,8 @@ pub struct BuiltinContext {
     pub workshop: Option<Arc<Workshop>>,
     /// The owner's secrets: every result is redacted of their values.
     pub secrets: Option<Arc<crate::secrets::Secrets>>,
+    /// Speech-to-text and text-to-speech, as configured.
+    pub speech: Option<Arc<crate::speech::Speech>>,
 }
 
 /// The built-in tools.
@@ -90,6 +92,8 @@ pub enum Builtin {
     ReadHistory,
     /// The workshop's tools: the agent's database, versions, pages.
     Workshop(WorkshopTool),
+    /// Speak the reply.
+    ReplyWithVoice,
 }
 
 /// The session notepad's tool, the one tool of the step before a
@@ -121,7 +125,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 25] = [
+    pub const ALL: [Builtin; 26] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -147,6 +151,7 @@ impl Builtin {
         Builtin::Workshop(WorkshopTool::ScriptHistory),
         Builtin::Workshop(WorkshopTool::ScriptRollback),
         Builtin::Workshop(WorkshopTool::ManagePages),
+        Builtin::ReplyWithVoice,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -173,6 +178,7 @@ impl Builtin {
                 context.identity.is_some()
             }
             Builtin::Workshop(tool) => tool.available(context),
+            Builtin::ReplyWithVoice => context.speech.as_ref().is_some_and(|s| s.tts().is_some()),
         }
     }
 
@@ -197,6 +203,7 @@ impl Builtin {
     pub fn spec(self) -> ToolSpec {
         match self {
             Builtin::Workshop(tool) => tool.spec(),
+            Builtin::ReplyWithVoice => super::voice::spec(),
             Builtin::ReadSkill => ToolSpec {
                 name: "read_skill".into(),
                 description: "Returns the full instructions of a skill, by name, from the skills index.".into(),
@@ -611,6 +618,13 @@ impl Builtin {
                 super::knowledge::identity(self, identity, caller, args)
             }
             Builtin::AttachFile => attach(args),
+            Builtin::ReplyWithVoice => super::voice::call(
+                context
+                    .speech
+                    .as_deref()
+                    .ok_or("text-to-speech is not available here")?,
+                args,
+            ),
             Builtin::Workshop(tool) => tool.call(context, caller, args),
             Builtin::ManageContacts => people()?.manage_contacts(args),
             Builtin::SendMessage => people()?.send_message(args),

@@ -14,6 +14,7 @@ mod registry;
 mod schedule;
 pub mod schema;
 mod turn_context;
+mod voice;
 mod workshop;
 
 pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, NOTEPAD, SPAWN_AGENT};
@@ -22,4 +23,5 @@ pub use people::PeopleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
 pub use schedule::ScheduleTools;
 pub use turn_context::TurnContext;
+pub use voice::REPLY_WITH_VOICE;
 pub use workshop::{EXECUTE_SQL, WorkshopTool};

@@ -176,6 +176,11 @@ impl ToolRegistry {
         self.builtins.secrets.as_ref()
     }
 
+    /// Speech-to-text and text-to-speech, when this registry has them.
+    pub fn speech(&self) -> Option<&Arc<crate::speech::Speech>> {
+        self.builtins.speech.as_ref()
+    }
+
     /// The script subsystem, when there is one.
     pub fn scripts(&self) -> Option<&Arc<Scripts>> {
         self.scripts.as_ref()

@@ -252,6 +252,8 @@ async fn upload(
             );
         }
     };
+    // The record button's uploads say they are voice messages.
+    attachment.voice = query.get("voice").is_some_and(|v| v == "1");
     let written = write_body(body, &partial, uploads.max_bytes).await;
     match written {
         Ok(size) => attachment.size = size,

@@ -50,6 +50,8 @@ impl Uploads {
             size: 0,
             path: path.display().to_string(),
             url: Some(format!("/files/uploads/{file}")),
+            transcript: None,
+            voice: false,
         };
         Ok((path.with_extension("part"), attachment))
     }
@@ -72,9 +74,18 @@ impl Uploads {
     }
 }
 
-/// An attachment as the browser sees it: no paths of this machine.
+/// An attachment as the browser sees it: no paths of this machine; the
+/// transcript of a voice message, once the host has one.
 pub fn public(a: &Attachment) -> Value {
-    json!({ "id": a.id, "name": a.name, "mime": a.mime, "size": a.size, "url": a.url })
+    let mut public =
+        json!({ "id": a.id, "name": a.name, "mime": a.mime, "size": a.size, "url": a.url });
+    if a.voice {
+        public["voice"] = Value::Bool(true);
+    }
+    if let Some(transcript) = &a.transcript {
+        public["transcript"] = Value::String(transcript.clone());
+    }
+    public
 }
 
 /// A file name that is safe in a path and a URL: letters, digits, `.`, `_`

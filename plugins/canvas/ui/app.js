@@ -25,7 +25,10 @@
  *   [data-testid="text"]          inside a message or pending message: its text
  *                                 (agent messages: the server's sanitized html)
  *   [data-testid="attachment"]    an attachment (a link; a thumbnail for images)
- *                                 inside a message or pending message
+ *                                 inside a message or pending message; audio
+ *                                 gets a player beside it
+ *   [data-testid="transcript"]    what a voice message says, once the host
+ *                                 transcribed it (from the history)
  *   [data-testid="pending"]       an own message the server has not echoed yet;
  *                                 data-id (the client id), data-state "sending",
  *                                 "sent" (acked, echo not seen yet) or "failed"
@@ -44,6 +47,8 @@
  *   [data-testid="composer"]      the textarea
  *   [data-testid="send"]          the send button (disabled while uploading)
  *   [data-testid="attach"]        the file input (multiple)
+ *   [data-testid="record"]        the record button; data-state "idle" or
+ *                                 "recording"; a stopped recording becomes a chip
  *   [data-testid="chip"]          an attachment in the composer; data-state
  *                                 "uploading", "ready" or "failed"
  *   [data-testid="upcoming"]      the scheduler's next jobs, soonest first (the
@@ -587,12 +592,12 @@
 
   /* ---------- uploads ---------- */
 
-  async function upload(file) {
+  async function upload(file, voice) {
     const chip = { key: newId(), name: file.name || "file", size: file.size, state: "uploading", attachment: null };
     state.chips.push(chip);
     renderChips();
     try {
-      const res = await fetch("/upload?name=" + encodeURIComponent(chip.name), {
+      const res = await fetch("/upload?name=" + encodeURIComponent(chip.name) + (voice ? "&voice=1" : ""), {
         method: "POST",
         body: file,
         headers: { "content-type": file.type || "application/octet-stream" },
@@ -624,7 +629,71 @@
   }
 
   function addFiles(files) {
-    for (const f of Array.from(files || [])) upload(f);
+    for (const f of Array.from(files || [])) upload(f, false);
+  }
+
+  /* ---------- voice recording ---------- */
+
+  // A recording becomes an upload like any file, flagged as a voice
+  // message; the host transcribes it when the message is sent.
+  const recording = { media: null, chunks: [] };
+  const RECORD_TYPES = ["audio/webm;codecs=opus", "audio/ogg;codecs=opus", "audio/webm", "audio/mp4"];
+
+  function canRecord() {
+    return Boolean(window.isSecureContext && navigator.mediaDevices && navigator.mediaDevices.getUserMedia && window.MediaRecorder);
+  }
+
+  async function toggleRecording() {
+    if (recording.media) {
+      recording.media.stop();
+      return;
+    }
+    let stream;
+    try {
+      stream = await navigator.mediaDevices.getUserMedia({ audio: true });
+    } catch (e) {
+      toast(`Cannot record: ${e && e.message ? e.message : e}`);
+      return;
+    }
+    const type = RECORD_TYPES.find((t) => MediaRecorder.isTypeSupported(t)) || "";
+    let media;
+    try {
+      media = new MediaRecorder(stream, type ? { mimeType: type } : undefined);
+    } catch (e) {
+      stream.getTracks().forEach((t) => t.stop());
+      toast(`Cannot record: ${e && e.message ? e.message : e}`);
+      return;
+    }
+    recording.media = media;
+    recording.chunks = [];
+    media.addEventListener("dataavailable", (e) => {
+      if (e.data && e.data.size) recording.chunks.push(e.data);
+    });
+    media.addEventListener("stop", () => {
+      stream.getTracks().forEach((t) => t.stop());
+      const mime = (media.mimeType || type || "audio/webm").split(";")[0];
+      const blob = new Blob(recording.chunks, { type: mime });
+      recording.media = null;
+      recording.chunks = [];
+      renderRecording();
+      if (!blob.size) {
+        toast("Nothing was recorded.", "info");
+        return;
+      }
+      const ext = mime.includes("ogg") ? "ogg" : mime.includes("mp4") ? "m4a" : "webm";
+      const stamp = new Date().toISOString().replace(/[^0-9]/g, "").slice(0, 14);
+      upload(new File([blob], `voice-${stamp}.${ext}`, { type: mime }), true);
+    });
+    media.start();
+    renderRecording();
+  }
+
+  function renderRecording() {
+    const on = Boolean(recording.media);
+    ui.record.dataset.state = on ? "recording" : "idle";
+    ui.record.setAttribute("aria-pressed", String(on));
+    ui.record.title = on ? "Stop recording" : canRecord() ? "Record a voice message" : "Recording needs the canvas over https or on localhost";
+    ui.record.disabled = !on && !canRecord();
   }
 
   function renderChips() {
@@ -809,6 +878,8 @@
         const name = typeof a.name === "string" ? a.name : "attachment";
         const url = safeUrl(a.url, false);
         const isImage = typeof a.mime === "string" && a.mime.startsWith("image/") && url;
+        const isAudio = typeof a.mime === "string" && a.mime.startsWith("audio/") && url;
+        const transcript = typeof a.transcript === "string" ? a.transcript : null;
         const inner = [
           isImage ? h("img", { class: "thumb", src: url, alt: name, loading: "lazy" }) : h("span", { class: "file-icon", "aria-hidden": "true" }),
           h("span", { class: "att-name", text: name }),
@@ -816,10 +887,14 @@
         ];
         return h(
           "li",
-          null,
+          isAudio || transcript !== null ? { class: "audio" } : null,
           url
             ? h("a", { class: `attachment${isImage ? " image" : ""}`, "data-testid": "attachment", href: url, target: "_blank", rel: "noopener" }, inner)
             : h("span", { class: "attachment", "data-testid": "attachment" }, inner),
+          isAudio ? h("audio", { controls: true, preload: "none", src: url, "aria-label": `Play ${name}` }) : null,
+          transcript !== null
+            ? h("p", { class: "transcript", "data-testid": "transcript", text: transcript ? `“${transcript}”` : "(no words recognised)" })
+            : null,
         );
       }),
     );
@@ -1343,6 +1418,7 @@
     ui.composer = document.querySelector('[data-testid="composer"]');
     ui.send = document.querySelector('[data-testid="send"]');
     ui.attach = document.querySelector('[data-testid="attach"]');
+    ui.record = document.querySelector('[data-testid="record"]');
     ui.chips = document.getElementById("chips");
     ui.toasts = document.getElementById("toasts");
 
@@ -1360,6 +1436,8 @@
       addFiles(ui.attach.files);
       ui.attach.value = "";
     });
+    ui.record.addEventListener("click", toggleRecording);
+    renderRecording();
     ui.composer.addEventListener("paste", (e) => {
       const files = e.clipboardData ? Array.from(e.clipboardData.files || []) : [];
       if (files.length) {

@@ -110,16 +110,21 @@ fn save_one(
         .attachment_dir
         .join(format!("{timestamp}-{index}-{}", safe_file_name(name)));
     write_atomically(&path, &bytes)?;
+    let mime = item["contentType"]
+        .as_str()
+        .unwrap_or("application/octet-stream")
+        .to_owned();
     Ok(Attachment {
         id: id.to_owned(),
         name: name.to_owned(),
-        mime: item["contentType"]
-            .as_str()
-            .unwrap_or("application/octet-stream")
-            .to_owned(),
+        // signal-cli does not pass on Signal's voice-note flag; a voice
+        // note is the audio the app recorded, which has no file name.
+        voice: mime.starts_with("audio/") && item["filename"].as_str().is_none(),
+        mime,
         size,
         path: path.display().to_string(),
         url: None,
+        transcript: None,
     })
 }
 

@@ -243,6 +243,8 @@ impl Shared {
             size: bytes.len() as u64,
             path: local.display().to_string(),
             url: None,
+            transcript: None,
+            voice: file.voice,
         })
     }
 

@@ -79,6 +79,8 @@ pub struct FileRef {
     pub mime: String,
     /// Its size, when Telegram says.
     pub size: Option<u64>,
+    /// A voice note recorded in Telegram (`voice`), not an audio file.
+    pub voice: bool,
 }
 
 impl Gate {
@@ -200,7 +202,9 @@ fn files(message: &Value) -> Vec<FileRef> {
         ("video", "video.mp4", "video/mp4"),
     ] {
         if message[key].is_object() {
-            out.push(file_ref(&message[key], name, mime));
+            let mut file = file_ref(&message[key], name, mime);
+            file.voice = key == "voice";
+            out.push(file);
         }
     }
     out.retain(|f| !f.file_id.is_empty());
@@ -213,6 +217,7 @@ fn file_ref(file: &Value, name: &str, mime: &str) -> FileRef {
         name: file["file_name"].as_str().unwrap_or(name).to_owned(),
         mime: file["mime_type"].as_str().unwrap_or(mime).to_owned(),
         size: file["file_size"].as_u64(),
+        voice: false,
     }
 }
 

@@ -17,7 +17,8 @@
 //! - `poll` and `webhook`: the two transports;
 //! - `outbound`: sending, pacing, 429s, split replies;
 //! - `events`: confirmation cards and "typing…";
-//! - `format`: markdown to Telegram HTML, split at 4096.
+//! - `format`: markdown to Telegram HTML, split at 4096;
+//! - `voice`: spoken replies as voice messages.
 //!
 //! Config (every key is in `config/hearth.example.toml`):
 //!
@@ -35,6 +36,7 @@ pub mod format;
 pub mod inbound;
 pub mod outbound;
 pub mod poll;
+pub mod voice;
 pub mod webhook;
 
 use std::path::PathBuf;

@@ -7,7 +7,7 @@
 //! how many parts went out, so when a later part fails and the host's
 //! outbox retries the reply, the parts already delivered are not sent
 //! again. A send is reported as done only when Telegram confirmed every
-//! part.
+//! part. A file flagged as voice goes as a voice message (`voice`).
 
 use std::collections::{HashMap, VecDeque};
 use std::path::Path;
@@ -112,10 +112,15 @@ impl Shared {
             .chat
             .parse()
             .map_err(|_| format!("{:?} is not a Telegram chat id", message.chat))?;
-        let mut parts: Vec<Part> = format::messages(&message.text)
-            .into_iter()
-            .map(Part::Text)
-            .collect();
+        // A short reply with one voice file is that voice message's caption.
+        let caption = crate::voice::caption(message);
+        let mut parts: Vec<Part> = match caption {
+            Some(_) => Vec::new(),
+            None => format::messages(&message.text)
+                .into_iter()
+                .map(Part::Text)
+                .collect(),
+        };
         parts.extend(message.attachments.iter().map(Part::File));
         let key = message.key.clone().unwrap_or_default();
         let done = lock(&self.outbound.progress)
@@ -126,6 +131,9 @@ impl Shared {
         for (n, part) in parts.iter().enumerate().skip(done) {
             let sent = match part {
                 Part::Text(html) => self.send_html(chat, html, None).await,
+                Part::File(file) if file.voice => {
+                    self.send_voice(chat, file, caption.as_deref()).await
+                }
                 Part::File(file) => self.send_file(chat, file).await,
             };
             match sent {
@@ -229,21 +237,41 @@ impl Shared {
         } else {
             file.name.clone()
         };
+        let upload = Upload {
+            bytes: &bytes,
+            name: &name,
+            mime: &file.mime,
+        };
+        self.upload(chat, method, field, &upload, &[]).await
+    }
+
+    /// Uploads a file with `method` as form field `field`, with the text
+    /// `fields` beside it, paced and riding out 429s; its message id.
+    pub async fn upload(
+        &self,
+        chat: i64,
+        method: &str,
+        field: &str,
+        file: &Upload<'_>,
+        fields: &[(&str, String)],
+    ) -> Result<Option<i64>, ApiError> {
         let started = Instant::now();
         loop {
             self.outbound.turn(chat).await;
-            let part = reqwest::multipart::Part::bytes(bytes.clone())
-                .file_name(name.clone())
-                .mime_str(&file.mime)
+            let part = reqwest::multipart::Part::bytes(file.bytes.to_vec())
+                .file_name(file.name.to_owned())
+                .mime_str(file.mime)
                 .or_else(|_| {
-                    reqwest::multipart::Part::bytes(bytes.clone())
-                        .file_name(name.clone())
+                    reqwest::multipart::Part::bytes(file.bytes.to_vec())
+                        .file_name(file.name.to_owned())
                         .mime_str("application/octet-stream")
                 })
                 .map_err(|e| ApiError::Transport(e.to_string()))?;
-            let form = reqwest::multipart::Form::new()
-                .text("chat_id", chat.to_string())
-                .part(field, part);
+            let mut form = reqwest::multipart::Form::new().text("chat_id", chat.to_string());
+            for (key, value) in fields {
+                form = form.text(key.to_string(), value.clone());
+            }
+            let form = form.part(field.to_owned(), part);
             match self
                 .api
                 .upload(method, form, Duration::from_secs(120))
@@ -261,6 +289,16 @@ impl Shared {
             }
         }
     }
+}
+
+/// A file to upload.
+pub struct Upload<'a> {
+    /// Its content.
+    pub bytes: &'a [u8],
+    /// The name it is sent under.
+    pub name: &'a str,
+    /// Its media type (`application/octet-stream` when not a valid one).
+    pub mime: &'a str,
 }
 
 /// One message of a reply.
