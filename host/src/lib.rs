@@ -24,4 +24,5 @@ pub mod secrets;
 pub mod store;
 pub mod tls;
 pub mod tools;
+pub mod usage;
 pub mod workshop;

@@ -6,13 +6,15 @@
 //! - `profiles`: the agents table (the main agent and sub-agents);
 //! - `turn`: one turn, with tool calls, compaction and cancellation;
 //! - `prompt`: the system prompt;
-//! - `slash`: commands answered without the model.
+//! - `slash`: commands answered without the model;
+//! - `budget`: a turn's model calls recorded, and the budgets that end it.
 //!
 //! One runner task per agent: an agent's turns run one at a time, in
 //! order; different agents' turns run at the same time.
 
 pub mod activity;
 mod attachments;
+mod budget;
 pub mod history;
 pub mod profiles;
 pub mod prompt;
@@ -94,6 +96,8 @@ pub struct AgentBase {
     pub reach: Arc<crate::people::Reach>,
     /// Indexes stored messages for search, once turns settle.
     pub indexer: Option<Arc<crate::knowledge::index::Indexer>>,
+    /// Records every model call's tokens; the budgets.
+    pub usage: Arc<crate::usage::Meter>,
 }
 
 impl Agent {

@@ -10,6 +10,7 @@
 mod agent;
 mod plugins;
 mod policy;
+mod prices;
 mod scheduler;
 mod scripts;
 
@@ -53,6 +54,9 @@ pub struct Config {
     pub policy: PolicyConfig,
     /// `[scheduler]`.
     pub scheduler: SchedulerConfig,
+    /// `[prices."MODEL"]`: US dollars per million tokens, over the
+    /// built-in estimates.
+    pub prices: std::collections::BTreeMap<String, crate::usage::Price>,
 }
 
 /// How much the agent may do without asking.
@@ -252,6 +256,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     let llm = agent::build_llm(raw.llm).map_err(invalid_at)?;
     let agent = agent::build_agent(raw.agent, &base).map_err(invalid_at)?;
     raw.scheduler.check().map_err(invalid_at)?;
+    let prices = prices::build(raw.prices).map_err(invalid_at)?;
     if let Some(zone) = &raw.owner.timezone
         && let Err(e) = jiff::tz::TimeZone::get(zone)
     {
@@ -273,6 +278,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         owner: raw.owner,
         policy: raw.policy,
         scheduler: raw.scheduler,
+        prices,
     })
 }
 
@@ -319,6 +325,8 @@ struct RawConfig {
     policy: PolicyConfig,
     #[serde(default)]
     scheduler: SchedulerConfig,
+    #[serde(default)]
+    prices: std::collections::BTreeMap<String, prices::RawPrice>,
 }
 
 impl Mode {
