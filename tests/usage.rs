@@ -173,10 +173,7 @@ fn every_model_call_is_recorded_and_adds_up_to_what_the_model_reported() {
         WORKER,
         reporting(anthropic_text("found it"), tokens(80, 12, 0, 600)),
     );
-    fake.push(reporting(
-        anthropic_text("one"),
-        tokens(150, 5, 4000, 0),
-    ));
+    fake.push(reporting(anthropic_text("one"), tokens(150, 5, 4000, 0)));
     // Turn two, plain; turn three crosses the compaction limit: the step
     // before it, the summary, then the answer.
     fake.push(reporting(anthropic_text("two"), tokens(160, 6, 4100, 0)));
@@ -226,11 +223,9 @@ fn every_model_call_is_recorded_and_adds_up_to_what_the_model_reported() {
     let worker = rows.iter().find(|r| r.kind == "worker").unwrap();
     let (worker_session, worker_turn): (i64, i64) = h
         .db()
-        .query_row(
-            "SELECT session_id, caller_inbox_id FROM workers",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
+        .query_row("SELECT session_id, caller_inbox_id FROM workers", [], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })
         .unwrap();
     assert_eq!(
         (worker.session, worker.inbox),
@@ -353,19 +348,23 @@ fn openai_cached_tokens_are_split_off_the_prompt_and_usage_shows_the_cost() {
     assert_eq!(stored, fake.reported());
 
     let help = h.chat("/help").ok().to_owned();
-    assert!(help.contains("/usage - tokens and estimated cost"), "{help}");
+    assert!(
+        help.contains("/usage - tokens and estimated cost"),
+        "{help}"
+    );
     let shown = h.chat("/usage").ok().to_owned();
     // (500 × 2 + 70 × 8 + 1,700 × 0.5) / 1,000,000 = $0.00241
+    let today = format!(", {ZONE}): 2,270 tokens in 2 model calls, about $0.0024");
     for part in [
-        &format!("Today ("),
-        &format!(", {ZONE}): 2,270 tokens in 2 model calls, about $0.0024"),
-        &"This month (".to_owned(),
-        &"- fake-model (openai): 2 calls; 500 in, 1,700 cache read, 70 out; $0.0024".to_owned(),
-        &"Daily budget: none".to_owned(),
-        &"Per turn: no limit".to_owned(),
-        &"Costs are estimates".to_owned(),
+        "Today (",
+        &today,
+        "This month (",
+        "- fake-model (openai): 2 calls; 500 in, 1,700 cache read, 70 out; $0.0024",
+        "Daily budget: none",
+        "Per turn: no limit",
+        "Costs are estimates",
     ] {
-        assert!(shown.contains(part.as_str()), "{part:?} in:\n{shown}");
+        assert!(shown.contains(part), "{part:?} in:\n{shown}");
     }
 }
 
@@ -385,12 +384,28 @@ fn hearth_usage_counts_by_the_owners_day_and_month_and_prices_known_models() {
     // (when, model, tokens): each a power of ten, so the sums show which
     // rows were counted.
     let rows = [
-        (now - 1_000, "claude-sonnet-4-5-20250929", tokens(1, 0, 0, 0)),
+        (
+            now - 1_000,
+            "claude-sonnet-4-5-20250929",
+            tokens(1, 0, 0, 0),
+        ),
         (midnight, "claude-sonnet-4-5-20250929", tokens(10, 0, 0, 0)),
         (midnight, "mystery-model", tokens(0, 100, 0, 0)),
-        (midnight - 1, "claude-sonnet-4-5-20250929", tokens(1000, 0, 0, 0)),
-        (month_start, "claude-sonnet-4-5-20250929", tokens(0, 0, 10_000, 0)),
-        (month_start - 1, "claude-sonnet-4-5-20250929", tokens(0, 0, 0, 100_000)),
+        (
+            midnight - 1,
+            "claude-sonnet-4-5-20250929",
+            tokens(1000, 0, 0, 0),
+        ),
+        (
+            month_start,
+            "claude-sonnet-4-5-20250929",
+            tokens(0, 0, 10_000, 0),
+        ),
+        (
+            month_start - 1,
+            "claude-sonnet-4-5-20250929",
+            tokens(0, 0, 0, 100_000),
+        ),
     ];
     for (at, model, t) in rows {
         seed(&h, at, model, t);
@@ -405,9 +420,12 @@ fn hearth_usage_counts_by_the_owners_day_and_month_and_prices_known_models() {
     let in_month = |at: i64| at >= month_start;
 
     let both = usage_json(&h, &[]);
-    for (i, (which, pick)) in [("day", &in_day as &dyn Fn(i64) -> bool), ("month", &in_month)]
-        .into_iter()
-        .enumerate()
+    for (i, (which, pick)) in [
+        ("day", &in_day as &dyn Fn(i64) -> bool),
+        ("month", &in_month),
+    ]
+    .into_iter()
+    .enumerate()
     {
         let period = &both["periods"][i];
         assert_eq!(period["period"], which);
@@ -446,7 +464,10 @@ fn hearth_usage_counts_by_the_owners_day_and_month_and_prices_known_models() {
     let today = sum(&in_day, None).total();
     let calls = rows.iter().filter(|(at, _, _)| in_day(*at)).count();
     assert!(
-        text.contains(&format!(", {ZONE}): {} tokens in {calls} model calls", grouped(today))),
+        text.contains(&format!(
+            ", {ZONE}): {} tokens in {calls} model calls",
+            grouped(today)
+        )),
         "{text}"
     );
     assert!(text.contains("without mystery-model (no price)"), "{text}");
@@ -460,7 +481,10 @@ fn hearth_usage_counts_by_the_owners_day_and_month_and_prices_known_models() {
 
     // Bad flags are refused, naming the flag.
     let both_flags = h.cmd(&["usage", "--day", "--month"]).fails();
-    assert!(both_flags.contains("--month") && both_flags.contains("cannot be used with"), "{both_flags}");
+    assert!(
+        both_flags.contains("--month") && both_flags.contains("cannot be used with"),
+        "{both_flags}"
+    );
     let unknown = h.cmd(&["usage", "--week"]).fails();
     assert!(unknown.contains("--week"), "{unknown}");
 }
@@ -483,7 +507,10 @@ fn the_daily_budget_stops_a_turn_and_says_which_how_much_and_when_it_resets() {
         anthropic_tool_use(None, "e1", "echo", &json!({"text": "a"})),
         tokens(300, 100, 0, 0),
     ));
-    fake.push(reporting(anthropic_text("first done"), tokens(300, 100, 0, 0)));
+    fake.push(reporting(
+        anthropic_text("first done"),
+        tokens(300, 100, 0, 0),
+    ));
     assert_eq!(h.chat("first").ok().trim(), "first done");
 
     // The step that crosses the budget asked for a tool: it does not run.
@@ -500,7 +527,9 @@ fn the_daily_budget_stops_a_turn_and_says_which_how_much_and_when_it_resets() {
     assert_eq!(fake.requests().len(), 3);
     let echoes: i64 = h
         .db()
-        .query_row("SELECT count(*) FROM audit WHERE tool = 'echo'", [], |r| r.get(0))
+        .query_row("SELECT count(*) FROM audit WHERE tool = 'echo'", [], |r| {
+            r.get(0)
+        })
         .unwrap();
     assert_eq!(echoes, 1, "the tool of the step over budget did not run");
 
@@ -570,7 +599,11 @@ fn a_worker_counts_toward_the_daily_budget_and_stops_at_it() {
         reply.contains("the daily token budget ([agent] daily_token_budget) of 1,000 tokens is used up, 1,050 tokens"),
         "{reply}"
     );
-    assert_eq!(fake.requests().len(), 2, "neither the worker nor the turn went on");
+    assert_eq!(
+        fake.requests().len(),
+        2,
+        "neither the worker nor the turn went on"
+    );
     let result: String = h
         .db()
         .query_row("SELECT result FROM workers", [], |r| r.get(0))
@@ -611,7 +644,10 @@ fn a_tasks_own_budget_still_stops_it_and_counts_its_workers() {
         ),
         tokens(400, 0, 0, 0),
     ));
-    fake.push_for(WORKER, reporting(anthropic_text("helped"), tokens(500, 0, 0, 0)));
+    fake.push_for(
+        WORKER,
+        reporting(anthropic_text("helped"), tokens(500, 0, 0, 0)),
+    );
     fake.push(reporting(
         anthropic_tool_use(None, "e1", "echo", &json!({"text": "x"})),
         tokens(200, 0, 0, 0),
@@ -622,11 +658,9 @@ fn a_tasks_own_budget_still_stops_it_and_counts_its_workers() {
     let text = "I stopped: this task's token budget of 1,000 is used up (1,100 tokens so far).";
     wait_until("the task's answer", || {
         h.db()
-            .query_row(
-                "SELECT count(*) FROM outbox WHERE text = ?1",
-                [text],
-                |r| r.get::<_, i64>(0),
-            )
+            .query_row("SELECT count(*) FROM outbox WHERE text = ?1", [text], |r| {
+                r.get::<_, i64>(0)
+            })
             .unwrap()
             == 1
     });
@@ -652,14 +686,19 @@ fn a_contact_hears_only_that_the_agent_cannot_answer_and_the_owner_is_told_once(
         json!({"action": "add_identity", "name": "Alex", "channel": "telegram",
                "id": alex.to_string()}),
     );
-    s.llm
-        .push(reporting(anthropic_text("Noted, Sam."), tokens(150, 10, 0, 0)));
+    s.llm.push(reporting(
+        anthropic_text("Noted, Sam."),
+        tokens(150, 10, 0, 0),
+    ));
     s.telegram.push_message(OWNER, OWNER, "hello");
     s.wait_sent_to(OWNER, 1);
 
     s.telegram.push_message(alex, alex, "what is on the list?");
     let to_alex = s.wait_sent_to(alex, 1);
-    assert_eq!(to_alex[0].text, "I can't answer right now; please try again later.");
+    assert_eq!(
+        to_alex[0].text,
+        "I can't answer right now; please try again later."
+    );
     let to_owner = s.wait_sent_to(OWNER, 2);
     let notice = &to_owner[1].text;
     assert!(
@@ -680,15 +719,47 @@ fn a_contact_hears_only_that_the_agent_cannot_answer_and_the_owner_is_told_once(
 fn bad_budgets_and_prices_are_refused_naming_the_key_and_a_reload_keeps_serving() {
     // (config, the key named, what is said)
     let cases = [
-        ("[agent]\ndaily_token_budget = 0\n", "agent.daily_token_budget", "at least 1"),
-        ("[agent]\nmax_tokens_per_turn = 0\n", "agent.max_tokens_per_turn", "at least 1"),
-        ("[agent]\ndaily_token_budget = -5\n", "daily_token_budget", ""),
-        ("[prices.\"m\"]\ninput = -1\noutput = 2\n", "prices.\"m\".input", "0 or more"),
-        ("[prices.\"m\"]\ninput = 1\noutput = 2\ncache_read = nan\n", "prices.\"m\".cache_read", "not a price"),
+        (
+            "[agent]\ndaily_token_budget = 0\n",
+            "agent.daily_token_budget",
+            "at least 1",
+        ),
+        (
+            "[agent]\nmax_tokens_per_turn = 0\n",
+            "agent.max_tokens_per_turn",
+            "at least 1",
+        ),
+        (
+            "[agent]\ndaily_token_budget = -5\n",
+            "daily_token_budget",
+            "",
+        ),
+        (
+            "[prices.\"m\"]\ninput = -1\noutput = 2\n",
+            "prices.\"m\".input",
+            "0 or more",
+        ),
+        (
+            "[prices.\"m\"]\ninput = 1\noutput = 2\ncache_read = nan\n",
+            "prices.\"m\".cache_read",
+            "not a price",
+        ),
         ("[prices.\"m\"]\ninput = 1\n", "output", "missing"),
-        ("[prices.\"m\"]\ninput = 1\noutput = 2\ncache_rd = 1\n", "cache_rd", "unknown"),
-        ("[prices.\"m\"]\ninput = \"cheap\"\noutput = 2\n", "input", ""),
-        ("[prices.\"\"]\ninput = 1\noutput = 2\n", "prices", "must not be empty"),
+        (
+            "[prices.\"m\"]\ninput = 1\noutput = 2\ncache_rd = 1\n",
+            "cache_rd",
+            "unknown",
+        ),
+        (
+            "[prices.\"m\"]\ninput = \"cheap\"\noutput = 2\n",
+            "input",
+            "",
+        ),
+        (
+            "[prices.\"\"]\ninput = 1\noutput = 2\n",
+            "prices",
+            "must not be empty",
+        ),
     ];
     for (text, key, said) in cases {
         let h = Hearth::new(text);
@@ -706,7 +777,9 @@ fn bad_budgets_and_prices_are_refused_naming_the_key_and_a_reload_keeps_serving(
     let h = Hearth::new(&good);
     let good = std::fs::read_to_string(h.config()).unwrap();
     let daemon = start(&h);
-    h.write_config(&format!("{good}[prices.\"fake-model\"]\ninput = -3\noutput = 1\n"));
+    h.write_config(&format!(
+        "{good}[prices.\"fake-model\"]\ninput = -3\noutput = 1\n"
+    ));
     daemon.signal(libc::SIGHUP);
     daemon.wait_for_log(
         |l| l.contains("config reload refused") && l.contains("prices"),
@@ -714,11 +787,17 @@ fn bad_budgets_and_prices_are_refused_naming_the_key_and_a_reload_keeps_serving(
     );
     // The command line reads the file too: it gets the good one back.
     h.write_config(&good);
-    fake.push(reporting(anthropic_text("still here"), tokens(40, 10, 0, 0)));
+    fake.push(reporting(
+        anthropic_text("still here"),
+        tokens(40, 10, 0, 0),
+    ));
     assert_eq!(h.chat("hi").ok().trim(), "still here");
     h.write_config(&format!("{good}[agent]\ndaily_token_budget = 50\n"));
     daemon.signal(libc::SIGHUP);
     daemon.wait_for_log(|l| l.contains("\"message\":\"config reloaded\""), WAIT);
     let reply = h.chat("more").ok().to_owned();
-    assert!(reply.contains("daily token budget ([agent] daily_token_budget) of 50 tokens"), "{reply}");
+    assert!(
+        reply.contains("daily token budget ([agent] daily_token_budget) of 50 tokens"),
+        "{reply}"
+    );
 }

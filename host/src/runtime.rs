@@ -153,7 +153,8 @@ impl Runtime {
         upsert_owner(&config, &cold).map_err(StoreError::Sqlite)?;
         let people = Arc::new(People::open(cold.clone()).map_err(StoreError::Sqlite)?);
         let usage = Arc::new(
-            Meter::open(cold.clone(), Settings::from_config(&config)).map_err(StoreError::Sqlite)?,
+            Meter::open(cold.clone(), Settings::from_config(&config))
+                .map_err(StoreError::Sqlite)?,
         );
         let router = Arc::new(Router::new(Gate::new(
             config.owner.clone(),

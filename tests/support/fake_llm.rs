@@ -538,7 +538,10 @@ fn set_usage(data: &mut Value, tokens: Tokens) -> bool {
             true
         }
         _ if data["usage"].is_object() => {
-            assert_eq!(tokens.cache_write, 0, "fake: OpenAI reports no cache writes");
+            assert_eq!(
+                tokens.cache_write, 0,
+                "fake: OpenAI reports no cache writes"
+            );
             let prompt = tokens.input + tokens.cache_read;
             data["usage"] = json!({
                 "prompt_tokens": prompt,

@@ -80,9 +80,7 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
         // tools that agent may use.
         "/tool" if owner || !agent.profile.is_main() => call_tool(agent, claimed, rest).await,
         "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" | "/schedule"
-        | "/usage" => {
-            "That command is for the owner. Try /help.".into()
-        }
+        | "/usage" => "That command is for the owner. Try /help.".into(),
         other => format!("Unknown command {other}. Try /help."),
     }
 }
@@ -91,8 +89,7 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
 /// and the budgets (read on a blocking thread: it waits for queued rows).
 async fn usage(agent: &Agent) -> String {
     let meter = std::sync::Arc::clone(&agent.base.usage);
-    let report =
-        tokio::task::spawn_blocking(move || meter.report(crate::store::now_ms())).await;
+    let report = tokio::task::spawn_blocking(move || meter.report(crate::store::now_ms())).await;
     match report {
         Ok(Ok(report)) => report.text(),
         Ok(Err(e)) => format!("Could not read the usage: {e}"),

@@ -28,15 +28,14 @@ pub fn show(config: &Config, spans: &[Which], as_json: bool) -> anyhow::Result<E
         None
     };
     let settings = Settings::from_config(config);
-    let report = report::build(conn.as_ref(), &settings, store::now_ms(), spans).with_context(
-        || {
+    let report =
+        report::build(conn.as_ref(), &settings, store::now_ms(), spans).with_context(|| {
             format!(
                 "cannot read the usage from {} (its table is made when a daemon of this \
                  version starts)",
                 path.display()
             )
-        },
-    )?;
+        })?;
     if as_json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {
