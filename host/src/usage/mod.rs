@@ -289,8 +289,12 @@ impl Meter {
     /// Whether a model call may be made now for turn `turn`: the budget
     /// that is used up if not.
     pub fn check(&self, turn: Option<i64>) -> Result<(), Spent> {
+        self.check_at(turn, now_ms())
+    }
+
+    fn check_at(&self, turn: Option<i64>, now: i64) -> Result<(), Spent> {
         let mut state = self.state();
-        self.roll(&mut state, now_ms());
+        self.roll(&mut state, now);
         if let Some(budget) = state.settings.budgets.daily
             && state.today >= budget
         {
@@ -323,7 +327,10 @@ impl Meter {
 
     /// Records a call that answered with `usage`.
     pub fn record(&self, call: &Call<'_>, usage: &Usage) {
-        let now = now_ms();
+        self.record_at(call, usage, now_ms());
+    }
+
+    fn record_at(&self, call: &Call<'_>, usage: &Usage, now: i64) {
         let tokens = usage.total();
         {
             let mut state = self.state();
@@ -411,6 +418,126 @@ impl Drop for TurnGuard<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn meter(budgets: Budgets) -> (tempfile::TempDir, Meter) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hearth.db");
+        crate::store::Store::open(&path).unwrap();
+        let settings = Settings {
+            zone_name: "Europe/Berlin".into(),
+            zone: TimeZone::get("Europe/Berlin").unwrap(),
+            budgets,
+            prices: Prices::default(),
+        };
+        let meter = Meter::open(Cold::open(&path).unwrap(), settings).unwrap();
+        (dir, meter)
+    }
+
+    fn call(turn: Option<i64>) -> Call<'static> {
+        Call {
+            agent: 1,
+            session: Some(1),
+            turn,
+            kind: Kind::Turn,
+            provider: "anthropic",
+            model: "m",
+        }
+    }
+
+    fn used(input: u64) -> Usage {
+        Usage {
+            input_tokens: input,
+            ..Usage::default()
+        }
+    }
+
+    #[test]
+    fn the_daily_budget_counts_until_local_midnight_then_starts_again() {
+        let (_dir, meter) = meter(Budgets {
+            daily: Some(1000),
+            per_turn: None,
+        });
+        let now = now_ms();
+        let today = period::day(now, &TimeZone::get("Europe/Berlin").unwrap());
+        meter.record_at(&call(None), &used(600), now);
+        assert_eq!(meter.check_at(None, now), Ok(()));
+        meter.record_at(&call(None), &used(500), now);
+        assert_eq!(
+            meter.check_at(None, now),
+            Err(Spent::Daily {
+                budget: 1000,
+                used: 1100,
+                resets_at_ms: today.end_ms,
+                zone: "Europe/Berlin".into(),
+            })
+        );
+        // The first check after midnight reads the new day from the store,
+        // with every queued row in it: none of them is the new day's.
+        assert_eq!(meter.check_at(None, today.end_ms), Ok(()));
+        meter.record_at(&call(None), &used(999), today.end_ms + 1);
+        assert_eq!(meter.check_at(None, today.end_ms + 2), Ok(()));
+        // A clock set back finds the earlier day's total in the store.
+        assert!(matches!(
+            meter.check_at(None, now),
+            Err(Spent::Daily { used: 1100, .. })
+        ));
+        meter.writer.flush();
+        let all = Span {
+            start_ms: 0,
+            end_ms: i64::MAX,
+        };
+        assert_eq!(store::tokens_in(&meter.cold.lock(), all).unwrap(), 2099);
+    }
+
+    #[test]
+    fn a_turn_counts_its_own_calls_against_its_limits_until_it_ends() {
+        let (_dir, meter) = meter(Budgets {
+            daily: None,
+            per_turn: Some(500),
+        });
+        {
+            let _turn = meter.begin_turn(7, Some(300));
+            meter.record(&call(Some(7)), &used(200));
+            meter.record(&call(Some(8)), &used(10_000));
+            assert_eq!(meter.check(Some(7)), Ok(()));
+            meter.record(&call(Some(7)), &used(100));
+            assert_eq!(
+                meter.check(Some(7)),
+                Err(Spent::Task {
+                    budget: 300,
+                    used: 300
+                })
+            );
+        }
+        // Ended: a retried turn starts from zero.
+        assert_eq!(meter.check(Some(7)), Ok(()));
+        let _turn = meter.begin_turn(7, None);
+        meter.record(&call(Some(7)), &used(500));
+        assert_eq!(
+            meter.check(Some(7)),
+            Err(Spent::Turn {
+                limit: 500,
+                used: 500
+            })
+        );
+        assert_eq!(meter.check(None), Ok(()), "no turn, no turn limit");
+    }
+
+    #[test]
+    fn the_owner_hears_of_the_daily_budget_once_a_day_and_of_the_rest_each_time() {
+        let (_dir, meter) = meter(Budgets::default());
+        let daily = Spent::Daily {
+            budget: 1,
+            used: 2,
+            resets_at_ms: 0,
+            zone: "UTC".into(),
+        };
+        let turn = Spent::Turn { limit: 1, used: 2 };
+        assert!(meter.tell_owner(&daily));
+        assert!(!meter.tell_owner(&daily));
+        assert!(meter.tell_owner(&turn));
+        assert!(meter.tell_owner(&turn));
+    }
 
     #[test]
     fn thousands_are_grouped() {
