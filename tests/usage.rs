@@ -377,6 +377,11 @@ fn hearth_usage_counts_by_the_owners_day_and_month_and_prices_known_models() {
     // No store yet: nothing recorded, which is an answer too.
     let empty = usage_json(&h, &[]);
     assert_eq!(empty["periods"][0]["calls"], 0);
+    let raw = h.cmd(&["usage", "--json"]).ok().to_owned();
+    assert!(
+        raw.contains("\"cost_usd\": 0.0") && !raw.contains("-0.0"),
+        "{raw}"
+    );
     assert_eq!(empty["zone"], ZONE);
     h.cmd(&["audit"]).ok();
     let (midnight, month_start, tomorrow) = local_bounds();

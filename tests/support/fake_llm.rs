@@ -279,9 +279,13 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             shared.changed.notify_all();
             (reply, state.releases)
         };
-        let (more, reported) = answer(&mut out, reply, shared, releases)?;
+        let (more, sent) = answer(&mut out, reply, shared, releases)?;
+        // Stamped before the stream is read back: the benches time the
+        // host's side from here.
+        let answered = Instant::now();
+        let reported = sent.as_deref().and_then(usage_of);
         let mut state = shared.lock();
-        state.answered.push(Instant::now());
+        state.answered.push(answered);
         state.reported.extend(reported);
         drop(state);
         if !more || !keep_alive {
@@ -292,19 +296,19 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
 }
 
 /// Sends `reply`; returns whether the connection may carry another
-/// request, and the tokens a stream sent whole reported. `releases` is the
+/// request, and the stream if one was sent whole. `releases` is the
 /// release count when the reply was taken.
 fn answer(
     out: &mut TcpStream,
     reply: Reply,
     shared: &Shared,
     releases: u64,
-) -> io::Result<(bool, Option<Tokens>)> {
+) -> io::Result<(bool, Option<String>)> {
     match reply {
         Reply::Sse(body) => {
             write_stream(out, &split_events(&body))?;
             out.write_all(b"0\r\n\r\n")?;
-            Ok((true, usage_of(&body)))
+            Ok((true, Some(body)))
         }
         Reply::Error {
             status,
@@ -322,7 +326,7 @@ fn answer(
                 out.flush()?;
             }
             out.write_all(b"0\r\n\r\n")?;
-            Ok((true, usage_of(&sse)))
+            Ok((true, Some(sse)))
         }
         Reply::Disconnect { sse, events } => {
             let all = split_events(&sse);

@@ -169,7 +169,11 @@ fn period_report(
         to: rfc3339(span.end_ms),
         calls: models.iter().map(|m| m.calls).sum(),
         total_tokens: models.iter().map(|m| m.total_tokens).sum(),
-        cost_usd: models.iter().filter_map(|m| m.cost_usd).sum(),
+        // Folded from +0.0: an empty `sum` of floats is -0.0.
+        cost_usd: models
+            .iter()
+            .filter_map(|m| m.cost_usd)
+            .fold(0.0, |total, cost| total + cost),
         unpriced: models
             .iter()
             .filter(|m| m.cost_usd.is_none())
