@@ -136,7 +136,7 @@ impl Decoder {
                     Some("max_tokens") => StopReason::MaxTokens,
                     _ => StopReason::Other,
                 });
-                // Its counts are cumulative: they replace what
+                // Its counts are cumulative, so they update what
                 // `message_start` said, field by field.
                 read_usage(&mut self.usage, &data["usage"]);
             }
@@ -194,8 +194,10 @@ impl Decoder {
 }
 
 /// Takes the counts a `usage` object carries (in `message_start` or
-/// `message_delta`), keeping the others. `input_tokens` already leaves out
-/// the cache's reads and writes, which come as their own fields.
+/// `message_delta`), keeping the others. The counts are cumulative, so the
+/// larger wins: a proxy that sends zeros in `message_delta` loses nothing.
+/// `input_tokens` already leaves out the cache's reads and writes, which
+/// come as their own fields.
 fn read_usage(usage: &mut Usage, reported: &Value) {
     let fields: [(&str, &mut u64); 4] = [
         ("input_tokens", &mut usage.input_tokens),
@@ -205,7 +207,7 @@ fn read_usage(usage: &mut Usage, reported: &Value) {
     ];
     for (name, count) in fields {
         if let Some(n) = reported[name].as_u64() {
-            *count = n;
+            *count = (*count).max(n);
         }
     }
 }
