@@ -530,8 +530,9 @@ fn set_usage(data: &mut Value, tokens: Tokens) -> bool {
     });
     match data["type"].as_str() {
         Some("message_start") => {
+            // Cumulative counts never fall: at most the final output.
             let mut usage = anthropic;
-            usage["output_tokens"] = json!(1);
+            usage["output_tokens"] = json!(tokens.output.min(1));
             data["message"]["usage"] = usage;
             true
         }
