@@ -110,6 +110,9 @@ struct Queue {
     written: u64,
     /// Someone waits for the queue: commit without lingering.
     hurry: bool,
+    /// The writer waits for rows and needs a wake-up (while it lingers, a
+    /// row joins the batch without one).
+    idle: bool,
     /// Whether the thread has been started.
     started: bool,
     /// No thread (stopped, or the system refused one): rows are written
@@ -155,7 +158,10 @@ impl Writer {
         }
         queue.rows.push(row);
         queue.queued += 1;
-        self.shared.wake.notify_one();
+        if queue.idle {
+            queue.idle = false;
+            self.shared.wake.notify_one();
+        }
     }
 
     /// Waits until every row queued so far is committed.
@@ -209,8 +215,10 @@ impl Shared {
                     if queue.closed {
                         return;
                     }
+                    queue.idle = true;
                     queue = self.wake.wait(queue).unwrap_or_else(|p| p.into_inner());
                 }
+                queue.idle = false;
                 // Let the rows of a busy moment gather into one commit.
                 let until = Instant::now() + LINGER;
                 while !queue.hurry && !queue.closed {
