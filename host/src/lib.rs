@@ -25,4 +25,5 @@ pub mod speech;
 pub mod store;
 pub mod tls;
 pub mod tools;
+pub mod usage;
 pub mod workshop;

@@ -27,6 +27,7 @@ use crate::scripting::{Scripts, ScriptsError};
 use crate::secrets::Secrets;
 use crate::store::{self, Store, StoreError};
 use crate::tools::{BuiltinContext, KnowledgeTools, PeopleTools, ScheduleTools, ToolRegistry};
+use crate::usage::{Meter, Settings};
 use crate::workshop::Workshop;
 
 /// A started hearth.
@@ -63,6 +64,8 @@ pub struct Runtime {
     pub identity: Arc<Identity>,
     /// The owner's secrets (`$HEARTH_HOME/secrets.json`).
     pub secrets: Arc<Secrets>,
+    /// Every model call's tokens, and the budgets.
+    pub usage: Arc<Meter>,
 }
 
 /// Why hearth could not start.
@@ -149,6 +152,10 @@ impl Runtime {
         crate::agent::history::ensure_main_agent(store.conn()).map_err(StoreError::Sqlite)?;
         upsert_owner(&config, &cold).map_err(StoreError::Sqlite)?;
         let people = Arc::new(People::open(cold.clone()).map_err(StoreError::Sqlite)?);
+        let usage = Arc::new(
+            Meter::open(cold.clone(), Settings::from_config(&config))
+                .map_err(StoreError::Sqlite)?,
+        );
         let router = Arc::new(Router::new(Gate::new(
             config.owner.clone(),
             Some(Arc::clone(&people)),
@@ -247,6 +254,7 @@ impl Runtime {
                     contact_agent: config.agent.contact_agent.clone(),
                     workers: Arc::new(Workers::new(
                         cold.clone(),
+                        Arc::clone(&usage),
                         WorkerLimits {
                             timeout: Duration::from_millis(config.agent.worker_timeout_ms),
                             max_result_chars: config.agent.worker_result_chars,
@@ -305,6 +313,7 @@ impl Runtime {
             cold: cold_handle,
             identity,
             secrets,
+            usage,
         })
     }
 
@@ -321,6 +330,7 @@ impl Runtime {
         // After the plugins, whose last calls may still be finishing, and
         // before the store closes: a clean stop loses no audit row.
         self.tools.close_audit();
+        self.usage.close();
         if plugins.is_ok() {
             // Only once every plugin has stopped may its queued log lines and
             // messages be flushed: a hung plugin could still be adding more.

@@ -9,7 +9,11 @@
 //! Requests to any other path are recorded too, and answered 404 without
 //! touching the script, so a wrong base URL fails loudly. The builder
 //! functions ([`anthropic_text`], [`openai_tool_call`], ...) produce
-//! streams shaped like the providers' own, quirks included.
+//! streams shaped like the providers' own, quirks included; [`reporting`]
+//! makes a built stream report chosen token counts (cache reads and writes
+//! too), and [`FakeLlm::reported`] adds up what every answer sent
+//! reported, read back from the streams as a client of the real APIs
+//! would.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
@@ -60,6 +64,8 @@ struct State {
     releases: u64,
     /// When each answer was completely written.
     answered: Vec<Instant>,
+    /// What each completely written stream reported.
+    reported: Vec<Tokens>,
 }
 
 impl Shared {
@@ -190,6 +196,12 @@ impl FakeLlm {
             .collect()
     }
 
+    /// The token counts of every stream written whole so far, in order
+    /// (streams cut off or errors report nothing).
+    pub fn reported(&self) -> Vec<Tokens> {
+        self.shared.lock().reported.clone()
+    }
+
     /// Every request so far, in arrival order.
     pub fn requests(&self) -> Vec<Recorded> {
         self.shared.lock().requests.clone()
@@ -267,8 +279,15 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             shared.changed.notify_all();
             (reply, state.releases)
         };
-        let more = answer(&mut out, reply, shared, releases)?;
-        shared.lock().answered.push(Instant::now());
+        let (more, sent) = answer(&mut out, reply, shared, releases)?;
+        // Stamped before the stream is read back: the benches time the
+        // host's side from here.
+        let answered = Instant::now();
+        let reported = sent.as_deref().and_then(usage_of);
+        let mut state = shared.lock();
+        state.answered.push(answered);
+        state.reported.extend(reported);
+        drop(state);
         if !more || !keep_alive {
             return Ok(());
         }
@@ -276,14 +295,20 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     Ok(())
 }
 
-/// Sends `reply`; returns whether the connection may carry another request.
-/// `releases` is the release count when the reply was taken.
-fn answer(out: &mut TcpStream, reply: Reply, shared: &Shared, releases: u64) -> io::Result<bool> {
+/// Sends `reply`; returns whether the connection may carry another
+/// request, and the stream if one was sent whole. `releases` is the
+/// release count when the reply was taken.
+fn answer(
+    out: &mut TcpStream,
+    reply: Reply,
+    shared: &Shared,
+    releases: u64,
+) -> io::Result<(bool, Option<String>)> {
     match reply {
         Reply::Sse(body) => {
             write_stream(out, &split_events(&body))?;
             out.write_all(b"0\r\n\r\n")?;
-            Ok(true)
+            Ok((true, Some(body)))
         }
         Reply::Error {
             status,
@@ -291,7 +316,7 @@ fn answer(out: &mut TcpStream, reply: Reply, shared: &Shared, releases: u64) -> 
             body,
         } => {
             write_json(out, status, &headers, &body.to_string())?;
-            Ok(true)
+            Ok((true, None))
         }
         Reply::Paced { sse, gap } => {
             write_stream(out, &[])?;
@@ -301,13 +326,13 @@ fn answer(out: &mut TcpStream, reply: Reply, shared: &Shared, releases: u64) -> 
                 out.flush()?;
             }
             out.write_all(b"0\r\n\r\n")?;
-            Ok(true)
+            Ok((true, Some(sse)))
         }
         Reply::Disconnect { sse, events } => {
             let all = split_events(&sse);
             write_stream(out, &all[..events.min(all.len())])?;
             out.shutdown(Shutdown::Both)?;
-            Ok(false)
+            Ok((false, None))
         }
         Reply::Hang => {
             let mut state = shared.lock();
@@ -318,7 +343,7 @@ fn answer(out: &mut TcpStream, reply: Reply, shared: &Shared, releases: u64) -> 
                     .unwrap_or_else(PoisonError::into_inner);
             }
             if shared.stopping.load(Ordering::SeqCst) {
-                return Ok(false);
+                return Ok((false, None));
             }
             let next = state.script.pop_front().unwrap_or_else(no_reply_left);
             let releases = state.releases;
@@ -404,6 +429,190 @@ fn write_stream(out: &mut TcpStream, events: &[&str]) -> io::Result<()> {
         out.flush()?;
     }
     Ok(())
+}
+
+/// Token counts as hearth should record them: four disjoint counts, with
+/// `input` leaving out the cache's reads and writes (Anthropic's meaning;
+/// OpenAI's `prompt_tokens` is `input + cache_read`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Tokens {
+    /// Prompt tokens read afresh.
+    pub input: u64,
+    /// Generated tokens.
+    pub output: u64,
+    /// Prompt tokens read from the cache.
+    pub cache_read: u64,
+    /// Prompt tokens written to the cache.
+    pub cache_write: u64,
+}
+
+impl Tokens {
+    /// All four.
+    pub fn total(&self) -> u64 {
+        self.input + self.output + self.cache_read + self.cache_write
+    }
+}
+
+impl std::ops::Add for Tokens {
+    type Output = Tokens;
+
+    fn add(self, other: Tokens) -> Tokens {
+        Tokens {
+            input: self.input + other.input,
+            output: self.output + other.output,
+            cache_read: self.cache_read + other.cache_read,
+            cache_write: self.cache_write + other.cache_write,
+        }
+    }
+}
+
+impl std::iter::Sum for Tokens {
+    fn sum<I: Iterator<Item = Tokens>>(iter: I) -> Tokens {
+        iter.fold(Tokens::default(), |a, b| a + b)
+    }
+}
+
+/// `reply` (a built stream) reporting `tokens` as its provider does:
+/// Anthropic's in `message_start` (input, cache writes and reads, one
+/// output token so far) and again, cumulative, in `message_delta`;
+/// OpenAI's in the final usage chunk, with `prompt_tokens` including
+/// `prompt_tokens_details.cached_tokens` (OpenAI reports no cache writes,
+/// so `tokens.cache_write` must be 0 there). Panics on a stream without a
+/// usage to replace, so a test never reports nothing by mistake.
+pub fn reporting(reply: Reply, tokens: Tokens) -> Reply {
+    let rewrite = |sse: &str| {
+        let mut replaced = false;
+        let mut out = String::new();
+        for event in split_events(sse) {
+            let mut lines = Vec::new();
+            for line in event.lines() {
+                let Some(data) = line.strip_prefix("data: ") else {
+                    lines.push(line.to_owned());
+                    continue;
+                };
+                let mut value: Value = match serde_json::from_str(data) {
+                    Ok(v) => v,
+                    Err(_) => {
+                        lines.push(line.to_owned());
+                        continue;
+                    }
+                };
+                replaced |= set_usage(&mut value, tokens);
+                lines.push(format!("data: {value}"));
+            }
+            out.push_str(&lines.join("\n"));
+            out.push_str("\n\n");
+        }
+        assert!(replaced, "fake: this stream reports no usage to replace");
+        out
+    };
+    match reply {
+        Reply::Sse(sse) => Reply::Sse(rewrite(&sse)),
+        Reply::Paced { sse, gap } => Reply::Paced {
+            sse: rewrite(&sse),
+            gap,
+        },
+        Reply::Disconnect { sse, events } => Reply::Disconnect {
+            sse: rewrite(&sse),
+            events,
+        },
+        other => panic!("fake: only a stream reports usage, not {other:?}"),
+    }
+}
+
+/// Puts `tokens` into one event's data where its provider reports usage;
+/// returns whether it did.
+fn set_usage(data: &mut Value, tokens: Tokens) -> bool {
+    let anthropic = json!({
+        "input_tokens": tokens.input,
+        "cache_creation_input_tokens": tokens.cache_write,
+        "cache_read_input_tokens": tokens.cache_read,
+    });
+    match data["type"].as_str() {
+        Some("message_start") => {
+            // Cumulative counts never fall: at most the final output.
+            let mut usage = anthropic;
+            usage["output_tokens"] = json!(tokens.output.min(1));
+            data["message"]["usage"] = usage;
+            true
+        }
+        Some("message_delta") => {
+            let mut usage = anthropic;
+            usage["output_tokens"] = json!(tokens.output);
+            data["usage"] = usage;
+            true
+        }
+        _ if data["usage"].is_object() => {
+            assert_eq!(
+                tokens.cache_write, 0,
+                "fake: OpenAI reports no cache writes"
+            );
+            let prompt = tokens.input + tokens.cache_read;
+            data["usage"] = json!({
+                "prompt_tokens": prompt,
+                "completion_tokens": tokens.output,
+                "total_tokens": prompt + tokens.output,
+                "prompt_tokens_details": {"cached_tokens": tokens.cache_read, "audio_tokens": 0},
+                "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0}
+            });
+            true
+        }
+        _ => false,
+    }
+}
+
+/// What a stream reported, read as a client of either API reads it:
+/// Anthropic's `message_start` counts, updated by `message_delta`'s;
+/// OpenAI's usage chunk, its cached tokens split off `prompt_tokens`.
+fn usage_of(sse: &str) -> Option<Tokens> {
+    let mut found = None;
+    for event in split_events(sse) {
+        for line in event.lines() {
+            let Some(data) = line.strip_prefix("data: ") else {
+                continue;
+            };
+            let Ok(data) = serde_json::from_str::<Value>(data) else {
+                continue;
+            };
+            let count = |v: &Value, key: &str| v[key].as_u64();
+            match data["type"].as_str() {
+                Some("message_start" | "message_delta") => {
+                    let usage = if data["type"] == "message_start" {
+                        &data["message"]["usage"]
+                    } else {
+                        &data["usage"]
+                    };
+                    let tokens: &mut Tokens = found.get_or_insert_with(Tokens::default);
+                    let fields: [(&str, &mut u64); 4] = [
+                        ("input_tokens", &mut tokens.input),
+                        ("output_tokens", &mut tokens.output),
+                        ("cache_read_input_tokens", &mut tokens.cache_read),
+                        ("cache_creation_input_tokens", &mut tokens.cache_write),
+                    ];
+                    for (key, field) in fields {
+                        if let Some(n) = count(usage, key) {
+                            *field = n;
+                        }
+                    }
+                }
+                _ if data["usage"].is_object() => {
+                    let usage = &data["usage"];
+                    let prompt = count(usage, "prompt_tokens").unwrap_or(0);
+                    let cached = usage["prompt_tokens_details"]["cached_tokens"]
+                        .as_u64()
+                        .unwrap_or(0);
+                    found = Some(Tokens {
+                        input: prompt - cached,
+                        output: count(usage, "completion_tokens").unwrap_or(0),
+                        cache_read: cached,
+                        cache_write: 0,
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    found
 }
 
 /// A number that differs on every call, for message and completion ids.

@@ -381,6 +381,12 @@ impl Conversations {
         tx.commit()
     }
 
+    /// Stores `text` for `(channel, chat)` as a message that answers no
+    /// inbound one (a notice for the owner). The caller wakes the outbox.
+    pub fn notice(&self, channel: &str, chat: &str, text: &str) -> rusqlite::Result<i64> {
+        crate::router::outbox::enqueue(&self.conn(), channel, chat, text, &[])
+    }
+
     fn conn(&self) -> std::sync::MutexGuard<'_, Connection> {
         self.conn.lock().unwrap_or_else(|p| p.into_inner())
     }

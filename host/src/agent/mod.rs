@@ -8,12 +8,14 @@
 //! - `prompt`: the system prompt;
 //! - `slash`: commands answered without the model;
 //! - `voice`: voice messages transcribed when a turn takes them.
+//! - `budget`: a turn's model calls recorded, and the budgets that end it.
 //!
 //! One runner task per agent: an agent's turns run one at a time, in
 //! order; different agents' turns run at the same time.
 
 pub mod activity;
 mod attachments;
+mod budget;
 pub mod history;
 pub mod profiles;
 pub mod prompt;
@@ -99,6 +101,8 @@ pub struct AgentBase {
     pub indexer: Option<Arc<crate::knowledge::index::Indexer>>,
     /// The owner's time zone: message times and the prompt's clock.
     pub zone: jiff::tz::TimeZone,
+    /// Records every model call's tokens; the budgets.
+    pub usage: Arc<crate::usage::Meter>,
 }
 
 impl Agent {

@@ -17,6 +17,7 @@ const HELP: &str = "Commands:
 /contacts - the people I may talk to, and pairing codes waiting
 /contacts approve CODE [NAME] - let a stranger who got CODE in
 /schedule - reminders and scheduled tasks, soonest first
+/usage - tokens and estimated cost today and this month, and the budgets
 /tool NAME {json} - call a tool directly
 /stop - stop what I am doing";
 
@@ -73,14 +74,26 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
         "/agents" if owner => agents(agent),
         "/contacts" if owner => contacts(agent, rest),
         "/schedule" if owner => schedule(agent),
+        "/usage" if owner => usage(agent).await,
         "/stop" => "Stopped (any turn that was running has been cancelled).".into(),
         // A command typed in a sub-agent's conversation reaches only the
         // tools that agent may use.
         "/tool" if owner || !agent.profile.is_main() => call_tool(agent, claimed, rest).await,
-        "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" | "/schedule" => {
-            "That command is for the owner. Try /help.".into()
-        }
+        "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" | "/schedule"
+        | "/usage" => "That command is for the owner. Try /help.".into(),
         other => format!("Unknown command {other}. Try /help."),
+    }
+}
+
+/// `/usage`: today's and this month's tokens and estimated cost per model,
+/// and the budgets (read on a blocking thread: it waits for queued rows).
+async fn usage(agent: &Agent) -> String {
+    let meter = std::sync::Arc::clone(&agent.base.usage);
+    let report = tokio::task::spawn_blocking(move || meter.report(crate::store::now_ms())).await;
+    match report {
+        Ok(Ok(report)) => report.text(),
+        Ok(Err(e)) => format!("Could not read the usage: {e}"),
+        Err(e) => format!("Could not read the usage: {e}"),
     }
 }
 

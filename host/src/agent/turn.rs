@@ -23,6 +23,7 @@ use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
 use crate::tools::{ATTACH_FILE, NOTEPAD, REPLY_WITH_VOICE, SPAWN_AGENT, ToolError, TurnContext};
+use crate::usage::Kind;
 
 /// A tool call running on a blocking thread.
 struct Started {
@@ -213,7 +214,7 @@ impl Agent {
         claimed: &Claimed,
         budget: Option<u64>,
     ) -> rusqlite::Result<(String, Option<(i64, Message)>)> {
-        let mut tokens = 0u64;
+        let _count = self.base.usage.begin_turn(claimed.id, budget);
         let stop_at_start = self.signals.stop_generation();
         let stopped = || ("Stopped.".to_owned(), None);
         let mut lost = Vec::new();
@@ -271,6 +272,9 @@ impl Agent {
             if self.maybe_compact(llm, session, &history, claimed).await {
                 history = self.base.conversations.history(session)?;
             }
+            if let Some(reply) = self.budget_spent(claimed) {
+                return Ok((reply, None));
+            }
             let request = self.request(llm, &history, claimed, session)?;
             let response = tokio::select! {
                 r = llm.stream(&request, &on_text) => r,
@@ -286,7 +290,7 @@ impl Agent {
                     return Ok((text, None));
                 }
             };
-            tokens += response.usage.input_tokens + response.usage.output_tokens;
+            self.record_call(llm, Kind::Turn, session, claimed, &response);
             let answer = Message {
                 role: Role::Assistant,
                 content: response.content,
@@ -307,11 +311,8 @@ impl Agent {
             self.base
                 .conversations
                 .append_to(&mut history, session, claimed.id, answer)?;
-            if let Some(budget) = budget.filter(|b| tokens > *b) {
-                let text = format!(
-                    "I stopped: this task's token budget of {budget} is used up ({tokens} tokens so far)."
-                );
-                return Ok((text, None));
+            if let Some(reply) = self.budget_spent(claimed) {
+                return Ok((reply, None));
             }
             let mut results = Vec::with_capacity(calls.len());
             let mut calls = calls.into_iter().peekable();
@@ -504,6 +505,7 @@ impl Agent {
                 return;
             }
         };
+        self.record_call(llm, Kind::PreCompaction, session, claimed, &response);
         let answer = Message {
             role: Role::Assistant,
             content: response.content,
@@ -549,7 +551,14 @@ impl Agent {
         else {
             return false;
         };
+        // A spent budget skips the compaction; the step after says why.
+        if !self.may_call(claimed) {
+            return false;
+        }
         self.before_compaction(llm, session, history, claimed).await;
+        if !self.may_call(claimed) {
+            return false;
+        }
         let mut transcript = String::new();
         if let Some(summary) = &history.summary {
             transcript.push_str(&format!("Summary so far:\n{summary}\n\n"));
@@ -568,6 +577,7 @@ impl Agent {
         };
         match llm.complete(&request).await {
             Ok(response) => {
+                self.record_call(llm, Kind::Compaction, session, claimed, &response);
                 let summary = Message {
                     role: Role::Assistant,
                     content: response.content,

@@ -8,7 +8,9 @@
 //! (`spawn_agent` among them: workers do not spawn workers). It is bounded
 //! three ways: model calls (`max_turns`), tokens (`token_budget`, as the
 //! provider counts them) and wall-clock time (`[agent] worker_timeout_ms`);
-//! the bound it hits is named in its result, with what it had so far.
+//! the bound it hits is named in its result, with what it had so far. Its
+//! model calls are recorded (`usage`) and count toward the daily budget
+//! and its caller's turn, so a spent budget stops it too.
 //!
 //! Every run is stored in `workers` as it starts. After a crash, a run still
 //! marked `running` is `interrupted`: the caller's turn is run again (as
@@ -27,6 +29,7 @@ use crate::llm::{Block, ChatRequest, Llm, Message, Role, ToolDef};
 use crate::policy::{Caller, ToolScope};
 use crate::store::{Cold, now_ms};
 use crate::tools::{ToolRegistry, TurnContext};
+use crate::usage::{Call, Kind, Meter};
 
 /// Tools a worker never gets, whatever its list says: they reach people,
 /// channels, other agents, or spawn more workers.
@@ -75,15 +78,17 @@ struct Connected {
 /// Runs workers.
 pub struct Workers {
     cold: Cold,
+    usage: Arc<Meter>,
     limits: WorkerLimits,
     connected: OnceLock<Connected>,
 }
 
 impl Workers {
-    /// Workers storing their runs on `cold`.
-    pub fn new(cold: Cold, limits: WorkerLimits) -> Workers {
+    /// Workers storing their runs on `cold`, their model calls on `usage`.
+    pub fn new(cold: Cold, usage: Arc<Meter>, limits: WorkerLimits) -> Workers {
         Workers {
             cold,
+            usage,
             limits,
             connected: OnceLock::new(),
         }
@@ -145,7 +150,7 @@ impl Workers {
             None => llm,
         };
         let tools = connected.tools.upgrade().ok_or("the daemon is stopping")?;
-        let id = self.start_row(caller, turn, spec, task)?;
+        let (id, session) = self.start_row(caller, turn, spec, task)?;
         let name = format!("worker {id}");
         (connected.announce)(&name, true);
         let scope = worker_scope(&spec.allowed_tools);
@@ -157,6 +162,10 @@ impl Workers {
             llm: &llm,
             tools: &tools,
             cold: &self.cold,
+            usage: &self.usage,
+            agent: turn.map_or(super::history::MAIN_AGENT, |t| t.agent),
+            session,
+            turn: turn.map(|t| t.inbox_id),
         };
         let deadline = Instant::now() + self.limits.timeout;
         let outcome = connected.handle.block_on(async {
@@ -197,7 +206,7 @@ impl Workers {
         turn: Option<&TurnContext>,
         spec: &WorkerSpec,
         task: &str,
-    ) -> Result<i64, String> {
+    ) -> Result<(i64, i64), String> {
         let conn = self.cold.lock();
         let agent = turn.map_or(super::history::MAIN_AGENT, |t| t.agent);
         let store = |e: rusqlite::Error| format!("the worker could not be stored: {e}");
@@ -221,7 +230,7 @@ impl Workers {
             ],
         )
         .map_err(store)?;
-        Ok(conn.last_insert_rowid())
+        Ok((conn.last_insert_rowid(), session))
     }
 
     /// The result as the caller sees it: whole, or cut with the whole kept
@@ -267,6 +276,13 @@ struct Run<'a> {
     llm: &'a Llm,
     tools: &'a Arc<ToolRegistry>,
     cold: &'a Cold,
+    usage: &'a Meter,
+    /// The agent that spawned it.
+    agent: i64,
+    /// Its own session.
+    session: i64,
+    /// The turn that spawned it, whose count its calls add to.
+    turn: Option<i64>,
 }
 
 impl Run<'_> {
@@ -294,6 +310,12 @@ impl Run<'_> {
             .collect();
         let mut tokens = 0u64;
         for _ in 0..self.spec.max_turns {
+            if let Err(spent) = self.usage.check(self.turn) {
+                return Outcome::Bound {
+                    bound: spent.bound(),
+                    so_far: self.last_text(),
+                };
+            }
             let request = ChatRequest {
                 system: system.clone(),
                 messages: messages.clone(),
@@ -304,7 +326,18 @@ impl Run<'_> {
                 Ok(r) => r,
                 Err(e) => return Outcome::Failed(format!("the model failed: {e}")),
             };
-            tokens += response.usage.input_tokens + response.usage.output_tokens;
+            self.usage.record(
+                &Call {
+                    agent: self.agent,
+                    session: Some(self.session),
+                    turn: self.turn,
+                    kind: Kind::Worker,
+                    provider: self.llm.provider(),
+                    model: &response.model,
+                },
+                &response.usage,
+            );
+            tokens += response.usage.total();
             let answer = Message {
                 role: Role::Assistant,
                 content: response.content,
@@ -325,6 +358,12 @@ impl Run<'_> {
                         "its token budget of {} (it used {tokens})",
                         self.spec.token_budget
                     ),
+                    so_far: text,
+                };
+            }
+            if let Err(spent) = self.usage.check(self.turn) {
+                return Outcome::Bound {
+                    bound: spent.bound(),
                     so_far: text,
                 };
             }

@@ -1,6 +1,6 @@
 //! The command line: `hearth run | check | plugins | tools | tool call |
 //! chat | status | canvas-url | approvals | audit | contacts | agents |
-//! schedule | identity | secret`.
+//! schedule | identity | secret | usage`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
@@ -16,6 +16,7 @@ mod schedule;
 mod scripts;
 mod secret;
 mod tool_call;
+mod usage;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -145,6 +146,19 @@ enum Command {
     Secret {
         #[command(subcommand)]
         action: SecretAction,
+    },
+    /// Tokens and estimated cost per model, today and this month (in the
+    /// owner's time zone), and the token budgets.
+    Usage {
+        /// Only today.
+        #[arg(long, conflicts_with = "month")]
+        day: bool,
+        /// Only this month.
+        #[arg(long)]
+        month: bool,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
@@ -431,6 +445,15 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             SecretAction::List { json } => secret::list(&config, json),
             SecretAction::Rm { name } => secret::remove(&config, &name),
         },
+        Command::Usage { day, month, json } => {
+            use crate::usage::report::Which;
+            let spans: &[Which] = match (day, month) {
+                (true, _) => &[Which::Day],
+                (_, true) => &[Which::Month],
+                _ => &Which::BOTH,
+            };
+            usage::show(&config, spans, json)
+        }
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }

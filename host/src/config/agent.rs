@@ -101,6 +101,12 @@ pub struct AgentConfig {
     /// A worker's result longer than this many characters is cut for the
     /// caller, the whole kept in a file under `$HEARTH_HOME/workers`.
     pub worker_result_chars: usize,
+    /// The most tokens one turn's model calls may use (its workers'
+    /// included); `None`: no limit.
+    pub max_tokens_per_turn: Option<u64>,
+    /// The most tokens all agents' model calls may use per day, in the
+    /// owner's zone; `None`: no budget.
+    pub daily_token_budget: Option<u64>,
 }
 
 /// `[agent]` as written.
@@ -117,6 +123,8 @@ pub(super) struct RawAgent {
     ask_before_messaging_contacts: Option<bool>,
     worker_timeout_ms: Option<u64>,
     worker_result_chars: Option<usize>,
+    max_tokens_per_turn: Option<u64>,
+    daily_token_budget: Option<u64>,
 }
 
 /// `[owner]`: the one person the agent works for.
@@ -189,7 +197,20 @@ pub(super) fn build_agent(raw: RawAgent, base: &Path) -> Result<AgentConfig, (St
         ask_before_messaging_contacts: raw.ask_before_messaging_contacts.unwrap_or(true),
         worker_timeout_ms: raw.worker_timeout_ms.unwrap_or(300_000),
         worker_result_chars: raw.worker_result_chars.unwrap_or(16_000),
+        max_tokens_per_turn: raw.max_tokens_per_turn,
+        daily_token_budget: raw.daily_token_budget,
     };
+    for (key, value) in [
+        ("max_tokens_per_turn", config.max_tokens_per_turn),
+        ("daily_token_budget", config.daily_token_budget),
+    ] {
+        if value == Some(0) {
+            return Err((
+                format!("agent.{key}"),
+                "must be at least 1 (leave it out for no limit)".into(),
+            ));
+        }
+    }
     if !(1_000..=86_400_000).contains(&config.worker_timeout_ms) {
         return Err((
             "agent.worker_timeout_ms".into(),

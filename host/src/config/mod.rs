@@ -10,6 +10,7 @@
 mod agent;
 mod plugins;
 mod policy;
+mod prices;
 mod scheduler;
 mod scripts;
 mod speech;
@@ -59,6 +60,9 @@ pub struct Config {
     pub stt: Option<SttConfig>,
     /// `[tts]`; `None`: the agent cannot reply with voice.
     pub tts: Option<TtsConfig>,
+    /// `[prices."MODEL"]`: US dollars per million tokens, over the
+    /// built-in estimates.
+    pub prices: std::collections::BTreeMap<String, crate::usage::Price>,
 }
 
 /// How much the agent may do without asking.
@@ -260,6 +264,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     raw.scheduler.check().map_err(invalid_at)?;
     let stt = speech::build_stt(raw.stt).map_err(invalid_at)?;
     let tts = speech::build_tts(raw.tts).map_err(invalid_at)?;
+    let prices = prices::build(raw.prices).map_err(invalid_at)?;
     if let Some(zone) = &raw.owner.timezone
         && let Err(e) = jiff::tz::TimeZone::get(zone)
     {
@@ -283,6 +288,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         scheduler: raw.scheduler,
         stt,
         tts,
+        prices,
     })
 }
 
@@ -331,6 +337,8 @@ struct RawConfig {
     scheduler: SchedulerConfig,
     stt: Option<speech::RawStt>,
     tts: Option<speech::RawTts>,
+    #[serde(default)]
+    prices: std::collections::BTreeMap<String, prices::RawPrice>,
 }
 
 impl Mode {

@@ -148,7 +148,9 @@ async fn serve(
         tokio::select! {
             _ = signals.term.recv() => break "SIGTERM",
             _ = signals.int.recv() => break "SIGINT",
-            _ = signals.hup.recv() => reload(config_path.as_ref(), &mut current, &log),
+            _ = signals.hup.recv() => {
+                reload(config_path.as_ref(), &mut current, &log, &runtime.usage)
+            }
         }
     };
 
@@ -174,8 +176,14 @@ async fn serve(
     outcome.map_err(DaemonError::from)
 }
 
-/// Re-reads the config; applies what can change live, keeps the rest.
-fn reload(path: Option<&PathBuf>, current: &mut Config, log: &LogHandle) {
+/// Re-reads the config; applies what can change live (the log level, the
+/// token budgets and the prices), keeps the rest.
+fn reload(
+    path: Option<&PathBuf>,
+    current: &mut Config,
+    log: &LogHandle,
+    usage: &crate::usage::Meter,
+) {
     notify::reloading();
     let Some(path) = path else {
         tracing::warn!(
@@ -209,6 +217,7 @@ fn reload(path: Option<&PathBuf>, current: &mut Config, log: &LogHandle) {
             if new.log.level != current.log.level {
                 log.set_level(new.log.level);
             }
+            usage.configure(&new);
             *current = new;
         }
     }

@@ -97,6 +97,7 @@ impl Services {
             reach: Arc::clone(&runtime.reach),
             indexer: Some(Arc::clone(&indexer)),
             zone: crate::agent::stamp::owner_zone(runtime.config.owner.timezone.as_deref()),
+            usage: Arc::clone(&runtime.usage),
         };
         connect_workers(runtime, &base.llm, &activity);
         let main = runtime

@@ -84,11 +84,7 @@ impl Decoder {
         };
         let kind = data["type"].as_str().unwrap_or(event.event.as_str());
         match kind {
-            "message_start" => {
-                self.usage.input_tokens = data["message"]["usage"]["input_tokens"]
-                    .as_u64()
-                    .unwrap_or(0);
-            }
+            "message_start" => read_usage(&mut self.usage, &data["message"]["usage"]),
             "content_block_start" => {
                 let block = &data["content_block"];
                 let index = data["index"].as_u64().unwrap_or(self.blocks.len() as u64) as usize;
@@ -140,9 +136,9 @@ impl Decoder {
                     Some("max_tokens") => StopReason::MaxTokens,
                     _ => StopReason::Other,
                 });
-                if let Some(n) = data["usage"]["output_tokens"].as_u64() {
-                    self.usage.output_tokens = n;
-                }
+                // Its counts are cumulative, so they update what
+                // `message_start` said, field by field.
+                read_usage(&mut self.usage, &data["usage"]);
             }
             "message_stop" => self.finished = true,
             "error" => {
@@ -192,6 +188,26 @@ impl Decoder {
             content,
             stop,
             usage: self.usage,
+            model: String::new(),
         })
+    }
+}
+
+/// Takes the counts a `usage` object carries (in `message_start` or
+/// `message_delta`), keeping the others. The counts are cumulative, so the
+/// larger wins: a proxy that sends zeros in `message_delta` loses nothing.
+/// `input_tokens` already leaves out the cache's reads and writes, which
+/// come as their own fields.
+fn read_usage(usage: &mut Usage, reported: &Value) {
+    let fields: [(&str, &mut u64); 4] = [
+        ("input_tokens", &mut usage.input_tokens),
+        ("output_tokens", &mut usage.output_tokens),
+        ("cache_read_input_tokens", &mut usage.cache_read_tokens),
+        ("cache_creation_input_tokens", &mut usage.cache_write_tokens),
+    ];
+    for (name, count) in fields {
+        if let Some(n) = reported[name].as_u64() {
+            *count = (*count).max(n);
+        }
     }
 }

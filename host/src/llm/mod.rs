@@ -149,6 +149,15 @@ impl Llm {
         &self.config.model
     }
 
+    /// The wire format's name, as usage is recorded: `anthropic` or
+    /// `openai`.
+    pub fn provider(&self) -> &'static str {
+        match self.config.provider {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAi => "openai",
+        }
+    }
+
     /// The most tokens per answer.
     pub fn max_tokens(&self) -> u32 {
         self.config.max_tokens
@@ -289,10 +298,14 @@ impl Llm {
                 }
             }
         }
-        match self.config.provider {
+        let response = match self.config.provider {
             ProviderKind::Anthropic => anthropic.finish(),
             ProviderKind::OpenAi => openai.finish(),
-        }
+        };
+        response.map(|response| ChatResponse {
+            model: model.to_owned(),
+            ..response
+        })
     }
 }
 

@@ -116,12 +116,7 @@ impl Decoder {
             });
         }
         if let Some(usage) = chunk.get("usage").filter(|u| u.is_object()) {
-            self.usage.input_tokens = usage["prompt_tokens"]
-                .as_u64()
-                .unwrap_or(self.usage.input_tokens);
-            self.usage.output_tokens = usage["completion_tokens"]
-                .as_u64()
-                .unwrap_or(self.usage.output_tokens);
+            read_usage(&mut self.usage, usage);
         }
         let Some(choice) = chunk["choices"].as_array().and_then(|c| c.first()) else {
             return Ok(()); // the usage chunk
@@ -216,6 +211,23 @@ impl Decoder {
             content,
             stop,
             usage: self.usage,
+            model: String::new(),
         })
+    }
+}
+
+/// Takes the counts of a `usage` object. `prompt_tokens` includes the
+/// cached tokens (`prompt_tokens_details.cached_tokens`), so they are
+/// split off: each count is priced on its own. OpenAI reports no cache
+/// writes (its caching costs nothing extra).
+fn read_usage(usage: &mut Usage, reported: &Value) {
+    let cached = reported["prompt_tokens_details"]["cached_tokens"].as_u64();
+    if let Some(prompt) = reported["prompt_tokens"].as_u64() {
+        let cached = cached.unwrap_or(0).min(prompt);
+        usage.input_tokens = prompt - cached;
+        usage.cache_read_tokens = cached;
+    }
+    if let Some(n) = reported["completion_tokens"].as_u64() {
+        usage.output_tokens = n;
     }
 }

@@ -34,6 +34,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0012_notepad.sql"),
     include_str!("migrations/0013_versions.sql"),
     include_str!("migrations/0014_pages.sql"),
+    include_str!("migrations/0015_usage.sql"),
 ];
 
 /// The schema after the last migration, which creates a fresh store.

@@ -309,3 +309,20 @@ CREATE TABLE pages (
     updated_at_ms INTEGER NOT NULL,
     CHECK ((content IS NULL) != (file IS NULL))
 );
+
+CREATE TABLE usage (
+    id                 INTEGER PRIMARY KEY,
+    at_ms              INTEGER NOT NULL,
+    agent_id           INTEGER NOT NULL,
+    session_id         INTEGER,
+    inbox_id           INTEGER,
+    kind               TEXT    NOT NULL
+                       CHECK (kind IN ('turn', 'pre_compaction', 'compaction', 'worker')),
+    provider           TEXT    NOT NULL,
+    model              TEXT    NOT NULL,
+    input_tokens       INTEGER NOT NULL,
+    output_tokens      INTEGER NOT NULL,
+    cache_read_tokens  INTEGER NOT NULL,
+    cache_write_tokens INTEGER NOT NULL
+);
+CREATE INDEX usage_by_time ON usage (at_ms);
