@@ -14,6 +14,7 @@
 pub mod activity;
 mod attachments;
 pub mod history;
+mod images;
 pub mod profiles;
 pub mod prompt;
 mod slash;
@@ -94,6 +95,9 @@ pub struct AgentBase {
     pub reach: Arc<crate::people::Reach>,
     /// Indexes stored messages for search, once turns settle.
     pub indexer: Option<Arc<crate::knowledge::index::Indexer>>,
+    /// Where the copies of images prepared for the model are saved
+    /// (`$HEARTH_HOME/media`).
+    pub media_dir: std::path::PathBuf,
 }
 
 impl Agent {

@@ -15,7 +15,6 @@ use serde_json::Value;
 use hearth_sdk::protocol::{Attachment, ChannelEvent};
 
 use super::Agent;
-use super::attachments::with_attachments;
 use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History, Speaker};
 use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
@@ -224,7 +223,7 @@ impl Agent {
             self.base
                 .conversations
                 .session(self.profile.id, &claimed.channel, &claimed.chat)?;
-        let mut typed = with_attachments(&claimed.text, &claimed.attachments);
+        let (mut typed, images) = self.incoming(llm, claimed).await;
         if !lost.is_empty() {
             typed.push_str(&format!(
                 "\n\n[hearth: a restart cut short the earlier attempt at this message; the workers it \
@@ -236,9 +235,11 @@ impl Agent {
                     .join("; ")
             ));
         }
+        let mut message = Message::user_text(typed);
+        message.content.extend(images);
         self.base
             .conversations
-            .append(session, claimed.id, &Message::user_text(typed))?;
+            .append(session, claimed.id, &message)?;
         let streams = self.base.events.takes_events(&claimed.channel);
         let on_text = |event: StreamEvent<'_>| {
             if !streams {
@@ -304,6 +305,7 @@ impl Agent {
                 return Ok((text, None));
             }
             let mut results = Vec::with_capacity(calls.len());
+            let mut images = Vec::new();
             let mut calls = calls.into_iter().peekable();
             while let Some((id, name, input)) = calls.next() {
                 if self.signals.stop_generation() != stop_at_start {
@@ -318,9 +320,13 @@ impl Agent {
                     batch.push(self.start_tool(claimed, id, name, input));
                 }
                 for started in batch {
-                    results.push(self.finish_tool(started).await);
+                    let (result, shown) = self.finish_tool(llm, started).await;
+                    results.push(result);
+                    images.extend(shown);
                 }
             }
+            // Both APIs want images after every tool result.
+            results.extend(images);
             let results = Message {
                 role: Role::User,
                 content: results,
@@ -349,8 +355,9 @@ impl Agent {
 
     /// Waits for a started call; failures become an error result for the
     /// model.
-    async fn finish_tool(&self, started: Started) -> Block {
+    async fn finish_tool(&self, llm: &Llm, started: Started) -> (Block, Vec<Block>) {
         let Started { id, name, call } = started;
+        let mut images = Vec::new();
         let (content, is_error) = match call.await {
             Ok(Ok(value)) => {
                 if name == ATTACH_FILE
@@ -359,17 +366,23 @@ impl Agent {
                 {
                     self.attached_files().push(file);
                 }
-                (value.to_string(), false)
+                let mut content = value.to_string();
+                if let Some(shown) = self.tool_image(llm, &name, &value).await {
+                    content.push_str(&shown.note);
+                    images = shown.blocks;
+                }
+                (content, false)
             }
             Ok(Err(e)) => (e.to_string(), true),
             Err(e) => (format!("the tool call was lost: {e}"), true),
         };
         tracing::debug!(tool = %name, is_error, "tool call done");
-        Block::ToolResult {
+        let result = Block::ToolResult {
             tool_use_id: id,
             content: truncate(content),
             is_error,
-        }
+        };
+        (result, images)
     }
 
     fn attached_files(&self) -> std::sync::MutexGuard<'_, Vec<Attachment>> {
@@ -442,7 +455,7 @@ impl Agent {
         });
         Ok(ChatRequest {
             system,
-            messages: history.messages.iter().map(|(_, m)| m.clone()).collect(),
+            messages: super::images::for_request(&history.messages, &llm.image_settings()),
             tools: tools.tools,
             max_tokens: llm.max_tokens(),
         })
@@ -614,6 +627,10 @@ fn render(m: &Message) -> String {
                     if *is_error { "error" } else { "result" }
                 ));
             }
+            Block::Image(image) => out.push_str(&format!(
+                "{who} showed an image: {} ({}x{}), saved at {}\n",
+                image.name, image.width, image.height, image.source
+            )),
         }
     }
     out

@@ -96,6 +96,7 @@ impl Services {
             jobs: runtime.scheduler.as_ref().map(|s| Arc::clone(s.jobs())),
             reach: Arc::clone(&runtime.reach),
             indexer: Some(Arc::clone(&indexer)),
+            media_dir: runtime.config.home.join("media"),
         };
         connect_workers(runtime, &base.llm, &activity);
         let main = runtime

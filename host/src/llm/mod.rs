@@ -2,8 +2,8 @@
 //! completions, both streamed over SSE, with retries.
 //!
 //! `types` is the provider-neutral conversation; `anthropic` and `openai`
-//! translate it to and from each wire format; `sse` splits the stream into
-//! events. [`Llm::complete`] adds what every caller needs: retries with
+//! translate it to and from each wire format (`images` the image blocks
+//! for both); `sse` splits the stream into events. [`Llm::complete`] adds what every caller needs: retries with
 //! backoff on 429, 5xx, 529 and broken connections (honouring
 //! `retry-after`), a request timeout, and a list of fallback models.
 //!
@@ -12,6 +12,7 @@
 //! header, and never logged, stored or shown to the model.
 
 mod anthropic;
+mod images;
 mod openai;
 pub mod sse;
 pub mod types;
@@ -147,6 +148,12 @@ impl Llm {
     /// The primary model's name.
     pub fn model(&self) -> &str {
         &self.config.model
+    }
+
+    /// How this client's model is shown images (`[llm] vision`,
+    /// `image_turns`, `image_max_side`, the provider's limits).
+    pub fn image_settings(&self) -> crate::media::ImageSettings {
+        crate::media::ImageSettings::for_model(&self.config, &self.config.model)
     }
 
     /// The most tokens per answer.
