@@ -3,10 +3,12 @@
 //! shapes. What the model gets is decoded here: its size within the
 //! provider's limits, upright, with no EXIF left; bad files become notes
 //! and the daemon keeps answering; images stop being sent after
-//! `image_turns` turns; a model that cannot see gets a note.
+//! `image_turns` turns; a model that cannot see gets a note. A canvas
+//! upload takes the same way as a Telegram photo.
 
 use std::time::{Duration, Instant};
 
+use hearth_tests::canvas::{self, Canvas};
 use hearth_tests::fake_llm::{
     FakeLlm, Reply, anthropic_text, anthropic_tool_use, openai_text, openai_tool_call,
 };
@@ -165,9 +167,18 @@ fn a_telegram_photo_reaches_the_model_upright_downscaled_and_without_exif() {
             // 768 on the shorter side.
             _ => assert_eq!((w, h), (768, 1152), "{provider}"),
         }
-        assert!(!contains(&image.bytes, b"Exif"), "{provider}: EXIF reached the model");
-        assert!(!contains(&image.bytes, &GPS_MARK), "{provider}: the GPS position reached the model");
-        assert!(!contains(&image.bytes, &[0xFF, 0xE1]), "{provider}: an APP1 segment survived");
+        assert!(
+            !contains(&image.bytes, b"Exif"),
+            "{provider}: EXIF reached the model"
+        );
+        assert!(
+            !contains(&image.bytes, &GPS_MARK),
+            "{provider}: the GPS position reached the model"
+        );
+        assert!(
+            !contains(&image.bytes, &[0xFF, 0xE1]),
+            "{provider}: an APP1 segment survived"
+        );
         let text = words(&body);
         assert!(text.contains("what is this?"), "{text}");
         assert!(
@@ -198,7 +209,11 @@ fn a_telegram_photo_reaches_the_model_upright_downscaled_and_without_exif() {
                 |r| r.get(0),
             )
             .expect("the stored message");
-        assert!(stored.len() < 2_000, "{provider}: {} bytes stored", stored.len());
+        assert!(
+            stored.len() < 2_000,
+            "{provider}: {} bytes stored",
+            stored.len()
+        );
         let blocks: Value = serde_json::from_str(&stored).expect("stored JSON");
         let copy = blocks[1]["path"].as_str().expect("the copy's path");
         assert!(copy.contains("/media/"), "{copy}");
@@ -242,7 +257,10 @@ fn bad_files_become_notes_and_the_daemon_keeps_serving() {
         assert!(images_in(&body).is_empty(), "{name} was sent as an image");
         let text = words(&body);
         assert!(text.contains(note), "{name}: expected {note:?} in {text}");
-        assert!(text.contains("it is not shown as an image"), "{name}: {text}");
+        assert!(
+            text.contains("it is not shown as an image"),
+            "{name}: {text}"
+        );
         assert!(started.elapsed() < Duration::from_secs(20), "{name}: slow");
     }
     // The not-a-photo note says what was wrong.
@@ -287,7 +305,10 @@ fn a_model_that_cannot_see_gets_a_note() {
             "{provider}: {text}"
         );
         assert!(text.contains("; this model cannot see images]"), "{text}");
-        assert!(!bot.home.home().join("media").exists(), "{provider}: a copy was prepared");
+        assert!(
+            !bot.home.home().join("media").exists(),
+            "{provider}: a copy was prepared"
+        );
     }
 }
 
@@ -332,16 +353,66 @@ fn read_file_shows_the_model_an_image_after_the_tool_results() {
                 assert_eq!(results[1]["type"], "text");
                 assert_eq!(results[2]["type"], "image");
                 let content = results[0]["content"].as_str().unwrap_or_default();
-                assert!(content.contains("shown after the tool results"), "{content}");
+                assert!(
+                    content.contains("shown after the tool results"),
+                    "{content}"
+                );
             }
             _ => {
                 let n = messages.len();
                 assert_eq!(messages[n - 2]["role"], "tool", "{provider}");
                 assert_eq!(messages[n - 1]["role"], "user", "{provider}");
                 assert_eq!(messages[n - 1]["content"][1]["type"], "image_url");
-                let label = messages[n - 1]["content"][0]["text"].as_str().unwrap_or_default();
+                let label = messages[n - 1]["content"][0]["text"]
+                    .as_str()
+                    .unwrap_or_default();
                 assert!(label.contains("read_file returned"), "{label}");
             }
         }
     }
+}
+
+#[test]
+fn a_canvas_upload_is_shown_as_an_image() {
+    let llm = FakeLlm::start();
+    llm.push(anthropic_text("a blue square"));
+    let home = Hearth::with_plugins(
+        &[plugin("canvas")],
+        &format!(
+            "{}\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+             api_key_env = \"HEARTH_TEST_API_KEY\"\n",
+            canvas::CONFIG,
+            llm.url()
+        ),
+    );
+    let _daemon = home.daemon_with(|cmd| {
+        cmd.env("HEARTH_TEST_API_KEY", "sk-test");
+    });
+    let canvas = Canvas::of(home.home());
+    let cookie = canvas.login();
+    // The browser's stated type is wrong; the bytes decide.
+    let answer = canvas.request(
+        "POST",
+        "/upload?name=square.bin",
+        Some(&cookie),
+        &[("Content-Type", "application/octet-stream")],
+        &jpeg(200, 200),
+    );
+    assert_eq!(answer.status, 200, "{}", answer.text());
+    let upload: Value = serde_json::from_slice(&answer.body).expect("an attachment");
+    let (mut ws, _) = canvas.connect();
+    let message = json!({ "type": "send", "id": "u-1", "text": "what is it?", "attachments": [upload["id"]] });
+    ws.send(&message.to_string());
+    ws.wait_for(WAIT, |f| {
+        f["type"] == "message" && f["message"]["role"] == "agent"
+    });
+    let body = &llm.requests()[0].body;
+    let images = images_in(body);
+    assert_eq!(images.len(), 1, "{}", words(body));
+    assert_eq!(images[0].size(), (200, 200));
+    assert!(
+        words(body).contains("[Attached image: square.bin (200x200)"),
+        "{}",
+        words(body)
+    );
 }

@@ -25,7 +25,12 @@ pub fn jpeg(width: u32, height: u32) -> Vec<u8> {
     });
     let mut out = Vec::new();
     image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
-        .write_image(image.as_raw(), width, height, image::ExtendedColorType::Rgb8)
+        .write_image(
+            image.as_raw(),
+            width,
+            height,
+            image::ExtendedColorType::Rgb8,
+        )
         .expect("encode a JPEG");
     out
 }
@@ -37,7 +42,12 @@ pub fn transparent_png(width: u32, height: u32) -> Vec<u8> {
     });
     let mut out = Vec::new();
     image::codecs::png::PngEncoder::new(&mut out)
-        .write_image(image.as_raw(), width, height, image::ExtendedColorType::Rgba8)
+        .write_image(
+            image.as_raw(),
+            width,
+            height,
+            image::ExtendedColorType::Rgba8,
+        )
         .expect("encode a PNG");
     out
 }

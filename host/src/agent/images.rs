@@ -263,3 +263,150 @@ fn starts_turn(m: &Message) -> bool {
             .iter()
             .any(|b| matches!(b, Block::ToolResult { .. }))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::ProviderKind;
+    use crate::media::Limits;
+
+    fn settings(vision: bool, turns: u32) -> ImageSettings {
+        ImageSettings {
+            vision,
+            turns,
+            limits: Limits::for_provider(ProviderKind::Anthropic, None),
+        }
+    }
+
+    /// A small real image, prepared and saved in `dir` as `name`.
+    fn saved(dir: &Path, name: &str) -> Image {
+        let source = dir.join(name);
+        let mut png = Vec::new();
+        image::DynamicImage::new_rgb8(8, 6)
+            .write_to(&mut std::io::Cursor::new(&mut png), image::ImageFormat::Png)
+            .unwrap();
+        std::fs::write(&source, png).unwrap();
+        match show(
+            name,
+            &source.display().to_string(),
+            &settings(true, 3),
+            &dir.join("media"),
+        ) {
+            Ok(Showing::Image { image, .. }) => image,
+            _ => panic!("the test image is not shown"),
+        }
+    }
+
+    fn typed(text: &str, images: &[&Image]) -> (i64, Message) {
+        let mut m = Message::user_text(text);
+        m.content
+            .extend(images.iter().map(|i| Block::Image((*i).clone())));
+        (0, m)
+    }
+
+    fn answer() -> (i64, Message) {
+        (
+            0,
+            Message {
+                role: Role::Assistant,
+                content: vec![Block::Text { text: "ok".into() }],
+            },
+        )
+    }
+
+    /// Per message: how many images carry their bytes, and the notes.
+    fn shape(messages: &[Message]) -> Vec<(usize, Vec<String>)> {
+        messages
+            .iter()
+            .map(|m| {
+                let sent = m
+                    .content
+                    .iter()
+                    .filter(|b| matches!(b, Block::Image(i) if i.data.is_some()))
+                    .count();
+                let notes = m
+                    .content
+                    .iter()
+                    .filter_map(|b| match b {
+                        Block::Text { text } if text.starts_with("[image") => Some(text.clone()),
+                        _ => None,
+                    })
+                    .collect();
+                (sent, notes)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn images_are_sent_for_their_turns_and_then_named() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = saved(dir.path(), "cat.png");
+        let dog = saved(dir.path(), "dog.png");
+        let results = (
+            0,
+            Message {
+                role: Role::User,
+                content: vec![
+                    Block::ToolResult {
+                        tool_use_id: "t".into(),
+                        content: "{}".into(),
+                        is_error: false,
+                    },
+                    Block::Image(dog.clone()),
+                ],
+            },
+        );
+        // cat came two turns ago, dog in this turn's tool results.
+        let history = vec![
+            typed("a cat", &[&cat]),
+            answer(),
+            typed("and?", &[]),
+            answer(),
+            typed("fetch the dog", &[]),
+            results,
+        ];
+        let two = shape(&for_request(&history, &settings(true, 2)));
+        assert_eq!(two[0].0, 0, "cat is past its 2 turns");
+        assert!(
+            two[0].1[0].starts_with("[image cat.png (8x6), shown in an earlier turn; saved at ")
+        );
+        assert_eq!(two[5], (1, Vec::new()), "dog is in its first turn");
+        let three = shape(&for_request(&history, &settings(true, 3)));
+        assert_eq!((three[0].0, three[5].0), (1, 1));
+        let blind = shape(&for_request(&history, &settings(false, 3)));
+        assert!(blind[0].1[0].starts_with("[image: cat.png, 8x6, saved at "));
+        assert!(blind[5].1[0].ends_with("this model cannot see images]"));
+        // A copy made under larger limits than today's is shrunk again.
+        let small = ImageSettings {
+            limits: Limits::for_provider(ProviderKind::Anthropic, Some(4)),
+            ..settings(true, 3)
+        };
+        let shrunk = for_request(&history, &small);
+        match &shrunk[0].content[1] {
+            Block::Image(i) => assert_eq!((i.width, i.height, i.data.is_some()), (4, 3, true)),
+            other => panic!("{other:?}"),
+        }
+        // A copy changed since it was saved is named, not sent.
+        std::fs::write(&dog.path, b"something else").unwrap();
+        let changed = shape(&for_request(&history, &settings(true, 3)));
+        assert!(
+            changed[5].1[0].contains("has changed since it was saved"),
+            "{changed:?}"
+        );
+        // The stored history is left as it was.
+        assert!(matches!(&history[0].1.content[1], Block::Image(i) if i.data.is_none()));
+    }
+
+    #[test]
+    fn a_request_carries_at_most_its_share_of_images() {
+        let dir = tempfile::tempdir().unwrap();
+        let cat = saved(dir.path(), "cat.png");
+        let many: Vec<&Image> = std::iter::repeat_n(&cat, MAX_IMAGES_PER_REQUEST + 2).collect();
+        let messages = for_request(&[typed("an album", &many)], &settings(true, 3));
+        let shape = shape(&messages);
+        assert_eq!(shape[0].0, MAX_IMAGES_PER_REQUEST);
+        assert_eq!(shape[0].1.len(), 2);
+        // The newest are the ones sent.
+        assert!(matches!(messages[0].content.last(), Some(Block::Image(i)) if i.data.is_some()));
+    }
+}

@@ -42,3 +42,35 @@ pub fn read_image(path: &Path) -> Result<Vec<u8>, ImageError> {
         Kind::Other => Err(ImageError::NotAnImage),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn files_are_judged_by_content_and_refused_over_the_cap() {
+        let dir = tempfile::tempdir().unwrap();
+        let huge = dir.path().join("huge.jpg");
+        // Sparse: the cap is checked before a byte is read.
+        let file = std::fs::File::create(&huge).unwrap();
+        file.set_len(MAX_FILE_BYTES + 1).unwrap();
+        assert_eq!(
+            read_image(&huge),
+            Err(ImageError::FileTooLarge {
+                size: MAX_FILE_BYTES + 1
+            })
+        );
+        let text = dir.path().join("photo.jpg");
+        std::fs::write(&text, "not a photo").unwrap();
+        assert_eq!(read_image(&text), Err(ImageError::NotAnImage));
+        assert_eq!(kind_of(&text).unwrap(), Kind::Other);
+        let png = dir.path().join("x.bin");
+        std::fs::write(&png, b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR").unwrap();
+        assert_eq!(kind_of(&png).unwrap(), Kind::Image("image/png"));
+        assert!(read_image(&png).is_ok());
+        assert!(matches!(
+            read_image(&dir.path().join("missing.png")),
+            Err(ImageError::Io(_))
+        ));
+    }
+}

@@ -50,7 +50,8 @@ pub fn read_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     if encoding == Encoding::Text
         && offset.is_none()
         && limit.is_none()
-        && let Some(mime) = sniff_image(&mut file).map_err(|e| io_error("cannot read", &path, &e))?
+        && let Some(mime) =
+            sniff_image(&mut file).map_err(|e| io_error("cannot read", &path, &e))?
     {
         return Ok(json!({
             "path": shown,
