@@ -96,9 +96,16 @@ pub fn prepare(bytes: &[u8], limits: &Limits) -> Result<Prepared, ImageError> {
 fn format_of(bytes: &[u8]) -> Result<(ImageFormat, &'static str), ImageError> {
     let head = &bytes[..bytes.len().min(SNIFF_BYTES)];
     match sniff(head) {
-        Kind::Image(mime) => ImageFormat::from_mime_type(mime)
-            .map(|f| (f, mime))
-            .ok_or(ImageError::Unsupported("such an")),
+        Kind::Image(mime) => {
+            let format = match mime {
+                "image/png" => ImageFormat::Png,
+                "image/gif" => ImageFormat::Gif,
+                "image/webp" => ImageFormat::WebP,
+                // `sniff` knows no other image it reads.
+                _ => ImageFormat::Jpeg,
+            };
+            Ok((format, mime))
+        }
         Kind::UnsupportedImage(name) => Err(ImageError::Unsupported(name)),
         Kind::Other => Err(ImageError::NotAnImage),
     }
@@ -408,7 +415,9 @@ mod tests {
         for b in &mut scrambled[200..600] {
             *b = 0xFF;
         }
-        let cases: Vec<(&str, Vec<u8>, fn(&ImageError) -> bool)> = vec![
+        /// What the refusal must be.
+        type Expected = fn(&ImageError) -> bool;
+        let cases: Vec<(&str, Vec<u8>, Expected)> = vec![
             (
                 "text renamed .jpg",
                 b"just some text, not a photo".to_vec(),
