@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 
 use hearth::config::ProviderKind;
 use hearth::media::{Limits, prepare};
-use image::{ImageEncoder, Rgb, RgbImage};
+use image::{Rgb, RgbImage};
 
 const WIDTH: u32 = 4032;
 const HEIGHT: u32 = 3024;
@@ -85,12 +85,12 @@ fn photo_jpeg() -> Vec<u8> {
         ])
     });
     let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
-        .write_image(
+    jpeg_encoder::Encoder::new(&mut out, 90)
+        .encode(
             image.as_raw(),
-            WIDTH,
-            HEIGHT,
-            image::ExtendedColorType::Rgb8,
+            WIDTH as u16,
+            HEIGHT as u16,
+            jpeg_encoder::ColorType::Rgb,
         )
         .expect("encode the photo");
     out

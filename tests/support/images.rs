@@ -24,12 +24,12 @@ pub fn jpeg(width: u32, height: u32) -> Vec<u8> {
         ])
     });
     let mut out = Vec::new();
-    image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
-        .write_image(
+    jpeg_encoder::Encoder::new(&mut out, 90)
+        .encode(
             image.as_raw(),
-            width,
-            height,
-            image::ExtendedColorType::Rgb8,
+            width as u16,
+            height as u16,
+            jpeg_encoder::ColorType::Rgb,
         )
         .expect("encode a JPEG");
     out
@@ -131,6 +131,12 @@ pub struct Sent {
 impl Sent {
     /// The image decoded: its width and height.
     pub fn size(&self) -> (u32, u32) {
+        if self.media_type == "image/jpeg" {
+            let mut decoder = jpeg_decoder::Decoder::new(&self.bytes[..]);
+            decoder.decode().expect("the model got a readable JPEG");
+            let info = decoder.info().expect("a decoded JPEG has a size");
+            return (u32::from(info.width), u32::from(info.height));
+        }
         let image = image::load_from_memory(&self.bytes).expect("the model got a readable image");
         (image.width(), image.height())
     }

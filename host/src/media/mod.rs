@@ -16,6 +16,7 @@
 //! - `sniff`: what a file is, from its first bytes;
 //! - `files`: reading a candidate file, within the size cap;
 //! - `prepare`: decode within limits, orient, downscale, re-encode;
+//! - `shrink`: area-averaging downscale of 8-bit pixels;
 //! - `jpeg`: a JPEG's marker structure (truncated files are refused);
 //! - `saved`: the prepared copies on disk, and their base64 for a request;
 //! - `vision`: which models see images, when the config does not say.
@@ -24,6 +25,7 @@ mod files;
 mod jpeg;
 mod prepare;
 mod saved;
+mod shrink;
 mod sniff;
 mod vision;
 

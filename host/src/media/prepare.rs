@@ -3,15 +3,20 @@
 //! nothing of the original's metadata survives.
 //!
 //! The pixel count is checked against the header before any pixel memory
-//! is allocated. Downscaling uses area averaging (`thumbnail`), which is
-//! what shrinking by large factors wants and is several times faster than
-//! a windowed filter; it runs before the rotation, on the small image.
+//! is allocated. A JPEG (most photos) is decoded straight at 1/2, 1/4 or
+//! 1/8 of its size when that still covers the target (the IDCT does the
+//! first step of the shrinking, and the decoded pixels take a quarter of
+//! the memory or less); jpeg-decoder then runs each colour component on a
+//! short-lived thread of its own, none outliving the decode. The rest is
+//! shrunk by area averaging (`shrink`) and turned upright on the small
+//! image.
 
 use std::io::Cursor;
 
 use image::metadata::Orientation;
-use image::{DynamicImage, ImageDecoder, ImageFormat, ImageReader, RgbImage};
+use image::{DynamicImage, ImageBuffer, ImageDecoder, ImageFormat, ImageReader, RgbImage};
 
+use super::shrink::shrink;
 use super::sniff::{Kind, SNIFF_BYTES, sniff};
 use super::{ImageError, Limits, MAX_DECODE_PIXELS, MAX_DECODE_SIDE, jpeg};
 
@@ -53,9 +58,15 @@ pub struct Info {
 /// pixels).
 pub fn inspect(bytes: &[u8]) -> Result<Info, ImageError> {
     let (format, media_type) = format_of(bytes)?;
-    let mut decoder = open(bytes, format)?;
-    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
-    let (width, height) = upright(decoder.dimensions(), orientation);
+    let (stored, orientation) = if format == ImageFormat::Jpeg {
+        let header = guarded(|| jpeg_header(bytes))?;
+        ((header.width, header.height), header.orientation)
+    } else {
+        let mut decoder = open(bytes, format)?;
+        let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+        (decoder.dimensions(), orientation)
+    };
+    let (width, height) = upright(stored, orientation);
     Ok(Info {
         media_type,
         width,
@@ -66,21 +77,16 @@ pub fn inspect(bytes: &[u8]) -> Result<Info, ImageError> {
 /// The copy of the image in `bytes` that a model with `limits` is sent.
 pub fn prepare(bytes: &[u8], limits: &Limits) -> Result<Prepared, ImageError> {
     let (format, _) = format_of(bytes)?;
-    if format == ImageFormat::Jpeg {
+    let (image, stored, orientation) = if format == ImageFormat::Jpeg {
         jpeg::check_complete(bytes)?;
-    }
-    let mut decoder = open(bytes, format)?;
-    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
-    let image = DynamicImage::from_decoder(decoder).map_err(decode_error)?;
-    let stored = (image.width(), image.height());
+        guarded(|| decode_jpeg(bytes, limits))?
+    } else {
+        decode_other(bytes, format)?
+    };
     // `fit` treats both sides alike, so fitting before the rotation gives
     // the rotated fit.
-    let (w, h) = limits.fit(stored.0, stored.1);
-    let mut image = if (w, h) == stored {
-        image
-    } else {
-        image.thumbnail_exact(w, h)
-    };
+    let (width, height) = limits.fit(stored.0, stored.1);
+    let mut image = shrunk(image, width, height)?;
     image.apply_orientation(orientation);
     let (bytes, media_type) = encode(&image, limits)?;
     Ok(Prepared {
@@ -111,15 +117,8 @@ fn format_of(bytes: &[u8]) -> Result<(ImageFormat, &'static str), ImageError> {
     }
 }
 
-/// A decoder for `bytes` whose header has been read and whose size is
-/// within the limits; no pixel has been decoded yet.
-fn open(bytes: &[u8], format: ImageFormat) -> Result<impl ImageDecoder + '_, ImageError> {
-    let mut limits = image::Limits::default();
-    limits.max_alloc = Some(MAX_DECODE_BYTES);
-    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
-    reader.limits(limits.clone());
-    let mut decoder = reader.into_decoder().map_err(decode_error)?;
-    let (width, height) = decoder.dimensions();
+/// Refuses a size beyond what is ever decoded.
+fn check_size(width: u32, height: u32) -> Result<(), ImageError> {
     if width > MAX_DECODE_SIDE
         || height > MAX_DECODE_SIDE
         || u64::from(width) * u64::from(height) > MAX_DECODE_PIXELS
@@ -129,6 +128,125 @@ fn open(bytes: &[u8], format: ImageFormat) -> Result<impl ImageDecoder + '_, Ima
     if width == 0 || height == 0 {
         return Err(ImageError::Corrupt("it has no pixels".into()));
     }
+    Ok(())
+}
+
+/// Runs a decoder on hostile data: a panic inside it (jpeg-decoder has a
+/// few for malformed headers) is a refusal, not a lost turn.
+fn guarded<T>(decode: impl FnOnce() -> Result<T, ImageError>) -> Result<T, ImageError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(decode)).unwrap_or_else(|_| {
+        Err(ImageError::Corrupt(
+            "the decoder could not make sense of it".into(),
+        ))
+    })
+}
+
+/// A JPEG's header: its size and orientation.
+struct JpegHeader {
+    width: u32,
+    height: u32,
+    orientation: Orientation,
+}
+
+fn jpeg_header(bytes: &[u8]) -> Result<JpegHeader, ImageError> {
+    let mut decoder = jpeg_decoder::Decoder::new(bytes);
+    decoder.read_info().map_err(jpeg_error)?;
+    let info = decoder
+        .info()
+        .ok_or_else(|| ImageError::Corrupt("the JPEG has no frame header".into()))?;
+    let (width, height) = (u32::from(info.width), u32::from(info.height));
+    check_size(width, height)?;
+    Ok(JpegHeader {
+        width,
+        height,
+        orientation: decoder
+            .exif_data()
+            .and_then(Orientation::from_exif_chunk)
+            .unwrap_or(Orientation::NoTransforms),
+    })
+}
+
+/// A JPEG decoded at the smallest scale that still covers the size
+/// `limits` fit it to; with its full size and its orientation.
+fn decode_jpeg(
+    bytes: &[u8],
+    limits: &Limits,
+) -> Result<(DynamicImage, (u32, u32), Orientation), ImageError> {
+    let header = jpeg_header(bytes)?;
+    let (width, height) = (header.width, header.height);
+    let (w, h) = limits.fit(width, height);
+    let denominator = [8, 4, 2, 1]
+        .into_iter()
+        .find(|d| width.div_ceil(*d) >= w && height.div_ceil(*d) >= h)
+        .unwrap_or(1);
+    let mut decoder = jpeg_decoder::Decoder::new(bytes);
+    decoder.set_max_decoding_buffer_size(MAX_DECODE_BYTES as usize);
+    let (sw, sh) = decoder
+        .scale(
+            width.div_ceil(denominator) as u16,
+            height.div_ceil(denominator) as u16,
+        )
+        .map_err(jpeg_error)?;
+    let pixels = decoder.decode().map_err(jpeg_error)?;
+    let format = decoder
+        .info()
+        .map(|i| i.pixel_format)
+        .ok_or_else(|| ImageError::Corrupt("the JPEG has no frame header".into()))?;
+    let (sw, sh) = (u32::from(sw), u32::from(sh));
+    let short = || ImageError::Corrupt("the decoded data is shorter than its size".into());
+    let image = match format {
+        jpeg_decoder::PixelFormat::L8 => {
+            DynamicImage::ImageLuma8(ImageBuffer::from_raw(sw, sh, pixels).ok_or_else(short)?)
+        }
+        jpeg_decoder::PixelFormat::RGB24 => {
+            DynamicImage::ImageRgb8(ImageBuffer::from_raw(sw, sh, pixels).ok_or_else(short)?)
+        }
+        jpeg_decoder::PixelFormat::CMYK32 => DynamicImage::ImageRgb8(
+            ImageBuffer::from_raw(sw, sh, cmyk_to_rgb(&pixels)).ok_or_else(short)?,
+        ),
+        jpeg_decoder::PixelFormat::L16 => return Err(ImageError::Unsupported("12-bit JPEG")),
+    };
+    Ok((image, (width, height), header.orientation))
+}
+
+/// CMYK (as print workflows save JPEGs) as RGB on screen.
+fn cmyk_to_rgb(cmyk: &[u8]) -> Vec<u8> {
+    cmyk.chunks_exact(4)
+        .flat_map(|p| {
+            let k = u32::from(255 - p[3]);
+            let ink = |c: u8| (u32::from(255 - c) * k / 255) as u8;
+            [ink(p[0]), ink(p[1]), ink(p[2])]
+        })
+        .collect()
+}
+
+fn jpeg_error(e: jpeg_decoder::Error) -> ImageError {
+    ImageError::Corrupt(format!("the JPEG data is not valid: {e}"))
+}
+
+/// A PNG, GIF (its first frame) or WebP, decoded whole; with its size and
+/// orientation.
+fn decode_other(
+    bytes: &[u8],
+    format: ImageFormat,
+) -> Result<(DynamicImage, (u32, u32), Orientation), ImageError> {
+    let mut decoder = open(bytes, format)?;
+    let orientation = decoder.orientation().unwrap_or(Orientation::NoTransforms);
+    let image = DynamicImage::from_decoder(decoder).map_err(decode_error)?;
+    let size = (image.width(), image.height());
+    Ok((image, size, orientation))
+}
+
+/// A decoder for `bytes` whose header has been read and whose size is
+/// within the limits; no pixel has been decoded yet.
+fn open(bytes: &[u8], format: ImageFormat) -> Result<impl ImageDecoder + '_, ImageError> {
+    let mut limits = image::Limits::default();
+    limits.max_alloc = Some(MAX_DECODE_BYTES);
+    let mut reader = ImageReader::with_format(Cursor::new(bytes), format);
+    reader.limits(limits.clone());
+    let mut decoder = reader.into_decoder().map_err(decode_error)?;
+    let (width, height) = decoder.dimensions();
+    check_size(width, height)?;
     if decoder.total_bytes() > MAX_DECODE_BYTES {
         return Err(ImageError::TooManyPixels { width, height });
     }
@@ -161,6 +279,42 @@ fn decode_error(e: image::ImageError) -> ImageError {
     }
 }
 
+/// `image` at `width`×`height` (when smaller), in 8 bits a channel.
+fn shrunk(image: DynamicImage, width: u32, height: u32) -> Result<DynamicImage, ImageError> {
+    // Grey, grey with alpha, RGB and RGBA in 8 bits; deeper or float
+    // images are brought to 8 bits first.
+    let image = match image {
+        DynamicImage::ImageLuma8(_)
+        | DynamicImage::ImageLumaA8(_)
+        | DynamicImage::ImageRgb8(_)
+        | DynamicImage::ImageRgba8(_) => image,
+        other if other.color().has_alpha() => DynamicImage::ImageRgba8(other.into_rgba8()),
+        other => DynamicImage::ImageRgb8(other.into_rgb8()),
+    };
+    if (image.width(), image.height()) == (width, height) {
+        return Ok(image);
+    }
+    let channels = usize::from(image.color().channel_count());
+    let from = (image.width() as usize, image.height() as usize);
+    let to = (width as usize, height as usize);
+    let pixels = shrink(image.as_bytes(), from, channels, to);
+    let wrong = || ImageError::Encode("the shrunk image has the wrong size".into());
+    Ok(match image {
+        DynamicImage::ImageLuma8(_) => DynamicImage::ImageLuma8(
+            ImageBuffer::from_raw(width, height, pixels).ok_or_else(wrong)?,
+        ),
+        DynamicImage::ImageLumaA8(_) => DynamicImage::ImageLumaA8(
+            ImageBuffer::from_raw(width, height, pixels).ok_or_else(wrong)?,
+        ),
+        DynamicImage::ImageRgba8(_) => DynamicImage::ImageRgba8(
+            ImageBuffer::from_raw(width, height, pixels).ok_or_else(wrong)?,
+        ),
+        _ => {
+            DynamicImage::ImageRgb8(ImageBuffer::from_raw(width, height, pixels).ok_or_else(wrong)?)
+        }
+    })
+}
+
 /// The encoded copy and its media type: PNG when some pixel is not
 /// opaque (and the PNG fits), else JPEG at the best quality that fits.
 fn encode(image: &DynamicImage, limits: &Limits) -> Result<(Vec<u8>, &'static str), ImageError> {
@@ -187,16 +341,18 @@ fn encode(image: &DynamicImage, limits: &Limits) -> Result<(Vec<u8>, &'static st
             | image::ColorType::La8
             | image::ColorType::La16
     );
-    let pixels = if gray {
-        DynamicImage::ImageLuma8(DynamicImage::ImageRgb8(on_white(image)).into_luma8())
+    let (pixels, color) = if gray {
+        let luma = DynamicImage::ImageRgb8(on_white(image)).into_luma8();
+        (luma.into_raw(), jpeg_encoder::ColorType::Luma)
     } else {
-        DynamicImage::ImageRgb8(on_white(image))
+        (on_white(image).into_raw(), jpeg_encoder::ColorType::Rgb)
     };
+    // Both sides are within the provider's limits, far below 65535.
+    let (w, h) = (image.width() as u16, image.height() as u16);
     for quality in JPEG_QUALITIES {
         let mut out = Vec::new();
-        let encoder = image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, quality);
-        pixels
-            .write_with_encoder(encoder)
+        jpeg_encoder::Encoder::new(&mut out, quality)
+            .encode(&pixels, w, h, color)
             .map_err(|e| ImageError::Encode(e.to_string()))?;
         if out.len() <= limits.bytes {
             return Ok((out, "image/jpeg"));
@@ -249,15 +405,28 @@ mod tests {
 
     fn jpeg(image: &RgbImage) -> Vec<u8> {
         let mut out = Vec::new();
-        image::codecs::jpeg::JpegEncoder::new_with_quality(&mut out, 90)
-            .write_image(
+        jpeg_encoder::Encoder::new(&mut out, 90)
+            .encode(
                 image.as_raw(),
-                image.width(),
-                image.height(),
-                image::ExtendedColorType::Rgb8,
+                image.width() as u16,
+                image.height() as u16,
+                jpeg_encoder::ColorType::Rgb,
             )
             .unwrap();
         out
+    }
+
+    /// The size of an encoded copy, read back by a decoder.
+    fn size_of(bytes: &[u8]) -> (u32, u32) {
+        if bytes.starts_with(&[0xFF, 0xD8]) {
+            let mut decoder = jpeg_decoder::Decoder::new(bytes);
+            decoder.decode().unwrap();
+            let info = decoder.info().unwrap();
+            (u32::from(info.width), u32::from(info.height))
+        } else {
+            let image = image::load_from_memory(bytes).unwrap();
+            (image.width(), image.height())
+        }
     }
 
     fn png_rgba(image: &RgbaImage) -> Vec<u8> {
@@ -326,8 +495,7 @@ mod tests {
             !contains(&prepared.bytes, &[0xFF, 0xE1]),
             "an APP1 segment survived"
         );
-        let decoded = image::load_from_memory(&prepared.bytes).unwrap();
-        assert_eq!((decoded.width(), decoded.height()), (758, 1516));
+        assert_eq!(size_of(&prepared.bytes), (758, 1516));
         let info = inspect(&original).unwrap();
         assert_eq!((info.width, info.height), (1000, 2000));
     }
@@ -361,8 +529,7 @@ mod tests {
             let prepared = prepare(&bytes, &anthropic()).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(prepared.media_type, media_type, "{what}");
             assert_eq!((prepared.width, prepared.height), (300, 200), "{what}");
-            let decoded = image::load_from_memory(&prepared.bytes).unwrap();
-            assert_eq!(decoded.width(), 300, "{what}");
+            assert_eq!(size_of(&prepared.bytes), (300, 200), "{what}");
         }
     }
 
@@ -447,6 +614,15 @@ mod tests {
                 |e| *e == ImageError::Unsupported("HEIC"),
             ),
             ("nothing", Vec::new(), |e| *e == ImageError::NotAnImage),
+            // Two colour components: a frame jpeg-decoder panics on.
+            (
+                "a two-component jpeg",
+                vec![
+                    0xFF, 0xD8, 0xFF, 0xC0, 0, 14, 8, 0, 16, 0, 16, 2, 1, 0x11, 0, 2, 0x11, 0,
+                    0xFF, 0xD9,
+                ],
+                |e| matches!(e, ImageError::Corrupt(_)),
+            ),
         ];
         for (what, bytes, expected) in cases {
             let started = std::time::Instant::now();
