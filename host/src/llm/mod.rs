@@ -3,9 +3,10 @@
 //!
 //! `types` is the provider-neutral conversation; `anthropic` and `openai`
 //! translate it to and from each wire format (`images` the image blocks
-//! for both); `sse` splits the stream into events. [`Llm::complete`] adds what every caller needs: retries with
-//! backoff on 429, 5xx, 529 and broken connections (honouring
-//! `retry-after`), a request timeout, and a list of fallback models.
+//! for both); `sse` splits the stream into events. [`Llm::complete`] adds
+//! what every caller needs: retries with backoff on 429, 5xx, 529 and
+//! broken connections (honouring `retry-after`), a request timeout, and a
+//! list of fallback models.
 //!
 //! Architecture invariant: the API key never leaves this module. It is read
 //! from the environment variable the config names, sent only in the request
@@ -153,7 +154,7 @@ impl Llm {
     /// How this client's model is shown images (`[llm] vision`,
     /// `image_turns`, `image_max_side`, the provider's limits).
     pub fn image_settings(&self) -> crate::media::ImageSettings {
-        crate::media::ImageSettings::for_model(&self.config, &self.config.model)
+        crate::media::ImageSettings::for_model(&self.config)
     }
 
     /// The most tokens per answer.

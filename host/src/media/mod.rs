@@ -130,13 +130,13 @@ pub struct ImageSettings {
 }
 
 impl ImageSettings {
-    /// The settings for `model` (a sub-agent's may differ from the
-    /// configured one) under `config`.
-    pub fn for_model(config: &LlmConfig, model: &str) -> ImageSettings {
+    /// The settings for the model `config` names (a sub-agent's client
+    /// carries its own model's name).
+    pub fn for_model(config: &LlmConfig) -> ImageSettings {
         ImageSettings {
             vision: config
                 .vision
-                .unwrap_or_else(|| sees_images(config.provider, model)),
+                .unwrap_or_else(|| sees_images(config.provider, &config.model)),
             turns: config.image_turns,
             limits: Limits::for_provider(config.provider, config.image_max_side),
         }
