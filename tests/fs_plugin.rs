@@ -55,6 +55,43 @@ fn read_file_returns_text_line_ranges_and_base64() {
 }
 
 #[test]
+fn read_file_names_an_image_for_the_host_to_show() {
+    let (h, rt, home) = start("");
+    let png = b"\x89PNG\r\n\x1a\n\0\0\0\rIHDR rest of a picture";
+    std::fs::write(home.join("chart.png"), png).unwrap();
+    h.write("fake.png", "a text file wearing an image's name");
+    let chart = shown(&home.join("chart.png"));
+    let cases = [
+        (
+            json!({"path": "chart.png"}),
+            json!({"path": chart, "encoding": "image", "mime": "image/png", "size": png.len(),
+                   "image": {"path": chart, "mime": "image/png"}}),
+        ),
+        (
+            json!({"path": "fake.png"}),
+            json!({"path": shown(&home.join("fake.png")), "encoding": "text",
+                   "content": "a text file wearing an image's name", "size": 35, "lines": 1,
+                   "truncated": false}),
+        ),
+    ];
+    for (args, expected) in cases {
+        assert_eq!(ok(&rt, "read_file", args.clone()), expected, "{args}");
+    }
+    // Its bytes are still there for the asking.
+    let bytes = ok(
+        &rt,
+        "read_file",
+        json!({"path": "chart.png", "encoding": "base64"}),
+    );
+    assert_eq!(bytes["encoding"], "base64");
+    assert_eq!(
+        bytes["content"].as_str().map(str::len),
+        Some(png.len().div_ceil(3) * 4)
+    );
+    rt.stop(Duration::from_secs(5)).unwrap();
+}
+
+#[test]
 fn read_file_refuses_bad_input_with_the_field_or_file_named() {
     let (h, rt, home) = start("");
     h.write("a.txt", "one\ntwo\n");

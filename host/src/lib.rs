@@ -12,6 +12,7 @@ pub mod daemon;
 pub mod knowledge;
 pub mod llm;
 pub mod logging;
+pub mod media;
 pub mod people;
 pub mod plugins;
 pub mod policy;

@@ -16,6 +16,7 @@ pub mod fake_signal;
 pub mod fake_speech;
 pub mod fake_telegram;
 mod http_server;
+pub mod images;
 pub mod telegram_home;
 
 use std::io::{BufRead, BufReader};

@@ -4,19 +4,39 @@
 //! so a file tool can open it), and the content itself when the file is
 //! small text: that answers "what does this say?" without a tool call. An
 //! audio file the turn transcribed is shown by what it says
-//! (`voice::heard`).
+//! (`voice::heard`); an image is shown as an image (`images`), to a model
+//! that can see.
+
+use std::path::Path;
 
 use hearth_sdk::protocol::Attachment;
+
+use super::images;
+use crate::llm::Block;
+use crate::media::ImageSettings;
 
 /// Text files up to this size are shown inline.
 const INLINE_MAX: u64 = 16 * 1024;
 
-/// `text` followed by a note for each attachment.
-pub fn with_attachments(text: &str, attachments: &[Attachment]) -> String {
+/// `text` followed by a note for each attachment, and the blocks of the
+/// images among them, prepared for `settings` and saved in `media_dir`.
+/// Decodes images: call it off the async threads.
+pub fn with_attachments(
+    text: &str,
+    attachments: &[Attachment],
+    settings: &ImageSettings,
+    media_dir: &Path,
+) -> (String, Vec<Block>) {
     let mut out = text.to_owned();
+    let mut blocks = Vec::new();
     for a in attachments {
         if let Some(heard) = super::voice::heard(a) {
             out.push_str(&heard);
+            continue;
+        }
+        if let Some(shown) = images::attachment(a, settings, media_dir) {
+            out.push_str(&shown.note);
+            blocks.extend(shown.blocks);
             continue;
         }
         out.push_str(&format!(
@@ -27,7 +47,7 @@ pub fn with_attachments(text: &str, attachments: &[Attachment]) -> String {
             out.push_str(&format!("\n```\n{content}\n```"));
         }
     }
-    out
+    (out, blocks)
 }
 
 fn inline_text(a: &Attachment) -> Option<String> {
@@ -73,8 +93,22 @@ mod tests {
             ("image/png", 19, false),
             ("text/plain", INLINE_MAX + 1, false),
         ];
+        let settings = ImageSettings {
+            vision: true,
+            turns: 3,
+            limits: crate::media::Limits::for_provider(
+                crate::config::ProviderKind::Anthropic,
+                None,
+            ),
+        };
         for (mime, size, inlined) in cases {
-            let text = with_attachments("look", &[attachment(&path, mime, size)]);
+            let (text, blocks) = with_attachments(
+                "look",
+                &[attachment(&path, mime, size)],
+                &settings,
+                dir.path(),
+            );
+            assert!(blocks.is_empty(), "{mime}: {blocks:?}");
             assert!(
                 text.starts_with("look\n\n[Attached file: notes.txt"),
                 "{text}"

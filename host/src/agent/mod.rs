@@ -17,6 +17,7 @@ pub mod activity;
 mod attachments;
 mod budget;
 pub mod history;
+mod images;
 pub mod profiles;
 pub mod prompt;
 mod slash;
@@ -103,6 +104,9 @@ pub struct AgentBase {
     pub zone: jiff::tz::TimeZone,
     /// Records every model call's tokens; the budgets.
     pub usage: Arc<crate::usage::Meter>,
+    /// Where the copies of images prepared for the model are saved
+    /// (`$HEARTH_HOME/media`).
+    pub media_dir: std::path::PathBuf,
 }
 
 impl Agent {

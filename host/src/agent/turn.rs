@@ -15,7 +15,6 @@ use serde_json::Value;
 use hearth_sdk::protocol::{Attachment, ChannelEvent};
 
 use super::Agent;
-use super::attachments::with_attachments;
 use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History, Speaker};
 use super::prompt::{PromptParts, system_prompt};
 use super::stamp::message_header;
@@ -234,7 +233,8 @@ impl Agent {
             self.base.owner.as_deref(),
         );
         let (files, voice_notes) = self.hear(claimed).await;
-        let mut typed = format!("{header}\n{}", with_attachments(&claimed.text, &files));
+        let (typed, images) = self.incoming(llm, &claimed.text, files).await;
+        let mut typed = format!("{header}\n{typed}");
         typed.push_str(&voice_notes);
         if !lost.is_empty() {
             typed.push_str(&format!(
@@ -247,9 +247,11 @@ impl Agent {
                     .join("; ")
             ));
         }
+        let mut message = Message::user_text(typed);
+        message.content.extend(images);
         self.base
             .conversations
-            .append(session, claimed.id, &Message::user_text(typed))?;
+            .append(session, claimed.id, &message)?;
         let streams = self.base.events.takes_events(&claimed.channel);
         let on_text = |event: StreamEvent<'_>| {
             if !streams {
@@ -315,6 +317,7 @@ impl Agent {
                 return Ok((reply, None));
             }
             let mut results = Vec::with_capacity(calls.len());
+            let mut images = Vec::new();
             let mut calls = calls.into_iter().peekable();
             while let Some((id, name, input)) = calls.next() {
                 if self.signals.stop_generation() != stop_at_start {
@@ -329,9 +332,13 @@ impl Agent {
                     batch.push(self.start_tool(claimed, id, name, input));
                 }
                 for started in batch {
-                    results.push(self.finish_tool(started).await);
+                    let (result, shown) = self.finish_tool(llm, started).await;
+                    results.push(result);
+                    images.extend(shown);
                 }
             }
+            // Both APIs want images after every tool result.
+            results.extend(images);
             let results = Message {
                 role: Role::User,
                 content: results,
@@ -360,8 +367,9 @@ impl Agent {
 
     /// Waits for a started call; failures become an error result for the
     /// model.
-    async fn finish_tool(&self, started: Started) -> Block {
+    async fn finish_tool(&self, llm: &Llm, started: Started) -> (Block, Vec<Block>) {
         let Started { id, name, call } = started;
+        let mut images = Vec::new();
         let (content, is_error) = match call.await {
             Ok(Ok(value)) => {
                 if (name == ATTACH_FILE || name == REPLY_WITH_VOICE)
@@ -370,17 +378,23 @@ impl Agent {
                 {
                     self.attached_files().push(file);
                 }
-                (value.to_string(), false)
+                let mut content = value.to_string();
+                if let Some(shown) = self.tool_image(llm, &name, &value).await {
+                    content.push_str(&shown.note);
+                    images = shown.blocks;
+                }
+                (content, false)
             }
             Ok(Err(e)) => (e.to_string(), true),
             Err(e) => (format!("the tool call was lost: {e}"), true),
         };
         tracing::debug!(tool = %name, is_error, "tool call done");
-        Block::ToolResult {
+        let result = Block::ToolResult {
             tool_use_id: id,
             content: truncate(content),
             is_error,
-        }
+        };
+        (result, images)
     }
 
     fn attached_files(&self) -> std::sync::MutexGuard<'_, Vec<Attachment>> {
@@ -454,7 +468,7 @@ impl Agent {
         });
         Ok(ChatRequest {
             system,
-            messages: history.messages.iter().map(|(_, m)| m.clone()).collect(),
+            messages: super::images::for_request(&history.messages, &llm.image_settings()),
             tools: tools.tools,
             max_tokens: llm.max_tokens(),
         })
@@ -635,6 +649,10 @@ fn render(m: &Message) -> String {
                     if *is_error { "error" } else { "result" }
                 ));
             }
+            Block::Image(image) => out.push_str(&format!(
+                "{who} showed an image: {} ({}x{}), saved at {}\n",
+                image.name, image.width, image.height, image.source
+            )),
         }
     }
     out

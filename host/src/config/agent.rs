@@ -40,6 +40,14 @@ pub struct LlmConfig {
     pub retry_base_ms: u64,
     /// Models to try, in order, when the first keeps failing.
     pub fallback_models: Vec<String>,
+    /// Whether the model sees images; `None`: judged by provider and
+    /// model name (`media::sees_images`).
+    pub vision: Option<bool>,
+    /// How many turns an image is sent in (the one it came in included);
+    /// after that the model gets a note saying where it is saved.
+    pub image_turns: u32,
+    /// A cap on the longer side of images sent, below the provider's.
+    pub image_max_side: Option<u32>,
 }
 
 /// `[llm]` as written.
@@ -60,6 +68,10 @@ pub(super) struct RawLlm {
     retry_base_ms: u64,
     #[serde(default)]
     fallback_models: Vec<String>,
+    vision: Option<bool>,
+    #[serde(default = "image_turns")]
+    image_turns: u32,
+    image_max_side: Option<u32>,
 }
 
 fn max_tokens() -> u32 {
@@ -73,6 +85,9 @@ fn max_retries() -> u32 {
 }
 fn retry_base_ms() -> u64 {
     500
+}
+fn image_turns() -> u32 {
+    3
 }
 
 /// `[agent]`.
@@ -164,6 +179,14 @@ pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (Strin
             format!("{base_url:?} must start with http:// or https://"),
         ));
     }
+    if !(1..=100).contains(&raw.image_turns) {
+        return Err(("llm.image_turns".into(), "must be 1 to 100".into()));
+    }
+    if let Some(side) = raw.image_max_side
+        && !(64..=8000).contains(&side)
+    {
+        return Err(("llm.image_max_side".into(), "must be 64 to 8000".into()));
+    }
     let api_key_env = raw.api_key_env.or(match raw.provider {
         ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY".into()),
         ProviderKind::OpenAi => None,
@@ -178,6 +201,9 @@ pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (Strin
         max_retries: raw.max_retries,
         retry_base_ms: raw.retry_base_ms,
         fallback_models: raw.fallback_models,
+        vision: raw.vision,
+        image_turns: raw.image_turns,
+        image_max_side: raw.image_max_side,
     }))
 }
 

@@ -98,6 +98,7 @@ impl Services {
             indexer: Some(Arc::clone(&indexer)),
             zone: crate::agent::stamp::owner_zone(runtime.config.owner.timezone.as_deref()),
             usage: Arc::clone(&runtime.usage),
+            media_dir: runtime.config.home.join("media"),
         };
         connect_workers(runtime, &base.llm, &activity);
         let main = runtime

@@ -8,12 +8,14 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::LlmError;
+use super::images::AnthropicMessages;
 use super::sse::Event;
-use super::types::{Block, ChatRequest, ChatResponse, Message, StopReason, Usage};
+use super::types::{Block, ChatRequest, ChatResponse, StopReason, Usage};
 
 /// The request body for `POST /v1/messages`, serialized straight from the
-/// conversation: [`Message`] and [`Block`] already have the API's shape, so
-/// nothing is copied into an intermediate JSON tree.
+/// conversation: [`Message`](super::types::Message) and [`Block`] already have the API's shape
+/// (images but for their bytes, which `images` adds), so nothing is
+/// copied into an intermediate JSON tree.
 pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
     #[derive(Serialize)]
     struct Tool<'a> {
@@ -26,7 +28,7 @@ pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::E
         model: &'a str,
         max_tokens: u32,
         system: &'a str,
-        messages: &'a [Message],
+        messages: AnthropicMessages<'a>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tools: Vec<Tool<'a>>,
         stream: bool,
@@ -35,7 +37,7 @@ pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::E
         model,
         max_tokens: request.max_tokens,
         system: &request.system,
-        messages: &request.messages,
+        messages: AnthropicMessages(&request.messages),
         tools: request
             .tools
             .iter()

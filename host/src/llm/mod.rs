@@ -2,16 +2,18 @@
 //! completions, both streamed over SSE, with retries.
 //!
 //! `types` is the provider-neutral conversation; `anthropic` and `openai`
-//! translate it to and from each wire format; `sse` splits the stream into
-//! events. [`Llm::complete`] adds what every caller needs: retries with
-//! backoff on 429, 5xx, 529 and broken connections (honouring
-//! `retry-after`), a request timeout, and a list of fallback models.
+//! translate it to and from each wire format (`images` the image blocks
+//! for both); `sse` splits the stream into events. [`Llm::complete`] adds
+//! what every caller needs: retries with backoff on 429, 5xx, 529 and
+//! broken connections (honouring `retry-after`), a request timeout, and a
+//! list of fallback models.
 //!
 //! Architecture invariant: the API key never leaves this module. It is read
 //! from the environment variable the config names, sent only in the request
 //! header, and never logged, stored or shown to the model.
 
 mod anthropic;
+mod images;
 mod openai;
 pub mod sse;
 pub mod types;
@@ -156,6 +158,12 @@ impl Llm {
             ProviderKind::Anthropic => "anthropic",
             ProviderKind::OpenAi => "openai",
         }
+    }
+
+    /// How this client's model is shown images (`[llm] vision`,
+    /// `image_turns`, `image_max_side`, the provider's limits).
+    pub fn image_settings(&self) -> crate::media::ImageSettings {
+        crate::media::ImageSettings::for_model(&self.config)
     }
 
     /// The most tokens per answer.

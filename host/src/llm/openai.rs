@@ -34,7 +34,8 @@ pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::E
                 messages.push(msg);
             }
             Role::User => {
-                // Tool results become `tool` messages; text stays a user message.
+                // Tool results become `tool` messages; text and images stay
+                // a user message, after them.
                 for b in &m.content {
                     if let Block::ToolResult {
                         tool_use_id,
@@ -45,9 +46,8 @@ pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::E
                         messages.push(json!({ "role": "tool", "tool_call_id": tool_use_id, "content": content }));
                     }
                 }
-                let text = m.text();
-                if !text.is_empty() {
-                    messages.push(json!({ "role": "user", "content": text }));
+                if let Some(content) = super::images::openai_user_content(m) {
+                    messages.push(json!({ "role": "user", "content": content }));
                 }
             }
         }

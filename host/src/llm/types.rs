@@ -42,6 +42,35 @@ pub enum Block {
         #[serde(default)]
         is_error: bool,
     },
+    /// An image for the model, by reference: stored as where its prepared
+    /// copy is, never as its bytes, which are read for each request.
+    Image(Image),
+}
+
+/// An image in the conversation: a copy prepared for models (downscaled,
+/// metadata stripped) saved under `$HEARTH_HOME/media`, and where it came
+/// from. `crate::media` makes it; a request carries its bytes in `data`.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    /// What the sender or the tool called it.
+    pub name: String,
+    /// The prepared copy.
+    pub path: String,
+    /// The prepared copy's media type: `image/jpeg` or `image/png`.
+    pub media_type: String,
+    /// The prepared copy's SHA-256, lowercase hex: a copy changed since is
+    /// not sent.
+    pub sha256: String,
+    /// The prepared copy's width, in pixels.
+    pub width: u32,
+    /// Its height, in pixels.
+    pub height: u32,
+    /// The original: the saved attachment or the file a tool read.
+    pub source: String,
+    /// The prepared copy as base64, filled in only while a request is
+    /// built (never stored). Without it, a provider sends a note instead.
+    #[serde(skip)]
+    pub data: Option<std::sync::Arc<str>>,
 }
 
 /// One message of the conversation.

@@ -171,6 +171,15 @@ impl ToolRegistry {
         self.builtins.schedule.as_ref()
     }
 
+    /// Whether `name` is a native plugin's tool: code the owner installed,
+    /// trusted to name an image file it read for the model to see.
+    pub fn is_plugin_tool(&self, name: &str) -> bool {
+        matches!(
+            self.tools.get(name).map(|t| &t.provider),
+            Some(Provider::Plugin(_))
+        )
+    }
+
     /// The owner's secrets, when this registry has them.
     pub fn secrets(&self) -> Option<&Arc<Secrets>> {
         self.builtins.secrets.as_ref()

@@ -1,6 +1,7 @@
 //! The fs plugin: file tools for the agent.
 //!
-//! - `read_file` (read): text, a line range, or base64, capped;
+//! - `read_file` (read): text, a line range, or base64, capped; an image
+//!   file is named for the host to show the model;
 //! - `write_file` (write): atomic replace, optionally creating folders;
 //! - `list_directory` (read): entries, optionally recursive within bounds;
 //! - `delete_path` (write): a file, link or folder; never `/` or a home;
@@ -131,7 +132,9 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
             format!(
                 "Reads a file: whole, a range of lines (offset_line, limit_lines, 1-based), or as base64. \
                  At most {max_read_bytes} bytes are returned; beyond that `truncated` is true and `size` \
-                 gives the full size. Returns {{path, content, encoding, size, lines, truncated}}."
+                 gives the full size. Returns {{path, content, encoding, size, lines, truncated}}. An \
+                 image file (JPEG, PNG, GIF, WebP) read without encoding is shown to you as an image \
+                 (if your model can see images), downscaled; encoding \"base64\" gives its bytes."
             ),
             Risk::Read,
             json!({

@@ -1,14 +1,18 @@
 //! `read_file`: a file's content as text (whole or a line range) or base64,
-//! capped at `max_read_bytes`.
+//! capped at `max_read_bytes`; an image, for the model to see.
 //!
 //! The file is streamed, so a line range near the start of a huge file or
-//! the head of an over-cap file costs only what is returned.
+//! the head of an over-cap file costs only what is returned. An image file
+//! (JPEG, PNG, GIF, WebP by its first bytes) read without `encoding` is
+//! answered with an `image` member naming it, which the host turns into an
+//! image the model sees (it reads, checks and downscales the file itself).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
 
 use base64::Engine;
 use hearth_sdk::PluginError;
+use hearth_sdk::files::{IMAGE_SNIFF_BYTES, image_mime};
 use serde_json::{Value, json};
 
 use crate::Fs;
@@ -30,7 +34,7 @@ pub fn read_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
         };
         return Err(invalid(field, "line ranges need encoding \"text\""));
     }
-    let file = File::open(&path).map_err(|e| io_error("cannot open", &path, &e))?;
+    let mut file = File::open(&path).map_err(|e| io_error("cannot open", &path, &e))?;
     let meta = file
         .metadata()
         .map_err(|e| io_error("cannot stat", &path, &e))?;
@@ -43,6 +47,20 @@ pub fn read_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     let size = meta.len();
     let cap = fs.max_read_bytes;
     let shown = path.display().to_string();
+    if encoding == Encoding::Text
+        && offset.is_none()
+        && limit.is_none()
+        && let Some(mime) =
+            sniff_image(&mut file).map_err(|e| io_error("cannot read", &path, &e))?
+    {
+        return Ok(json!({
+            "path": shown,
+            "encoding": "image",
+            "mime": mime,
+            "size": size,
+            "image": { "path": shown, "mime": mime },
+        }));
+    }
     if encoding == Encoding::Base64 {
         let mut head = Vec::new();
         file.take(cap)
@@ -95,6 +113,17 @@ pub fn read_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
         out["end_line"] = json!(taken.last_line.unwrap_or(first.saturating_sub(1)));
     }
     Ok(out)
+}
+
+/// The image type of `file` by its first bytes, leaving it at its start.
+fn sniff_image(file: &mut File) -> std::io::Result<Option<&'static str>> {
+    use std::io::{Seek, SeekFrom};
+    let mut head = Vec::with_capacity(IMAGE_SNIFF_BYTES);
+    (&mut *file)
+        .take(IMAGE_SNIFF_BYTES as u64)
+        .read_to_end(&mut head)?;
+    file.seek(SeekFrom::Start(0))?;
+    Ok(image_mime(&head))
 }
 
 fn not_text(shown: &str) -> PluginError {

@@ -1,0 +1,182 @@
+//! How images travel in each provider's request.
+//!
+//! The conversation holds an image by reference (`types::Image`), with its
+//! base64 filled in while a request is built. Anthropic takes it as an
+//! `image` block with a base64 `source`; OpenAI-compatible servers as an
+//! `image_url` content part holding a `data:` URI, in a user message (a
+//! tool message cannot carry one). An image without its bytes is sent as
+//! a note, so a request never fails for a missing file.
+
+use serde::Serialize;
+use serde::ser::{SerializeSeq, SerializeStruct, Serializer};
+use serde_json::{Value, json};
+
+use super::types::{Block, Image, Message};
+
+/// The messages in Anthropic's shape: every block as it is stored, except
+/// images. Serialized straight into the body, with no JSON tree between.
+pub struct AnthropicMessages<'a>(pub &'a [Message]);
+
+impl Serialize for AnthropicMessages<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for message in self.0 {
+            seq.serialize_element(&AnthropicMessage(message))?;
+        }
+        seq.end()
+    }
+}
+
+struct AnthropicMessage<'a>(&'a Message);
+
+impl Serialize for AnthropicMessage<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut message = s.serialize_struct("Message", 2)?;
+        message.serialize_field("role", &self.0.role)?;
+        message.serialize_field("content", &AnthropicBlocks(&self.0.content))?;
+        message.end()
+    }
+}
+
+struct AnthropicBlocks<'a>(&'a [Block]);
+
+impl Serialize for AnthropicBlocks<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        #[derive(Serialize)]
+        struct Source<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            media_type: &'a str,
+            data: &'a str,
+        }
+        #[derive(Serialize)]
+        struct ImageBlock<'a> {
+            #[serde(rename = "type")]
+            kind: &'static str,
+            source: Source<'a>,
+        }
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        for block in self.0 {
+            match block {
+                Block::Image(Image {
+                    data: Some(data),
+                    media_type,
+                    ..
+                }) => seq.serialize_element(&ImageBlock {
+                    kind: "image",
+                    source: Source {
+                        kind: "base64",
+                        media_type,
+                        data,
+                    },
+                })?,
+                Block::Image(image) => seq.serialize_element(&Block::Text {
+                    text: unsent(image),
+                })?,
+                other => seq.serialize_element(other)?,
+            }
+        }
+        seq.end()
+    }
+}
+
+/// The `content` of the OpenAI user message for a user message's blocks
+/// other than tool results: its text as one string, or, when it holds
+/// images, a list of text and `image_url` parts. `None` when there is
+/// nothing to send.
+pub fn openai_user_content(message: &Message) -> Option<Value> {
+    if !message.content.iter().any(|b| matches!(b, Block::Image(_))) {
+        let text = message.text();
+        return (!text.is_empty()).then_some(Value::String(text));
+    }
+    let parts: Vec<Value> = message
+        .content
+        .iter()
+        .filter_map(|block| match block {
+            Block::Text { text } => Some(json!({ "type": "text", "text": text })),
+            Block::Image(Image {
+                data: Some(data),
+                media_type,
+                ..
+            }) => Some(json!({
+                "type": "image_url",
+                "image_url": { "url": format!("data:{media_type};base64,{data}") },
+            })),
+            Block::Image(image) => Some(json!({ "type": "text", "text": unsent(image) })),
+            Block::ToolUse { .. } | Block::ToolResult { .. } => None,
+        })
+        .collect();
+    Some(Value::Array(parts))
+}
+
+/// The note for an image whose bytes the request does not carry.
+fn unsent(image: &Image) -> String {
+    format!(
+        "[image {} ({}x{}) is not available; the original is at {}]",
+        image.name, image.width, image.height, image.source
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::llm::types::Role;
+
+    fn image(data: Option<&str>) -> Block {
+        Block::Image(Image {
+            name: "cat.jpg".into(),
+            path: "/home/h/media/ab.jpg".into(),
+            media_type: "image/jpeg".into(),
+            sha256: "ab".into(),
+            width: 4,
+            height: 3,
+            source: "/home/h/attachments/cat.jpg".into(),
+            data: data.map(Into::into),
+        })
+    }
+
+    #[test]
+    fn images_take_each_providers_shape() {
+        let message = Message {
+            role: Role::User,
+            content: vec![
+                Block::Text {
+                    text: "look".into(),
+                },
+                image(Some("QUJD")),
+                image(None),
+            ],
+        };
+        let anthropic =
+            serde_json::to_value(AnthropicMessages(std::slice::from_ref(&message))).unwrap();
+        assert_eq!(
+            anthropic[0]["content"][1],
+            json!({ "type": "image", "source": { "type": "base64", "media_type": "image/jpeg", "data": "QUJD" } })
+        );
+        assert_eq!(
+            anthropic[0]["content"][0],
+            json!({ "type": "text", "text": "look" })
+        );
+        assert!(
+            anthropic[0]["content"][2]["text"]
+                .as_str()
+                .unwrap()
+                .contains("not available")
+        );
+        let openai = openai_user_content(&message).unwrap();
+        assert_eq!(
+            openai[1],
+            json!({ "type": "image_url", "image_url": { "url": "data:image/jpeg;base64,QUJD" } })
+        );
+        assert_eq!(openai[2]["type"], "text");
+        assert_eq!(
+            openai_user_content(&Message::user_text("plain")),
+            Some(json!("plain"))
+        );
+        // Stored, an image is a reference: its bytes are never kept.
+        let stored = serde_json::to_value(&message.content[1]).unwrap();
+        assert_eq!(stored["type"], "image");
+        assert_eq!(stored.get("data"), None);
+        assert_eq!(stored["path"], "/home/h/media/ab.jpg");
+    }
+}
