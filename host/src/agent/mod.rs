@@ -6,7 +6,8 @@
 //! - `profiles`: the agents table (the main agent and sub-agents);
 //! - `turn`: one turn, with tool calls, compaction and cancellation;
 //! - `prompt`: the system prompt;
-//! - `slash`: commands answered without the model.
+//! - `slash`: commands answered without the model;
+//! - `stop`: `/stop` cutting a running tool call short, and its live output.
 //!
 //! One runner task per agent: an agent's turns run one at a time, in
 //! order; different agents' turns run at the same time.
@@ -17,6 +18,7 @@ pub mod history;
 pub mod profiles;
 pub mod prompt;
 mod slash;
+mod stop;
 pub mod templates;
 mod tool_defs;
 mod turn;

@@ -21,6 +21,7 @@ use super::prompt::{PromptParts, system_prompt};
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
+use crate::tools::scope::{self, CallScope};
 use crate::tools::{ATTACH_FILE, NOTEPAD, SPAWN_AGENT, ToolError, TurnContext};
 
 /// A tool call running on a blocking thread.
@@ -28,6 +29,8 @@ struct Started {
     id: String,
     name: String,
     call: tokio::task::JoinHandle<Result<Value, ToolError>>,
+    /// Its stop signal and where its output goes.
+    scope: Arc<CallScope>,
 }
 
 /// The most characters of one tool result shown to the model.
@@ -304,10 +307,20 @@ impl Agent {
                 return Ok((text, None));
             }
             let mut results = Vec::with_capacity(calls.len());
+            // A stop during the step still gives every call a result, so
+            // the session stays whole for the next turn.
+            let mut cut = super::stop::Cut::default();
             let mut calls = calls.into_iter().peekable();
             while let Some((id, name, input)) = calls.next() {
-                if self.signals.stop_generation() != stop_at_start {
-                    return Ok(stopped());
+                if cut.stopped() || self.signals.stop_generation() != stop_at_start {
+                    let command = self.base.tools.command_line(&name, &input);
+                    let content = cut.not_run(super::stop::label(&name, command.as_deref()));
+                    results.push(Block::ToolResult {
+                        tool_use_id: id,
+                        content,
+                        is_error: true,
+                    });
+                    continue;
                 }
                 // Workers spawned side by side run at the same time; every
                 // other call runs alone, in the model's order.
@@ -318,7 +331,11 @@ impl Agent {
                     batch.push(self.start_tool(claimed, id, name, input));
                 }
                 for started in batch {
-                    results.push(self.finish_tool(started).await);
+                    let (result, was_cut) = self.finish_tool(started, stop_at_start).await;
+                    results.push(result);
+                    if let Some(label) = was_cut {
+                        cut.cut(label);
+                    }
                 }
             }
             let results = Message {
@@ -328,6 +345,9 @@ impl Agent {
             self.base
                 .conversations
                 .append_to(&mut history, session, claimed.id, results)?;
+            if cut.stopped() {
+                return Ok((cut.reply(), None));
+            }
         }
         let text = format!(
             "I stopped after {} steps without finishing; ask me to continue if you want me to go on.",
@@ -342,17 +362,32 @@ impl Agent {
         let tool = name.clone();
         let caller = self.profile.caller();
         let turn = self.turn_context(claimed);
-        let call =
-            tokio::task::spawn_blocking(move || tools.call_in_turn(&caller, &turn, &tool, input));
-        Started { id, name, call }
+        let scope = Arc::new(self.call_scope(claimed, &id, &name, &input));
+        let within = Arc::clone(&scope);
+        let call = tokio::task::spawn_blocking(move || {
+            scope::within(within, || tools.call_in_turn(&caller, &turn, &tool, input))
+        });
+        Started {
+            id,
+            name,
+            call,
+            scope,
+        }
     }
 
     /// Waits for a started call; failures become an error result for the
-    /// model.
-    async fn finish_tool(&self, started: Started) -> Block {
-        let Started { id, name, call } = started;
-        let (content, is_error) = match call.await {
-            Ok(Ok(value)) => {
+    /// model. A call the owner's `/stop` cut short comes back with how the
+    /// reply names it.
+    async fn finish_tool(&self, started: Started, stop_at_start: u64) -> (Block, Option<String>) {
+        let Started {
+            id,
+            name,
+            call,
+            scope,
+        } = started;
+        let (ended, cut) = self.wait_tool(call, &scope, stop_at_start).await;
+        let (content, is_error) = match ended {
+            Some(Ok(Ok(value))) => {
                 if name == ATTACH_FILE
                     && let Ok(file) =
                         serde_json::from_value::<Attachment>(value["attached"].clone())
@@ -361,15 +396,21 @@ impl Agent {
                 }
                 (value.to_string(), false)
             }
-            Ok(Err(e)) => (e.to_string(), true),
-            Err(e) => (format!("the tool call was lost: {e}"), true),
+            Some(Ok(Err(e))) => (e.to_string(), true),
+            Some(Err(e)) => (format!("the tool call was lost: {e}"), true),
+            None => (String::new(), true),
+        };
+        let (content, is_error) = match &cut {
+            Some(_) => (super::stop::cut_result(&content), true),
+            None => (content, is_error),
         };
         tracing::debug!(tool = %name, is_error, "tool call done");
-        Block::ToolResult {
+        let result = Block::ToolResult {
             tool_use_id: id,
             content: truncate(content),
             is_error,
-        }
+        };
+        (result, cut)
     }
 
     fn attached_files(&self) -> std::sync::MutexGuard<'_, Vec<Attachment>> {

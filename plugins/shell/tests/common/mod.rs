@@ -75,6 +75,7 @@ pub fn instance(
             sink.lock().unwrap().push(notice.clone());
             Ok(())
         }),
+        live: None,
     })
     .expect("shell plugin");
     (shell, notices)
