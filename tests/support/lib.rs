@@ -13,6 +13,7 @@ pub mod fake_llm;
 pub mod fake_signal;
 pub mod fake_telegram;
 mod http_server;
+pub mod procs;
 pub mod telegram_home;
 
 use std::io::{BufRead, BufReader};

@@ -370,8 +370,9 @@ impl ToolRegistry {
                 approval: ruling.approval,
                 approver: ruling.approver.as_deref(),
                 outcome: match &result {
+                    // Whatever it answered, the owner stopped it.
+                    _ if scope::current().is_some_and(|s| s.is_cancelled()) => "cancelled",
                     Ok(_) => "ok",
-                    Err(_) if scope::current().is_some_and(|s| s.is_cancelled()) => "cancelled",
                     Err(ToolError::Refused(_)) => "refused",
                     Err(_) => "error",
                 },

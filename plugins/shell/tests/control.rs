@@ -61,7 +61,12 @@ fn cancels_for_calls_that_are_not_running_change_nothing() {
     // Unknown: not running (and remembered, boundedly, in case it starts).
     assert!(!shell.cancel("never-seen"));
     let done = shell
-        .call_as("shell_exec", &json!({"command": "echo hi"}), None, Some("call-2"))
+        .call_as(
+            "shell_exec",
+            &json!({"command": "echo hi"}),
+            None,
+            Some("call-2"),
+        )
         .unwrap();
     assert_eq!(done["stdout"], "hi\n");
     assert!(done.get("cancelled").is_none(), "{done}");
@@ -69,7 +74,12 @@ fn cancels_for_calls_that_are_not_running_change_nothing() {
     assert!(!shell.cancel("call-2"));
     std::thread::scope(|s| {
         let call = s.spawn(|| {
-            shell.call_as("shell_exec", &json!({"command": "sleep 30"}), None, Some("call-3"))
+            shell.call_as(
+                "shell_exec",
+                &json!({"command": "sleep 30"}),
+                None,
+                Some("call-3"),
+            )
         });
         eventually(Duration::from_secs(10), "the call to start", || {
             shell.calls.running() == 1
@@ -84,7 +94,12 @@ fn cancels_for_calls_that_are_not_running_change_nothing() {
     assert!(!shell.cancel("call-4"));
     let started = Instant::now();
     let early = shell
-        .call_as("shell_exec", &json!({"command": "sleep 30"}), None, Some("call-4"))
+        .call_as(
+            "shell_exec",
+            &json!({"command": "sleep 30"}),
+            None,
+            Some("call-4"),
+        )
         .unwrap();
     assert_eq!(early["cancelled"], true, "{early}");
     assert!(started.elapsed() < Duration::from_secs(5));
@@ -104,7 +119,10 @@ fn output_is_shown_while_the_command_still_runs() {
     let ended = Instant::now();
     let pieces = shown.lock().unwrap().clone();
     let (first_at, first) = &pieces[0];
-    assert_eq!((first.text.as_str(), first.stream), ("first\n", OutputStream::Stdout));
+    assert_eq!(
+        (first.text.as_str(), first.stream),
+        ("first\n", OutputStream::Stdout)
+    );
     assert_eq!(first.call_id, "call-5");
     assert!(
         ended.duration_since(*first_at) > Duration::from_millis(700),
@@ -123,7 +141,9 @@ fn output_is_shown_while_the_command_still_runs() {
     assert_eq!(result["stderr"], "second\n");
     // Without a call id (a CLI call), nothing is shown.
     shown.lock().unwrap().clear();
-    shell.call("shell_exec", &json!({"command": "echo quiet"})).unwrap();
+    shell
+        .call("shell_exec", &json!({"command": "echo quiet"}))
+        .unwrap();
     assert!(shown.lock().unwrap().is_empty());
 }
 
@@ -149,7 +169,9 @@ fn a_flood_is_shown_paced_and_bounded_and_every_byte_is_accounted_for() {
     assert_eq!(text + skipped, BYTES + 1, "shown {text}, skipped {skipped}");
     assert!(text <= Limits::PLUGIN.total, "{text} bytes shown");
     assert!(
-        pieces.iter().all(|(_, p)| p.text.len() <= Limits::PLUGIN.piece),
+        pieces
+            .iter()
+            .all(|(_, p)| p.text.len() <= Limits::PLUGIN.piece),
         "a piece over {} bytes",
         Limits::PLUGIN.piece
     );
@@ -181,11 +203,21 @@ fn a_followed_log_is_shown_live_and_ends_with_the_process_or_a_stop() {
         )
         .unwrap();
     assert_eq!(logs["followed"]["ended"], "exited", "{logs}");
-    assert!(logs["text"].as_str().unwrap().ends_with("line3\n"), "{logs}");
-    assert!(shown_text(&shown).contains("line3\n"), "{}", shown_text(&shown));
+    assert!(
+        logs["text"].as_str().unwrap().ends_with("line3\n"),
+        "{logs}"
+    );
+    assert!(
+        shown_text(&shown).contains("line3\n"),
+        "{}",
+        shown_text(&shown)
+    );
 
     let sleeper = shell
-        .call("process_start", &json!({"command": "echo up; exec sleep 60"}))
+        .call(
+            "process_start",
+            &json!({"command": "echo up; exec sleep 60"}),
+        )
         .unwrap();
     let id = sleeper["id"].as_str().unwrap().to_owned();
     std::thread::scope(|s| {
