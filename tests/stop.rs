@@ -5,12 +5,14 @@
 //! and the session stays whole for the next turn. Live tool output reaches
 //! the turn's channel while the tool runs, paced and bounded whatever the
 //! plugin sends, and a plugin cannot show output for a call it is not
-//! running.
+//! running. A C plugin built before any of this keeps working.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use hearth::tools::scope::{self, CallScope};
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
 use hearth_tests::procs::{group_gone, wait_for_descendant};
 use hearth_tests::{Daemon, Hearth, plugin, probe};
@@ -406,4 +408,38 @@ fn a_plugin_cannot_show_output_for_a_call_it_is_not_running() {
         .cmd(&["tool", "call", "probe_host", r#"{"service":"host.info"}"#])
         .json();
     assert_eq!(info["answer"]["abi_major"], 1);
+}
+
+#[test]
+fn an_older_c_plugin_takes_a_call_id_it_ignores_and_refuses_a_cancel_it_does_not_know() {
+    let h = Hearth::with_plugins(&[plugin("hello_c")], "");
+    let rt = h.runtime();
+    // In a turn, the call carries a call_id; the C plugin's reader skips it.
+    let scope = Arc::new(CallScope::new("t1", "hello", None));
+    let hello = scope::within(Arc::clone(&scope), || {
+        rt.tools.call("hello", json!({"name": "turn"}))
+    })
+    .unwrap();
+    assert_eq!(hello, json!({ "greeting": "hello, turn" }));
+    let c = rt
+        .plugins
+        .active()
+        .iter()
+        .find(|p| p.name == "hello-c")
+        .cloned()
+        .expect("hello-c is loaded");
+    let payload = json!({ "call_id": "call-1" }).to_string();
+    let refused = c.invoke("tool.cancel", payload.as_bytes()).unwrap_err();
+    assert!(
+        refused.to_string().contains("only answers tool.call"),
+        "{refused}"
+    );
+    // Asked as /stop asks it: logged, nothing more.
+    c.cancel_call("call-1");
+    assert!(c.fault().is_none());
+    assert_eq!(
+        rt.tools.call("hello", json!({"name": "again"})).unwrap(),
+        json!({ "greeting": "hello, again" })
+    );
+    rt.stop(Duration::from_secs(5)).unwrap();
 }

@@ -74,7 +74,7 @@ pub struct Shell {
     /// The calls running now, which the host may stop.
     pub calls: Calls,
     /// Where live output goes (`tool.output`), when the host takes it.
-    pub live: Option<Box<live::Send>>,
+    pub live: Option<Box<live::SendOutput>>,
 }
 
 /// What a [`Shell`] is built from.
@@ -89,7 +89,7 @@ pub struct Setup {
     pub notify: Notify,
     /// Where the live output of a call the host names goes; `None` shows
     /// nothing.
-    pub live: Option<Box<live::Send>>,
+    pub live: Option<Box<live::SendOutput>>,
 }
 
 /// Config table `[plugins.shell]`.

@@ -16,11 +16,11 @@ use crate::output::Stream;
 
 /// Hands a piece to the host (the plugin's `Host::tool_output`; a test's
 /// recorder).
-pub type Send = dyn Fn(&ToolOutput) -> Result<(), HostCallError> + std::marker::Send + Sync;
+pub type SendOutput = dyn Fn(&ToolOutput) -> Result<(), HostCallError> + Send + Sync;
 
 /// One call's live output.
 pub struct Live<'a> {
-    send: &'a Send,
+    send: &'a SendOutput,
     call_id: String,
     throttle: Throttle,
     /// Set once the host refused a piece: nothing more is sent.
@@ -29,7 +29,7 @@ pub struct Live<'a> {
 
 impl<'a> Live<'a> {
     /// Live output for the call `call_id`, through `send`.
-    pub fn new(send: &'a Send, call_id: &str) -> Live<'a> {
+    pub fn new(send: &'a SendOutput, call_id: &str) -> Live<'a> {
         Live {
             send,
             call_id: call_id.to_owned(),
