@@ -46,8 +46,6 @@ fn main() {
         std::thread::sleep(Duration::from_millis(10));
     }
     let mut client = Client::connect(&socket);
-    client.send(json!({ "op": "subscribe", "chat": "bench" }));
-    client.until(|m| m["op"] == "subscribed");
 
     let mut samples = Vec::with_capacity(RUNS);
     for run in 0..WARM_UP + RUNS {
@@ -57,14 +55,19 @@ fn main() {
             "shell_exec",
             &json!({ "command": "sleep 600", "timeout_s": 600 }),
         ));
-        let waiting = client.chat("wait ten minutes");
+        // A chat of its own per run: a fresh session, which never grows to
+        // a compaction (which would ask the model).
+        let chat = format!("bench-{run}");
+        client.send(json!({ "op": "subscribe", "chat": chat }));
+        client.until(|m| m["op"] == "subscribed");
+        let waiting = client.chat(&chat, "wait ten minutes");
         let sleeper = wait_for_descendant(
             daemon.id() as i32,
             &["sleep", "600"],
             Duration::from_secs(20),
         );
         let asked = Instant::now();
-        client.send(json!({ "op": "chat", "chat": "bench", "text": "/stop" }));
+        client.send(json!({ "op": "chat", "chat": chat, "text": "/stop" }));
         while !group_gone(sleeper.pgid) {
             assert!(
                 asked.elapsed() < Duration::from_secs(10),
@@ -118,8 +121,8 @@ impl Client {
     }
 
     /// Sends a message; its key, once accepted.
-    fn chat(&mut self, text: &str) -> String {
-        self.send(json!({ "op": "chat", "chat": "bench", "text": text }));
+    fn chat(&mut self, chat: &str, text: &str) -> String {
+        self.send(json!({ "op": "chat", "chat": chat, "text": text }));
         self.accepted()
     }
 
