@@ -205,6 +205,40 @@ fn a_confirmation_is_answered_with_the_buttons_and_only_the_owner_counts() {
 }
 
 #[test]
+fn stop_withdraws_a_card_and_the_card_says_so() {
+    let bot = Bot::new("");
+    let command = "rm -rf /srv/photos-stop";
+    bot.llm.push(anthropic_tool_use(
+        None,
+        "t1",
+        "probe_shell",
+        &json!({ "command": command }),
+    ));
+    let _daemon = bot.start();
+    bot.telegram.push_message(OWNER, OWNER, "clean up");
+    let card = bot.sent(1).remove(0);
+    assert!(card.text.contains(command), "{}", card.text);
+    bot.telegram.push_message(OWNER, OWNER, "/stop");
+    let sent = bot.sent_until("the card withdrawn and the replies", |s| {
+        s.len() >= 3 && !s[0].edits.is_empty()
+    });
+    assert!(
+        sent[0].text.contains("Withdrawn") && sent[0].text.contains("the turn was stopped"),
+        "{}",
+        sent[0].text
+    );
+    assert_eq!(sent[0].reply_markup, Some(json!({ "inline_keyboard": [] })));
+    let replies: Vec<String> = sent[1..].iter().map(|m| visible(&m.text)).collect();
+    assert!(
+        replies.contains(&format!(
+            "Stopped. Cut short: probe_shell ({command}), its approval request was withdrawn."
+        )),
+        "{replies:?}"
+    );
+    assert!(!bot.exec_log().contains(command), "the withdrawn call ran");
+}
+
+#[test]
 fn a_429_storm_is_ridden_out_and_the_reply_arrives_once() {
     let bot = Bot::new("");
     bot.llm.push(anthropic_text("after the storm"));

@@ -60,6 +60,15 @@ extern "C" {
 /* Methods for HearthPlugin.invoke. */
 #define HEARTH_METHOD_TOOL_CALL "tool.call"
 #define HEARTH_METHOD_CHANNEL_SEND "channel.send"
+#define HEARTH_METHOD_CHANNEL_EVENT "channel.event"
+/* Stop a running call, {"call_id": "..."} (docs/plugins.md). A plugin that
+ * cannot answers HEARTH_UNSUPPORTED, as for any method it does not know. */
+#define HEARTH_METHOD_TOOL_CANCEL "tool.cancel"
+
+/* Services for HearthHostApi.call that a tool plugin may use. */
+#define HEARTH_SERVICE_HOST_INFO "host.info"
+/* A piece of a running call's live output (docs/plugins.md). */
+#define HEARTH_SERVICE_TOOL_OUTPUT "tool.output"
 
 /* Borrowed UTF-8 bytes; not NUL-terminated. */
 typedef struct HearthStr {

@@ -144,8 +144,14 @@ unsafe extern "C" fn invoke<P: Plugin>(
         match method_name {
             m if m == method::TOOL_CALL.as_bytes() => {
                 let call: protocol::ToolCall = parse_payload(payload)?;
-                let result = plugin.call_tool_floored(&call.tool, call.args, call.floor)?;
+                let result = plugin.run_call(call)?;
                 serde_json::to_vec(&result).map_err(|e| PluginError::failed(e.to_string()))
+            }
+            m if m == method::TOOL_CANCEL.as_bytes() => {
+                let request: protocol::CancelRequest = parse_payload(payload)?;
+                let cancelled = plugin.cancel_call(&request.call_id)?;
+                serde_json::to_vec(&protocol::CancelAnswer { cancelled })
+                    .map_err(|e| PluginError::failed(e.to_string()))
             }
             m if m == method::CHANNEL_SEND.as_bytes() => {
                 let message: protocol::OutboundMessage = parse_payload(payload)?;

@@ -5,7 +5,7 @@ use std::ffi::c_void;
 use serde_json::Value;
 
 use crate::abi::{self, HearthStr, HostApi};
-use crate::protocol::{HostInfo, Submission, service};
+use crate::protocol::{HostInfo, Submission, ToolOutput, service};
 
 /// A handle on the host's callbacks; cheap to copy, usable from any thread.
 #[derive(Clone, Copy, Debug)]
@@ -143,6 +143,14 @@ impl Host {
             abi::status::UNSUPPORTED => Err(HostCallError::Unsupported(service.to_owned())),
             _ => Err(HostCallError::Failed(text)),
         }
+    }
+
+    /// Hands the host a piece of a running call's live output
+    /// ([`service::TOOL_OUTPUT`]). [`crate::live::Throttle`] paces them.
+    pub fn tool_output(&self, output: &ToolOutput) -> Result<(), HostCallError> {
+        let request =
+            serde_json::to_value(output).map_err(|e| HostCallError::Malformed(e.to_string()))?;
+        self.call(service::TOOL_OUTPUT, &request).map(|_| ())
     }
 
     /// Asks the host who it is (version, ABI, home directory).

@@ -26,11 +26,13 @@
 
 pub mod abi;
 pub mod args;
+pub mod calls;
 pub mod export;
 pub mod files;
 pub mod floor;
 mod host;
 pub mod landlock;
+pub mod live;
 mod logging;
 pub mod paths;
 mod plugin;

@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::Host;
-use crate::protocol::{ChannelEvent, Description, Floor, OutboundMessage, SendReceipt};
+use crate::protocol::{ChannelEvent, Description, Floor, OutboundMessage, SendReceipt, ToolCall};
 
 /// A native plugin written in Rust. Export it with [`crate::export_plugin!`].
 ///
@@ -46,6 +46,28 @@ pub trait Plugin: Sized + Send + Sync + 'static {
                 Self::NAME
             ))),
         }
+    }
+
+    /// Runs one tool call as the host sent it, with its
+    /// [`ToolCall::call_id`] (what [`Plugin::cancel_call`] and live output
+    /// name). A plugin that can stop its calls or shows their output
+    /// overrides this; the default runs [`Plugin::call_tool_floored`].
+    fn run_call(&self, call: ToolCall) -> Result<Value, PluginError> {
+        self.call_tool_floored(&call.tool, call.args, call.floor)
+    }
+
+    /// Stops the running call `call_id` (the owner typed `/stop`); returns
+    /// whether one was running. Called on another thread than the call's,
+    /// perhaps twice, perhaps after the call ended: neither is an error.
+    /// The call should then end promptly. [`crate::calls::Calls`] keeps
+    /// the running calls and their stop flags. The default says the plugin
+    /// cannot stop its calls; the host then lets them run to their end.
+    fn cancel_call(&self, call_id: &str) -> Result<bool, PluginError> {
+        let _ = call_id;
+        Err(PluginError::Unsupported(format!(
+            "plugin {} cannot stop its calls",
+            Self::NAME
+        )))
     }
 
     /// Sends a message on its channel. The default says it serves none.

@@ -19,6 +19,17 @@ pub mod method {
     /// confirmation to show): payload [`super::ChannelEvent`], result
     /// ignored. Sent only to channels that set [`super::ChannelSpec::events`].
     pub const CHANNEL_EVENT: &str = "channel.event";
+    /// Stop a tool call the plugin is running: payload
+    /// [`super::CancelRequest`] (the `call_id` its [`super::ToolCall`]
+    /// carried), result [`super::CancelAnswer`]. Sent on another thread
+    /// than the call's, while it runs (the owner typed `/stop`); it may
+    /// come twice, or after the call ended, or name a call the plugin never
+    /// saw: each is answered `{"cancelled": false}` or `true`, never an
+    /// error. A plugin that cannot stop its calls answers `UNSUPPORTED`,
+    /// and the host lets the call run to its end and ignores its result.
+    /// The call itself then ends promptly and answers as it likes (an
+    /// error saying it was stopped, or what it had so far).
+    pub const TOOL_CANCEL: &str = "tool.cancel";
 }
 
 /// Service names for the host's `call`.
@@ -46,6 +57,14 @@ pub mod service {
     /// [`super::PageRequest`] with `query`, answer [`super::PageAnswer`]
     /// (`rows` or `refused`).
     pub const PAGE_QUERY: &str = "page.query";
+    /// Live output of a tool call the plugin is running (what a command
+    /// prints as it prints it), shown to the owner while the call runs:
+    /// request [`super::ToolOutput`] with the call's `call_id`, answer
+    /// `{}`. The host throttles and bounds what it passes on; a plugin
+    /// should send at most a few pieces a second. A host that does not know
+    /// the service answers `UNSUPPORTED`: stop sending then. The call's
+    /// result is unchanged by it and still carries the output the model sees.
+    pub const TOOL_OUTPUT: &str = "tool.output";
 }
 
 /// How much a tool can change: the policy decides per tier.
@@ -152,6 +171,12 @@ pub struct ChannelSpec {
     /// known contact gets.
     #[serde(default, skip_serializing_if = "UnknownSender::is_silent")]
     pub unknown_sender: UnknownSender,
+    /// Whether the channel shows live tool output
+    /// ([`ChannelEvent::ToolOutput`]; needs `events`). A channel that
+    /// cannot show it line by line (a chat app) leaves it unset and keeps
+    /// "typing…" up from [`ChannelEvent::Status`] instead.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub tool_output: bool,
 }
 
 /// What a channel does with a sender inside its allow-list who is neither
@@ -214,6 +239,71 @@ pub struct ToolCall {
     /// a kernel with Landlock must not run the call.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<Floor>,
+    /// This call's id, unique among the calls running: what
+    /// [`method::TOOL_CANCEL`] names to stop it, and what
+    /// [`service::TOOL_OUTPUT`] names to show its output. Set when the call
+    /// runs in an agent's turn (the owner can stop it and see it run);
+    /// absent otherwise.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+}
+
+/// The payload of [`method::TOOL_CANCEL`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelRequest {
+    /// The [`ToolCall::call_id`] of the call to stop.
+    pub call_id: String,
+}
+
+/// The answer to [`method::TOOL_CANCEL`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CancelAnswer {
+    /// Whether a running call was found and told to stop. `false` for a
+    /// call that already ended or was never seen.
+    pub cancelled: bool,
+}
+
+/// Which of a command's output streams a piece of live output is from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum OutputStream {
+    /// Standard output.
+    Stdout,
+    /// Standard error.
+    Stderr,
+}
+
+/// The request of [`service::TOOL_OUTPUT`]: a piece of a running call's
+/// output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolOutput {
+    /// The [`ToolCall::call_id`] of the call.
+    pub call_id: String,
+    /// Which stream.
+    pub stream: OutputStream,
+    /// The text (at most 64 KiB; a plugin cuts a piece at a character
+    /// boundary).
+    pub text: String,
+    /// Bytes of the stream the plugin left out just before `text` (to keep
+    /// up with a flood).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub skipped: u64,
+}
+
+/// How a tool call whose output was shown live ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CallEnd {
+    /// It answered.
+    Ok,
+    /// It failed.
+    Error,
+    /// The owner stopped it (`/stop`).
+    Cancelled,
+}
+
+fn is_zero(value: &u64) -> bool {
+    *value == 0
 }
 
 /// The kernel floor under a production-mode command that the owner did not
@@ -412,6 +502,35 @@ pub enum ChannelEvent {
         /// Who decided: the owner's sender id, or `timeout`.
         decided_by: String,
     },
+    /// Live output of a tool call running in `turn`, throttled (at most a
+    /// few events a second per call) and bounded (in bytes per event and
+    /// per call). Sent only to the turn's channel, when it sets
+    /// [`ChannelSpec::tool_output`]. The call's last event has `ended` set
+    /// (and may carry no text).
+    ToolOutput {
+        /// The chat the turn belongs to.
+        chat: String,
+        /// The message being answered.
+        turn: String,
+        /// The call, unique within the turn (the model's id for it).
+        call: String,
+        /// The tool.
+        tool: String,
+        /// The command line it runs, for tools that run one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        command: Option<String>,
+        /// Which stream `text` is from.
+        stream: OutputStream,
+        /// The new text.
+        text: String,
+        /// Bytes of the stream left out just before `text` (the live view
+        /// keeps up with a flood by skipping; the call's result is whole).
+        #[serde(default, skip_serializing_if = "is_zero")]
+        skipped: u64,
+        /// Set on the call's last event: how it ended.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        ended: Option<CallEnd>,
+    },
     /// The scheduler's next jobs changed (one was added, changed, removed
     /// or fired): the soonest ones, for channels that show them.
     Schedule {
@@ -475,8 +594,28 @@ pub enum ConfirmationState {
     Approved,
     /// The owner denied; the call did not run.
     Denied,
-    /// Nobody answered in time (or the daemon stopped); the call did not run.
+    /// Nobody answered in time (or the daemon stopped, or the request was
+    /// withdrawn: see [`ConfirmationState::withdrawn`]); the call did not
+    /// run.
     Expired,
+}
+
+/// The `decided_by` of a request withdrawn because the owner stopped the
+/// turn that asked (`/stop`).
+pub const DECIDED_BY_STOP: &str = "stop";
+/// The `decided_by` of a request withdrawn because whoever asked went away
+/// (the `hearth tool call` that asked was interrupted).
+pub const DECIDED_BY_WITHDRAWAL: &str = "withdrawn";
+
+impl ConfirmationState {
+    /// Whether a request in this state, decided by `decided_by`, was
+    /// withdrawn before anyone answered. The protocol has no state of its
+    /// own for that (an older channel would not read it): it is `expired`,
+    /// decided by [`DECIDED_BY_STOP`] or [`DECIDED_BY_WITHDRAWAL`].
+    pub fn withdrawn(self, decided_by: &str) -> bool {
+        self == ConfirmationState::Expired
+            && (decided_by == DECIDED_BY_STOP || decided_by == DECIDED_BY_WITHDRAWAL)
+    }
 }
 
 /// The request of [`service::CHANNEL_HISTORY`].

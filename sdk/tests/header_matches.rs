@@ -103,6 +103,22 @@ fn c_header_agrees_with_the_rust_mirror() {
             "HEARTH_METHOD_CHANNEL_SEND",
             hearth_sdk::protocol::method::CHANNEL_SEND,
         ),
+        (
+            "HEARTH_METHOD_CHANNEL_EVENT",
+            hearth_sdk::protocol::method::CHANNEL_EVENT,
+        ),
+        (
+            "HEARTH_METHOD_TOOL_CANCEL",
+            hearth_sdk::protocol::method::TOOL_CANCEL,
+        ),
+        (
+            "HEARTH_SERVICE_HOST_INFO",
+            hearth_sdk::protocol::service::HOST_INFO,
+        ),
+        (
+            "HEARTH_SERVICE_TOOL_OUTPUT",
+            hearth_sdk::protocol::service::TOOL_OUTPUT,
+        ),
     ] {
         writeln!(
             c,

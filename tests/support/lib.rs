@@ -17,6 +17,7 @@ pub mod fake_speech;
 pub mod fake_telegram;
 mod http_server;
 pub mod images;
+pub mod procs;
 pub mod telegram_home;
 
 use std::io::{BufRead, BufReader};

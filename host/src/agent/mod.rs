@@ -9,6 +9,7 @@
 //! - `slash`: commands answered without the model;
 //! - `voice`: voice messages transcribed when a turn takes them.
 //! - `budget`: a turn's model calls recorded, and the budgets that end it.
+//! - `stop`: `/stop` cutting a running tool call short, and its live output.
 //!
 //! One runner task per agent: an agent's turns run one at a time, in
 //! order; different agents' turns run at the same time.
@@ -22,6 +23,7 @@ pub mod profiles;
 pub mod prompt;
 mod slash;
 pub mod stamp;
+mod stop;
 pub mod templates;
 mod tool_defs;
 mod turn;

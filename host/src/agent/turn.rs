@@ -21,6 +21,7 @@ use super::stamp::message_header;
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
+use crate::tools::scope::{self, CallScope};
 use crate::tools::{ATTACH_FILE, NOTEPAD, REPLY_WITH_VOICE, SPAWN_AGENT, ToolError, TurnContext};
 use crate::usage::Kind;
 
@@ -29,6 +30,8 @@ struct Started {
     id: String,
     name: String,
     call: tokio::task::JoinHandle<Result<Value, ToolError>>,
+    /// Its stop signal and where its output goes.
+    scope: Arc<CallScope>,
 }
 
 /// The most characters of one tool result shown to the model.
@@ -318,10 +321,20 @@ impl Agent {
             }
             let mut results = Vec::with_capacity(calls.len());
             let mut images = Vec::new();
+            // A stop during the step still gives every call a result, so
+            // the session stays whole for the next turn.
+            let mut cut = super::stop::Cut::default();
             let mut calls = calls.into_iter().peekable();
             while let Some((id, name, input)) = calls.next() {
-                if self.signals.stop_generation() != stop_at_start {
-                    return Ok(stopped());
+                if cut.stopped() || self.signals.stop_generation() != stop_at_start {
+                    let command = self.base.tools.command_line(&name, &input);
+                    let content = cut.not_run(super::stop::label(&name, command.as_deref()));
+                    results.push(Block::ToolResult {
+                        tool_use_id: id,
+                        content,
+                        is_error: true,
+                    });
+                    continue;
                 }
                 // Workers spawned side by side run at the same time; every
                 // other call runs alone, in the model's order.
@@ -332,9 +345,13 @@ impl Agent {
                     batch.push(self.start_tool(claimed, id, name, input));
                 }
                 for started in batch {
-                    let (result, shown) = self.finish_tool(llm, started).await;
+                    let (result, shown, was_cut) =
+                        self.finish_tool(llm, started, stop_at_start).await;
                     results.push(result);
                     images.extend(shown);
+                    if let Some(label) = was_cut {
+                        cut.cut(label);
+                    }
                 }
             }
             // Both APIs want images after every tool result.
@@ -346,6 +363,9 @@ impl Agent {
             self.base
                 .conversations
                 .append_to(&mut history, session, claimed.id, results)?;
+            if cut.stopped() {
+                return Ok((cut.reply(), None));
+            }
         }
         let text = format!(
             "I stopped after {} steps without finishing; ask me to continue if you want me to go on.",
@@ -360,18 +380,39 @@ impl Agent {
         let tool = name.clone();
         let caller = self.profile.caller();
         let turn = self.turn_context(claimed);
-        let call =
-            tokio::task::spawn_blocking(move || tools.call_in_turn(&caller, &turn, &tool, input));
-        Started { id, name, call }
+        let scope = Arc::new(self.call_scope(claimed, &id, &name, &input));
+        let within = Arc::clone(&scope);
+        let call = tokio::task::spawn_blocking(move || {
+            scope::within(within, || tools.call_in_turn(&caller, &turn, &tool, input))
+        });
+        Started {
+            id,
+            name,
+            call,
+            scope,
+        }
     }
 
     /// Waits for a started call; failures become an error result for the
-    /// model.
-    async fn finish_tool(&self, llm: &Llm, started: Started) -> (Block, Vec<Block>) {
-        let Started { id, name, call } = started;
+    /// model. A call the owner's `/stop` cut short comes back with how the
+    /// reply names it; an image a plugin tool returned, with the blocks that
+    /// show it.
+    async fn finish_tool(
+        &self,
+        llm: &Llm,
+        started: Started,
+        stop_at_start: u64,
+    ) -> (Block, Vec<Block>, Option<String>) {
+        let Started {
+            id,
+            name,
+            call,
+            scope,
+        } = started;
         let mut images = Vec::new();
-        let (content, is_error) = match call.await {
-            Ok(Ok(value)) => {
+        let (ended, cut) = self.wait_tool(call, &scope, stop_at_start).await;
+        let (content, is_error) = match ended {
+            Some(Ok(Ok(value))) => {
                 if (name == ATTACH_FILE || name == REPLY_WITH_VOICE)
                     && let Ok(file) =
                         serde_json::from_value::<Attachment>(value["attached"].clone())
@@ -385,8 +426,13 @@ impl Agent {
                 }
                 (content, false)
             }
-            Ok(Err(e)) => (e.to_string(), true),
-            Err(e) => (format!("the tool call was lost: {e}"), true),
+            Some(Ok(Err(e))) => (e.to_string(), true),
+            Some(Err(e)) => (format!("the tool call was lost: {e}"), true),
+            None => (String::new(), true),
+        };
+        let (content, is_error) = match &cut {
+            Some(_) => (super::stop::cut_result(&content), true),
+            None => (content, is_error),
         };
         tracing::debug!(tool = %name, is_error, "tool call done");
         let result = Block::ToolResult {
@@ -394,7 +440,7 @@ impl Agent {
             content: truncate(content),
             is_error,
         };
-        (result, images)
+        (result, images, cut)
     }
 
     fn attached_files(&self) -> std::sync::MutexGuard<'_, Vec<Attachment>> {

@@ -22,6 +22,7 @@ use hearth_sdk::protocol::{
     ChannelSpec, ChannelStatus, ConfirmationAnswer, HostInfo, InboundMessage, Submission, service,
 };
 
+use super::running::Running;
 use super::services;
 use crate::queue::{self, BoundedSender, SendTimeoutError};
 use crate::router::Admission;
@@ -61,6 +62,8 @@ pub struct PluginContext {
     /// Set once `describe` has answered: the channel it serves, if any.
     channel: OnceLock<Option<ChannelSpec>>,
     status: Mutex<Option<ChannelStatus>>,
+    /// The calls the plugin runs in turns now (`tool.output` finds them).
+    running: Running,
 }
 
 /// Why the bridge could not start.
@@ -125,6 +128,7 @@ impl Bridge {
             bridge: Arc::clone(self),
             channel: OnceLock::new(),
             status: Mutex::new(None),
+            running: Running::default(),
         }));
         let api: &'static HostApi = Box::leak(Box::new(HostApi {
             struct_size: std::mem::size_of::<HostApi>() as u32,
@@ -230,6 +234,11 @@ impl PluginContext {
         lock(&self.status).clone()
     }
 
+    /// The calls the plugin runs in turns now.
+    pub fn running(&'static self) -> &'static Running {
+        &self.running
+    }
+
     fn log(&self, level: u32, target: &str, message: &str) {
         // Logs are taken until the threads are told to finish, so a plugin's
         // shutdown messages still reach the log.
@@ -330,6 +339,10 @@ impl PluginContext {
         let service = String::from_utf8_lossy(service);
         if service == service::HOST_INFO {
             return (status::OK, self.bridge.info.clone());
+        }
+        if service == service::TOOL_OUTPUT {
+            // Bounded before it is parsed: a flood is refused cheaply.
+            return self.running.output(&self.plugin, request);
         }
         let request: serde_json::Value = match serde_json::from_slice(request) {
             Ok(v) => v,

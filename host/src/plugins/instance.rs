@@ -15,6 +15,7 @@ use serde_json::Value;
 
 use super::bridge::{Bridge, PluginContext};
 use super::loader::Library;
+use super::running::Running;
 use super::sink::{MAX_RESULT_BYTES, Sink};
 
 /// A loaded, initialised plugin.
@@ -173,6 +174,11 @@ impl ActivePlugin {
     /// The last health its channel reported.
     pub fn channel_status(&self) -> Option<ChannelStatus> {
         self.ctx.channel_status()
+    }
+
+    /// The calls it runs in turns now.
+    pub(super) fn running(&self) -> &'static Running {
+        self.ctx.running()
     }
 
     /// Calls `invoke(method, payload)` and returns the answer's bytes.

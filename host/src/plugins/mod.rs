@@ -3,7 +3,9 @@
 //! `discovery` lists the candidates, `built_in` holds the plugins linked
 //! into the binary, `loader` opens a file and checks its header,
 //! `instance` wraps an initialised plugin, `bridge` implements the callbacks
-//! the host offers, and `sink` the buffers plugins write answers into. This
+//! the host offers, `running` the calls a plugin runs in a turn (stopped
+//! by `tool.cancel`, their output routed by `tool.output`), and `sink` the
+//! buffers plugins write answers into. This
 //! file ties them together as a [`PluginSet`]: every plugin that was found,
 //! with a report for each (loaded, disabled or failed and why).
 //!
@@ -15,6 +17,7 @@ mod built_in;
 mod discovery;
 mod instance;
 mod loader;
+pub mod running;
 mod services;
 mod sink;
 

@@ -22,8 +22,9 @@ use crate::store::now_ms;
 use crate::workshop::Workshop;
 
 /// Every service `call` answers.
-pub const OFFERED: [&str; 7] = [
+pub const OFFERED: [&str; 8] = [
     service::HOST_INFO,
+    service::TOOL_OUTPUT,
     service::CHANNEL_HISTORY,
     service::KV_GET,
     service::KV_SET,

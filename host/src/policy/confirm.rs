@@ -10,20 +10,26 @@
 //! A call made on behalf of someone waiting elsewhere (the owner's
 //! `hearth tool call`, through the control socket) runs inside
 //! [`watched`]: the gate tells the [`Watch`] when its question is shown,
-//! and the watcher can withdraw the question before anyone answers.
+//! and the watcher can withdraw the question before anyone answers. A
+//! call made in a turn is withdrawn the same way when the owner stops the
+//! turn (its [`CallScope`](crate::tools::scope::CallScope) is cancelled):
+//! recorded as expired, decided by `stop` ([`DECIDED_BY_STOP`]).
 
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, select};
-use hearth_sdk::protocol::{ChannelEvent, ConfirmationRequest, ConfirmationState};
+use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, never, select};
+use hearth_sdk::protocol::{
+    ChannelEvent, ConfirmationRequest, ConfirmationState, DECIDED_BY_STOP, DECIDED_BY_WITHDRAWAL,
+};
 use rusqlite::params;
 use serde_json::Value;
 
 use crate::router::events::ChannelEvents;
 use crate::store::{Cold, now_ms};
+use crate::tools::scope;
 
 /// Where answers meet the calls waiting for them.
 #[derive(Default)]
@@ -111,6 +117,8 @@ pub enum Answer {
     Expired,
     /// The one who asked withdrew the question before it was answered.
     Withdrawn,
+    /// The owner stopped the turn the call was part of (`/stop`).
+    Cancelled,
     /// No channel that can show the question is running.
     Unavailable,
     /// The question could not be recorded.
@@ -121,6 +129,7 @@ pub enum Answer {
 enum Waited {
     Reply(Reply),
     Withdrawn,
+    Cancelled,
     TimedOut,
 }
 
@@ -197,6 +206,10 @@ impl ConfirmGate {
         if withdrawn_already {
             return Answer::Withdrawn;
         }
+        let turn = scope::current();
+        if turn.as_ref().is_some_and(|s| s.is_cancelled()) {
+            return Answer::Cancelled;
+        }
         let at_ms = now_ms();
         let request = ConfirmationRequest {
             id: random_id(),
@@ -215,23 +228,36 @@ impl ConfirmGate {
         }
         let (tx, rx) = bounded(1);
         super::lock(&self.board.waiting).insert(request.id.clone(), tx);
+        // The turn's /stop withdraws the question; the sender kept here
+        // keeps the channel open whatever becomes of the hook.
+        let (stop_tx, stop_rx) = bounded::<()>(1);
+        let hook_tx = stop_tx.clone();
+        let _hook = turn.as_ref().and_then(|s| {
+            s.on_cancel(Box::new(move || {
+                let _ = hook_tx.try_send(());
+            }))
+        });
         self.events
             .broadcast(&ChannelEvent::Confirmation(request.clone()));
         let tool = question.tool;
         tracing::info!(id = %request.id, tool, fingerprint = %request.fingerprint, "waiting for the owner's approval");
-        let waited = WATCH.with(|w| match w.borrow().as_ref() {
-            Some(watch) => {
-                (watch.shown)(&request, &self.events.channels());
-                select! {
-                    recv(rx) -> reply => reply.map_or(Waited::TimedOut, Waited::Reply),
-                    recv(watch.withdraw) -> _ => Waited::Withdrawn,
-                    default(self.timeout) => Waited::TimedOut,
+        let waited = WATCH.with(|w| {
+            let watch = w.borrow();
+            let withdraw = match watch.as_ref() {
+                Some(watch) => {
+                    (watch.shown)(&request, &self.events.channels());
+                    &watch.withdraw
                 }
+                None => &never(),
+            };
+            select! {
+                recv(rx) -> reply => reply.map_or(Waited::TimedOut, Waited::Reply),
+                recv(withdraw) -> _ => Waited::Withdrawn,
+                recv(stop_rx) -> _ => Waited::Cancelled,
+                default(self.timeout) => Waited::TimedOut,
             }
-            None => rx
-                .recv_timeout(self.timeout)
-                .map_or(Waited::TimedOut, Waited::Reply),
         });
+        drop(stop_tx);
         super::lock(&self.board.waiting).remove(&request.id);
         let (state, by, answer) = match waited {
             Waited::Reply(Reply {
@@ -250,9 +276,19 @@ impl ConfirmGate {
             // have no "withdrawn", and `decided_by` says who withdrew it.
             Waited::Withdrawn => (
                 ConfirmationState::Expired,
-                "withdrawn".to_owned(),
+                DECIDED_BY_WITHDRAWAL.to_owned(),
                 Answer::Withdrawn,
             ),
+            Waited::Cancelled => {
+                if let Some(turn) = &turn {
+                    turn.note("its approval request was withdrawn");
+                }
+                (
+                    ConfirmationState::Expired,
+                    DECIDED_BY_STOP.to_owned(),
+                    Answer::Cancelled,
+                )
+            }
             Waited::TimedOut => (
                 ConfirmationState::Expired,
                 "timeout".to_owned(),

@@ -265,6 +265,12 @@ impl Policy {
                      not run"
                 ));
             }
+            Answer::Cancelled => {
+                ruling.approval = Some("cancelled");
+                ruling.refusal = Some(format!(
+                    "the owner stopped the turn (/stop) before answering; {tool} was not run"
+                ));
+            }
             Answer::Unavailable => {
                 ruling.approval = Some("unavailable");
                 ruling.refusal = Some(format!(

@@ -1,6 +1,7 @@
 //! Channel events: the things a channel shows besides messages. Streamed
 //! reply text, the agent's status and confirmation requests go to every
-//! channel plugin that declared `events` in its description.
+//! channel plugin that declared `events` in its description; live tool
+//! output only to a turn's own channel, when it declared `tool_output`.
 //!
 //! Each such channel gets one thread and a bounded queue, so events reach it
 //! in the order they were sent and a slow channel never holds up a turn.
@@ -33,12 +34,14 @@ enum Item {
 pub struct ChannelEvents {
     queues: Mutex<Vec<(String, BoundedSender<Item>)>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
+    /// The channels that show live tool output (`ChannelSpec::tool_output`).
+    tool_output: Vec<String>,
 }
 
 impl ChannelEvents {
     /// Starts a sender thread for each plugin whose channel takes events.
     pub fn start(plugins: &[Arc<ActivePlugin>]) -> ChannelEvents {
-        let events = ChannelEvents::default();
+        let mut events = ChannelEvents::default();
         for plugin in plugins {
             let Some(channel) = plugin.description().channel.as_ref() else {
                 continue;
@@ -66,6 +69,9 @@ impl ChannelEvents {
                 });
             match spawned {
                 Ok(thread) => {
+                    if channel.tool_output {
+                        events.tool_output.push(channel.name.clone());
+                    }
                     lock(&events.queues).push((channel.name.clone(), tx));
                     lock(&events.threads).push(thread);
                 }
@@ -93,6 +99,11 @@ impl ChannelEvents {
     /// Whether `channel` takes events.
     pub fn takes_events(&self, channel: &str) -> bool {
         lock(&self.queues).iter().any(|(name, _)| name == channel)
+    }
+
+    /// Whether `channel` shows live tool output.
+    pub fn shows_tool_output(&self, channel: &str) -> bool {
+        self.tool_output.iter().any(|name| name == channel)
     }
 
     /// Queues `event` for `channel`, if it takes events.

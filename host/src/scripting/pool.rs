@@ -7,6 +7,10 @@
 //! small grace, the worker is killed and the caller gets a deadline error;
 //! the next request starts a fresh worker. A worker that hit its deadline or
 //! memory cap is never reused: its Lua state may be in any condition.
+//!
+//! A request made for a call in a turn is killed the same way when the
+//! owner stops the turn: the call's scope holds a hook that kills the
+//! worker, and the read then ends at once.
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -18,6 +22,7 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use super::wire::{FailureKind, FromWorker, ScriptFailure, ToWorker};
+use crate::tools::scope;
 
 /// How long after the deadline the host waits for the worker's own hook to
 /// stop the script before it kills the process.
@@ -91,14 +96,30 @@ impl Pool {
     ) -> Result<Value, ScriptFailure> {
         let ends = Instant::now() + deadline;
         let mut worker = self.checkout(ends, nested)?;
+        let turn = scope::current();
+        let pid = worker.child.id() as libc::pid_t;
+        // The worker is not reaped before the hook is gone (the guard drops
+        // first, and waits for a hook that runs): the pid is still ours.
+        let hook = turn.as_ref().and_then(|turn| {
+            turn.on_cancel(Box::new(move || {
+                // SAFETY: kill(2) on our own unreaped child.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }))
+        });
         let outcome = worker.exchange(label, request, ends + GRACE, host);
-        let reusable = match &outcome {
-            Ok(_) => true,
-            Err(f) => !matches!(f.kind, FailureKind::Deadline | FailureKind::Memory),
-        };
+        drop(hook);
+        let cancelled = turn.as_ref().is_some_and(|turn| turn.is_cancelled());
+        let reusable = !cancelled
+            && match &outcome {
+                Ok(_) => true,
+                Err(f) => !matches!(f.kind, FailureKind::Deadline | FailureKind::Memory),
+            };
         self.checkin(worker, reusable);
         outcome.map_err(|mut f| {
-            if f.kind == FailureKind::Deadline {
+            if cancelled {
+                f.kind = FailureKind::Cancelled;
+                f.message = "the script was stopped: the owner stopped the turn (/stop)".into();
+            } else if f.kind == FailureKind::Deadline {
                 f.message = format!(
                     "the script ran past its deadline of {} ms and was stopped",
                     deadline.as_millis()

@@ -112,4 +112,6 @@ pub enum FailureKind {
     Deadline,
     /// It went over its memory cap.
     Memory,
+    /// The owner stopped the turn it ran in (`/stop`); the host killed it.
+    Cancelled,
 }

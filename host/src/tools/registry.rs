@@ -13,7 +13,7 @@ use std::time::Instant;
 use hearth_sdk::protocol::{Floor, Risk, ToolCall, ToolSpec, method};
 use serde_json::Value;
 
-use super::{Builtin, BuiltinContext, TurnContext, schema};
+use super::{Builtin, BuiltinContext, TurnContext, schema, scope};
 use crate::plugins::{ActivePlugin, InvokeError, PluginSet};
 use crate::policy::audit::Entry;
 use crate::policy::confirm::fingerprint;
@@ -193,6 +193,14 @@ impl ToolRegistry {
     /// The script subsystem, when there is one.
     pub fn scripts(&self) -> Option<&Arc<Scripts>> {
         self.scripts.as_ref()
+    }
+
+    /// The command line a call of `name` with `args` runs, for a tool
+    /// whose targets name one (`shell_exec`): how the owner is told what
+    /// was cut short or is running.
+    pub fn command_line(&self, name: &str, args: &Value) -> Option<String> {
+        let key = self.tools.get(name)?.spec.targets.command.as_deref()?;
+        args.get(key)?.as_str().map(str::to_owned)
     }
 
     /// Every tool, sorted by name.
@@ -376,6 +384,8 @@ impl ToolRegistry {
                 approval: ruling.approval,
                 approver: ruling.approver.as_deref(),
                 outcome: match &result {
+                    // Whatever it answered, the owner stopped it.
+                    _ if scope::current().is_some_and(|s| s.is_cancelled()) => "cancelled",
                     Ok(_) => "ok",
                     Err(ToolError::Refused(_)) => "refused",
                     Err(_) => "error",
@@ -553,15 +563,18 @@ fn check_args(name: &str, args: &Value, schema: &Value) -> Result<(), ToolError>
 }
 
 fn call_plugin(
-    plugin: &ActivePlugin,
+    plugin: &Arc<ActivePlugin>,
     name: &str,
     args: Value,
     floor: Option<Floor>,
 ) -> Result<Value, ToolError> {
+    // In a turn, the call can be stopped and its output shown.
+    let tracked = scope::current().map(|scope| plugin.track(scope));
     let payload = serde_json::to_vec(&ToolCall {
         tool: name.to_owned(),
         args,
         floor,
+        call_id: tracked.as_ref().map(|t| t.id().to_owned()),
     })
     .map_err(|e| ToolError::InvalidArguments {
         tool: name.to_owned(),

@@ -24,6 +24,7 @@ use tokio::sync::broadcast;
 
 use crate::elements::Element;
 use crate::markdown;
+use crate::outputs::Outputs;
 use crate::uploads::Uploads;
 
 /// The canvas's one chat: every browser of the owner shares it.
@@ -52,6 +53,10 @@ pub struct Hub {
     /// broadcast while this lock is held, so a browser that subscribes
     /// under it gets each piece exactly once: in its snapshot or as a frame.
     streaming: Mutex<HashMap<String, String>>,
+    /// The live output of the tool calls of running turns, for browsers
+    /// that connect while a call runs; broadcast under this lock, as
+    /// deltas are.
+    outputs: Mutex<Outputs>,
     next_element: AtomicU64,
     /// Files the owner uploads.
     pub uploads: Uploads,
@@ -74,20 +79,26 @@ impl Hub {
             schedule: Mutex::new(Vec::new()),
             confirmations: Mutex::new(VecDeque::new()),
             streaming: Mutex::new(HashMap::new()),
+            outputs: Mutex::new(Outputs::default()),
             next_element: AtomicU64::new(1),
             uploads,
         }
     }
 
-    /// A receiver of every frame from now on, and the replies streamed so
-    /// far (`[{turn, text}]`), taken together.
-    pub fn subscribe(&self) -> (broadcast::Receiver<Utf8Bytes>, Value) {
+    /// A receiver of every frame from now on, the replies streamed so far
+    /// (`[{turn, text}]`) and the live tool output so far, taken together.
+    pub fn subscribe(&self) -> (broadcast::Receiver<Utf8Bytes>, Value, Value) {
         let streaming = lock(&self.streaming);
+        let outputs = lock(&self.outputs);
         let snapshot = streaming
             .iter()
             .map(|(turn, text)| json!({ "turn": turn, "text": text }))
             .collect();
-        (self.frames.subscribe(), Value::Array(snapshot))
+        (
+            self.frames.subscribe(),
+            Value::Array(snapshot),
+            outputs.snapshot(),
+        )
     }
 
     /// How many browsers are connected.
@@ -95,9 +106,9 @@ impl Hub {
         self.frames.receiver_count()
     }
 
-    /// The whole state, as the `hello` frame, with `streaming` from
-    /// [`Hub::subscribe`]. Blocks on the host's store.
-    pub fn hello(&self, streaming: Value) -> Value {
+    /// The whole state, as the `hello` frame, with `streaming` and
+    /// `outputs` from [`Hub::subscribe`]. Blocks on the host's store.
+    pub fn hello(&self, streaming: Value, outputs: Value) -> Value {
         let history: ChannelHistory = self
             .host
             .call(
@@ -116,6 +127,7 @@ impl Hub {
             "confirmations": history.confirmations.iter().map(confirmation_json).collect::<Vec<_>>(),
             "status": self.status_json(),
             "streaming": streaming,
+            "tool_output": outputs,
             "schedule": lock(&self.schedule).clone(),
         })
     }
@@ -185,6 +197,7 @@ impl Hub {
     pub fn deliver(&self, message: &OutboundMessage) {
         if let Some(turn) = &message.in_reply_to {
             lock(&self.streaming).remove(turn);
+            lock(&self.outputs).end_turn(turn);
         }
         self.broadcast(&json!({
             "type": "message",
@@ -222,6 +235,7 @@ impl Hub {
             } => {
                 if !busy {
                     lock(&self.streaming).clear();
+                    lock(&self.outputs).clear();
                 }
                 *lock(&self.status) = (busy, model, working);
                 let mut frame = self.status_json();
@@ -242,6 +256,18 @@ impl Hub {
                     recent.pop_front();
                 }
                 frame
+            }
+            event @ ChannelEvent::ToolOutput { .. } => {
+                let mut outputs = lock(&self.outputs);
+                outputs.take(&event);
+                let mut frame = serde_json::to_value(&event).unwrap_or(Value::Null);
+                if let Some(fields) = frame.as_object_mut() {
+                    fields.remove("kind");
+                    fields.remove("chat");
+                    fields.insert("type".into(), "tool_output".into());
+                }
+                self.broadcast(&frame);
+                return;
             }
             ChannelEvent::Schedule { jobs } => {
                 let frame = json!({ "type": "schedule", "jobs": jobs });

@@ -12,6 +12,7 @@
 //! - `hub`: shared state and the broadcast to browsers;
 //! - `elements`: the pane's element types and their checks;
 //! - `markdown`: safe HTML from the agent's markdown;
+//! - `outputs`: the live output of running tool calls;
 //! - `pages`: the agent's pages and their queries, at `/pages/`;
 //! - `uploads`: files the owner attaches;
 //! - `assets`: the embedded web UI (`ui/`).
@@ -23,6 +24,7 @@ pub mod auth;
 pub mod elements;
 pub mod hub;
 pub mod markdown;
+pub mod outputs;
 pub mod pages;
 pub mod server;
 pub mod settings;
@@ -144,6 +146,7 @@ impl Plugin for Canvas {
                 name: hub::CHANNEL.into(),
                 events: true,
                 authenticates_owner: true,
+                tool_output: true,
                 ..ChannelSpec::default()
             }),
         }

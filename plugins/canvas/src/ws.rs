@@ -29,8 +29,11 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
     // Subscribe before reading the state: a change made in between then
     // arrives twice, which the browser's keys make harmless, instead of not
     // at all.
-    let (mut frames, streaming) = hub.subscribe();
-    if send_hello(&mut socket, &hub, streaming).await.is_err() {
+    let (mut frames, streaming, outputs) = hub.subscribe();
+    if send_hello(&mut socket, &hub, streaming, outputs)
+        .await
+        .is_err()
+    {
         return;
     }
     let mut window = (Instant::now(), 0u32);
@@ -68,9 +71,9 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
                     Ok(frame) => socket.send(Message::Text(frame)).await,
                     // Fell behind: the whole state again, instead of a gap.
                     Err(broadcast::error::RecvError::Lagged(_)) => {
-                        let (fresh, streaming) = hub.subscribe();
+                        let (fresh, streaming, outputs) = hub.subscribe();
                         frames = fresh;
-                        send_hello(&mut socket, &hub, streaming).await
+                        send_hello(&mut socket, &hub, streaming, outputs).await
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 };
@@ -89,9 +92,10 @@ async fn send_hello(
     socket: &mut WebSocket,
     hub: &Arc<Hub>,
     streaming: Value,
+    outputs: Value,
 ) -> Result<(), axum::Error> {
     let hub = Arc::clone(hub);
-    let hello = tokio::task::spawn_blocking(move || hub.hello(streaming))
+    let hello = tokio::task::spawn_blocking(move || hub.hello(streaming, outputs))
         .await
         .unwrap_or_else(|_| json!({ "type": "error", "message": "cannot read the history" }));
     socket

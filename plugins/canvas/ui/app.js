@@ -34,8 +34,17 @@
  *                                 "sent" (acked, echo not seen yet) or "failed"
  *   [data-testid="streaming"]     the reply being generated; data-turn; its
  *                                 textContent is exactly the streamed text
+ *   [data-testid="tool-output"]   the live output of a tool call still running in
+ *                                 a turn (a <details>, open until the owner closes
+ *                                 it): data-call, data-turn, data-tool, data-state
+ *                                 "running", "ok", "error" or "cancelled"; inside,
+ *                                 [data-testid="output"] holds the text so far (its
+ *                                 end, skipped bytes marked); shown after the stored
+ *                                 messages, gone when the turn's reply arrives
  *   [data-testid="confirmation"]  a confirmation card; data-id, data-state
- *                                 ("pending"/"approved"/"denied"/"expired");
+ *                                 ("pending"/"approved"/"denied"/"expired"/
+ *                                 "withdrawn": expired because the owner stopped
+ *                                 the turn, or whoever asked went away);
  *                                 [data-testid="approve"] and [data-testid="deny"]
  *                                 buttons exist only while pending, with
  *                                 [data-testid="always"] (approve, and allow this
@@ -46,6 +55,7 @@
  *                                 "countdown" (while pending), "outcome" (after)
  *   [data-testid="composer"]      the textarea
  *   [data-testid="send"]          the send button (disabled while uploading)
+ *   [data-testid="stop"]          sends /stop; shown only while the agent is busy
  *   [data-testid="attach"]        the file input (multiple)
  *   [data-testid="record"]        the record button; data-state "idle" or
  *                                 "recording"; a stopped recording becomes a chip
@@ -73,6 +83,7 @@
   const LOGIN_CHECK_AFTER = 3;
   const OFFLINE_AFTER = 5;
   const PENDING_STORE = "hearth.canvas.pending";
+  const MAX_OUTPUT_CHARS = 64 * 1024;
   const VIDEO_EXT = /\.(mp4|m4v|webm|ogv|ogg|mov)$/i;
 
   function h(tag, attrs, ...children) {
@@ -107,6 +118,7 @@
     confirmations: new Map(),
     elements: [],
     streaming: new Map(),
+    outputs: new Map(),
     answered: new Set(),
     pending: loadPending(),
     answers: new Map(),
@@ -379,6 +391,9 @@
       case "delta":
         onDelta(f.turn, f.text);
         break;
+      case "tool_output":
+        onToolOutput(f);
+        break;
       case "delta_reset":
         state.answered.delete(f.turn);
         if (state.streaming.has(f.turn)) state.streaming.set(f.turn, "");
@@ -419,6 +434,7 @@
     }
     state.elements = (Array.isArray(f.canvas) ? f.canvas : []).filter((e) => e && e.id !== undefined);
     state.streaming.clear();
+    state.outputs = new Map();
     state.answered = new Set();
     for (const m of state.messages.values()) if (m.role === "agent" && m.id) state.answered.add(m.id);
     for (const s of Array.isArray(f.streaming) ? f.streaming : []) {
@@ -426,6 +442,7 @@
         state.streaming.set(s.turn, s.text);
       }
     }
+    for (const o of Array.isArray(f.tool_output) ? f.tool_output : []) if (o) onToolOutput(o);
     state.status = { agent: "idle", model: null, working: [], connected: true };
     onStatus(f.status || {});
     renderUpcoming(f.schedule);
@@ -467,7 +484,28 @@
     if (m.role === "agent" && m.id) {
       state.streaming.delete(m.id);
       state.answered.add(m.id);
+      for (const [key, o] of state.outputs) if (o.turn === m.id) state.outputs.delete(key);
     }
+    scheduleChat();
+  }
+
+  function skipMarker(bytes) {
+    return `\n[… ${bytes} bytes not shown …]\n`;
+  }
+
+  function onToolOutput(f) {
+    if (typeof f.turn !== "string" || typeof f.call !== "string" || state.answered.has(f.turn)) return;
+    const key = `${f.turn}\u0000${f.call}`;
+    let o = state.outputs.get(key);
+    if (!o) {
+      o = { turn: f.turn, call: f.call, tool: String(f.tool || "tool"), command: typeof f.command === "string" ? f.command : null, text: "", ended: null };
+      state.outputs.set(key, o);
+    }
+    const skipped = Number(f.skipped) || 0;
+    if (skipped > 0) o.text += skipMarker(skipped);
+    if (typeof f.text === "string") o.text += f.text;
+    if (o.text.length > MAX_OUTPUT_CHARS) o.text = o.text.slice(o.text.length - MAX_OUTPUT_CHARS);
+    if (typeof f.ended === "string") o.ended = f.ended;
     scheduleChat();
   }
 
@@ -482,8 +520,9 @@
     if ("model" in f) state.status.model = typeof f.model === "string" && f.model ? f.model : null;
     if (typeof f.connected === "boolean") state.status.connected = f.connected;
     if (Array.isArray(f.working)) state.status.working = f.working.filter((w) => typeof w === "string");
-    if (state.status.agent === "idle" && state.streaming.size) {
+    if (state.status.agent === "idle" && (state.streaming.size || state.outputs.size)) {
       state.streaming.clear();
+      state.outputs.clear();
       scheduleChat();
     }
     renderStatus();
@@ -563,6 +602,15 @@
     state.chips = [];
     autoGrow();
     renderChips();
+    transmit(p);
+    stickChat = true;
+    scheduleChat();
+  }
+
+  function stopTurn() {
+    const p = { id: newId(), text: "/stop", attachments: [], at_ms: Date.now(), state: "sending" };
+    state.pending.push(p);
+    savePending();
     transmit(p);
     stickChat = true;
     scheduleChat();
@@ -751,6 +799,7 @@
     ui.agent.dataset.connected = String(st.connected);
     ui.agentDown.hidden = st.connected !== false;
     ui.model.textContent = st.model || "—";
+    ui.stop.hidden = st.agent !== "busy";
     const working = st.working.join(", ");
     ui.workingItem.hidden = working === "";
     if (ui.working.textContent !== working) ui.working.textContent = working;
@@ -789,6 +838,7 @@
     messages: new Map(),
     confirmations: new Map(),
     streaming: new Map(),
+    outputs: new Map(),
     pending: new Map(),
   };
 
@@ -847,6 +897,12 @@
     }
     items.sort((a, b) => a.at - b.at || a.rank - b.rank || collator.compare(a.key, b.key));
     const want = items.map((i) => i.node);
+
+    for (const [key, o] of state.outputs) {
+      const e = cached(cache.outputs, key, o, outputNode, () => true);
+      updateOutput(e.node, o);
+      want.push(e.node);
+    }
 
     for (const [turn, text] of state.streaming) {
       const node = cached(cache.streaming, turn, turn, streamingNode, (a, b) => a === b).node;
@@ -941,6 +997,37 @@
     return node;
   }
 
+  function outputNode(o) {
+    const pre = h("pre", { class: "output", "data-testid": "output" });
+    const status = h("span", { class: "output-state" });
+    const node = h(
+      "details",
+      { class: "tool-output", "data-testid": "tool-output", "data-call": o.call, "data-turn": o.turn, "data-tool": o.tool, open: true },
+      h("summary", null, h("code", { class: "tool", text: o.tool }), o.command ? h("code", { class: "output-command", title: o.command, text: o.command }) : null, status),
+      pre,
+    );
+    node.hearthParts = { pre, status, shown: null };
+    return node;
+  }
+
+  const OUTPUT_STATE = { running: "running…", ok: "done", error: "failed", cancelled: "stopped" };
+
+  function updateOutput(node, o) {
+    const parts = node.hearthParts;
+    const st = o.ended && o.ended in OUTPUT_STATE ? o.ended : "running";
+    if (node.dataset.state !== st) {
+      node.dataset.state = st;
+      parts.status.textContent = OUTPUT_STATE[st];
+    }
+    if (parts.shown !== o.text) {
+      const pre = parts.pre;
+      const atEnd = pre.scrollHeight - pre.scrollTop - pre.clientHeight < 24;
+      pre.textContent = o.text;
+      parts.shown = o.text;
+      if (atEnd) pre.scrollTop = pre.scrollHeight;
+    }
+  }
+
   function pendingNode(src) {
     const p = src.p;
     const meta =
@@ -963,12 +1050,25 @@
     approved: "Approved",
     denied: "Denied",
     expired: "Expired",
+    withdrawn: "Withdrawn",
   };
+
+  /* An expired request taken back before anyone answered (protocol: decided_by "stop" or "withdrawn"). */
+  function cardState(c) {
+    const st = ["pending", "approved", "denied", "expired"].includes(c.state) ? c.state : "pending";
+    return st === "expired" && (c.decided_by === "stop" || c.decided_by === "withdrawn") ? "withdrawn" : st;
+  }
+
+  function cardOutcome(c, st) {
+    if (st === "withdrawn") return c.decided_by === "stop" ? "Withdrawn: the turn was stopped; not run" : "Withdrawn: not run";
+    const by = c.decided_by === "timeout" ? ": nobody answered in time" : c.decided_by ? ` by ${c.decided_by}` : "";
+    return `${OUTCOME[st]}${by}`;
+  }
 
   function confirmationNode(src) {
     const c = src.c;
     const id = String(c.id);
-    const st = ["pending", "approved", "denied", "expired"].includes(c.state) ? c.state : "pending";
+    const st = cardState(c);
     const tool = typeof c.tool === "string" ? c.tool : "tool";
     let argsText;
     try {
@@ -1010,8 +1110,7 @@
         ),
       );
     } else {
-      const by = c.decided_by === "timeout" ? ": nobody answered in time" : c.decided_by ? ` by ${c.decided_by}` : "";
-      parts.push(h("p", { class: `outcome ${st}`, "data-testid": "outcome", text: `${OUTCOME[st]}${by}` }));
+      parts.push(h("p", { class: `outcome ${st}`, "data-testid": "outcome", text: cardOutcome(c, st) }));
     }
     const node = h("article", { class: `card confirm ${st}`, "data-testid": "confirmation", "data-id": id, "data-state": st, role: "group", "aria-label": `${st === "pending" ? "Approval needed" : OUTCOME[st]}: ${tool}` }, parts);
     node.hearthCountdown = st === "pending" ? { el: countdown, at: Number(c.expires_at_ms) } : null;
@@ -1417,6 +1516,7 @@
     ui.form = document.getElementById("composer-form");
     ui.composer = document.querySelector('[data-testid="composer"]');
     ui.send = document.querySelector('[data-testid="send"]');
+    ui.stop = document.querySelector('[data-testid="stop"]');
     ui.attach = document.querySelector('[data-testid="attach"]');
     ui.record = document.querySelector('[data-testid="record"]');
     ui.chips = document.getElementById("chips");
@@ -1432,6 +1532,7 @@
       submit();
     });
     ui.composer.addEventListener("input", autoGrow);
+    ui.stop.addEventListener("click", stopTurn);
     ui.attach.addEventListener("change", () => {
       addFiles(ui.attach.files);
       ui.attach.value = "";

@@ -8,6 +8,10 @@
 //! the background still holds the pipes open, the call waits one more
 //! second, then kills the group and says so: long-running work belongs in
 //! `process_start`.
+//!
+//! The same `poll` watches the call's stop flag (the host's `tool.cancel`),
+//! which kills the group as the deadline does, and lets the output out to
+//! the owner as it comes ([`Live`]).
 
 use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -16,11 +20,13 @@ use std::process::{Child, ChildStderr, ChildStdout, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 use hearth_sdk::PluginError;
+use hearth_sdk::calls::Stop;
 use hearth_sdk::floor::Prepared;
 use hearth_sdk::protocol::Floor;
 use serde_json::{Map, Value};
 
 use crate::Shell;
+use crate::live::Live;
 use crate::output::{Capture, Limits, Stream};
 use crate::spawn::{self, Grouping, Launcher};
 use hearth_sdk::args::Args;
@@ -48,11 +54,21 @@ pub struct Request<'a> {
     pub floor: Option<&'a Prepared>,
 }
 
+/// What watches a command besides its deadline.
+#[derive(Default)]
+pub struct Watching<'a> {
+    /// Set when the host asks to stop the call: the group is killed.
+    pub stop: Option<&'a Stop>,
+    /// Where its output is shown while it runs.
+    pub live: Option<Live<'a>>,
+}
+
 /// The tool: checks the arguments and runs the command.
 pub fn shell_exec(
     shell: &Shell,
     args: &Value,
     floor: Option<&Floor>,
+    watching: Watching<'_>,
 ) -> Result<Value, PluginError> {
     let args = Args::new(args, &["command", "cwd", "timeout_s", "env"])?;
     let command = args.text("command")?;
@@ -72,19 +88,21 @@ pub fn shell_exec(
             env: &env,
             floor: floor.as_deref(),
         },
+        watching,
     )
 }
 
 /// Runs `request` and returns the tool's result: `exit_code`, `signal`,
 /// `stdout`, `stderr`, `duration_ms`, `timed_out`, `truncated` (then
 /// `total` and `log`), `confined` in development mode, `floor` under the
-/// kernel floor, and `note` when
+/// kernel floor, `cancelled` when the host stopped it, and `note` when
 /// background processes were killed.
 pub fn run(
     launcher: &Launcher,
     limits: Limits,
     log_dir: &Path,
     request: &Request,
+    mut watching: Watching<'_>,
 ) -> Result<Value, PluginError> {
     let started = Instant::now();
     let mut child = launcher
@@ -106,7 +124,12 @@ pub fn run(
             ))
         })?;
     let mut capture = Capture::new(limits, log_dir);
-    let ending = match watch(&mut child, &mut capture, started + request.timeout) {
+    let deadline = started + request.timeout;
+    let watched = watch(&mut child, &mut capture, deadline, &mut watching);
+    if let Some(live) = watching.live.take() {
+        live.finish();
+    }
+    let ending = match watched {
         Ok(ending) => ending,
         Err(e) => {
             // Nothing is left running, or behind as a zombie.
@@ -136,6 +159,9 @@ pub fn run(
         (started.elapsed().as_millis() as u64).into(),
     );
     result.insert("timed_out".into(), ending.timed_out.into());
+    if ending.cancelled {
+        result.insert("cancelled".into(), true.into());
+    }
     if let Some(confined) = launcher.confined() {
         result.insert("confined".into(), confined.into());
     }
@@ -162,17 +188,21 @@ struct Ending {
     status: Option<ExitStatus>,
     /// The deadline passed and the group was killed.
     timed_out: bool,
+    /// The host stopped the call and the group was killed.
+    cancelled: bool,
     /// Background processes held the pipes after the shell exited and were
     /// killed.
     lingered: bool,
 }
 
-/// Reads both pipes into `capture` until they close and the shell exits,
-/// killing the process group at `deadline`.
+/// Reads both pipes into `capture` (and the live view) until they close
+/// and the shell exits, killing the process group at `deadline` or when
+/// the call is stopped.
 fn watch(
     child: &mut Child,
     capture: &mut Capture,
     deadline: Instant,
+    watching: &mut Watching<'_>,
 ) -> Result<Ending, PluginError> {
     let pgid = child.id() as i32;
     let mut stdout: Option<ChildStdout> = child.stdout.take();
@@ -181,10 +211,11 @@ fn watch(
     let mut ending = Ending {
         status: None,
         timed_out: false,
+        cancelled: false,
         lingered: false,
     };
-    // After the kill at the deadline, or once the shell has exited: how
-    // long the pipes may stay open.
+    // After the kill at the deadline or the stop, or once the shell has
+    // exited: how long the pipes may stay open.
     let mut grace_until: Option<Instant> = None;
     let mut buffer = vec![0u8; 64 * 1024];
     loop {
@@ -196,12 +227,18 @@ fn watch(
             return Ok(ending);
         }
         let now = Instant::now();
+        if !ending.cancelled && grace_until.is_none() && watching.stop.is_some_and(Stop::is_set) {
+            kill_group(pgid);
+            ending.cancelled = true;
+            grace_until = Some(now + LINGER);
+        }
         if ending.status.is_some() && grace_until.is_none() {
             grace_until = Some(now + LINGER);
         }
         if let Some(until) = grace_until {
             if now >= until {
-                if ending.status.is_some() && !ending.timed_out && pipes_open {
+                let ours_to_end = !ending.timed_out && !ending.cancelled;
+                if ending.status.is_some() && ours_to_end && pipes_open {
                     ending.lingered = true;
                     kill_group(pgid);
                 }
@@ -213,13 +250,26 @@ fn watch(
             grace_until = Some(now + LINGER);
             continue;
         }
-        let wake = grace_until.unwrap_or(deadline);
+        let mut wake = grace_until.unwrap_or(deadline);
+        if let Some(due) = watching.live.as_ref().and_then(Live::next_due) {
+            wake = wake.min(due);
+        }
         let mut wait_ms = wake.saturating_duration_since(now).as_millis().min(60_000) as i32 + 1;
+        let stop_fd = match watching.stop {
+            Some(stop) if !ending.cancelled => {
+                if stop.fd().is_none() {
+                    // No eventfd: look at the flag now and then.
+                    wait_ms = wait_ms.min(TICK_MS);
+                }
+                stop.fd()
+            }
+            _ => None,
+        };
         if ending.status.is_none() && exit_fd.is_none() {
             // No pidfd (old kernel): look at the child now and then.
             wait_ms = wait_ms.min(TICK_MS);
         }
-        let mut fds = Vec::with_capacity(3);
+        let mut fds = Vec::with_capacity(4);
         if let Some(out) = &stdout {
             fds.push(pollfd(out.as_raw_fd()));
         }
@@ -233,6 +283,9 @@ fn watch(
             }
             _ => false,
         };
+        if let Some(fd) = stop_fd {
+            fds.push(pollfd(fd));
+        }
         // SAFETY: `fds` is a valid array of pollfd for its length.
         let ready = unsafe { libc::poll(fds.as_mut_ptr(), fds.len() as libc::nfds_t, wait_ms) };
         if ready < 0 {
@@ -245,48 +298,68 @@ fn watch(
             )));
         }
         let mut slot = 0;
+        let live = &mut watching.live;
+        let mut output = Reading {
+            capture: &mut *capture,
+            buffer: &mut buffer,
+        };
         if stdout.is_some() {
-            if fds[slot].revents != 0 && !pump(&mut stdout, &mut buffer, capture, Stream::Stdout) {
+            if fds[slot].revents != 0 && !output.pump(&mut stdout, Stream::Stdout, live) {
                 stdout = None;
             }
             slot += 1;
         }
         if stderr.is_some() {
-            if fds[slot].revents != 0 && !pump(&mut stderr, &mut buffer, capture, Stream::Stderr) {
+            if fds[slot].revents != 0 && !output.pump(&mut stderr, Stream::Stderr, live) {
                 stderr = None;
             }
             slot += 1;
         }
+        // A stop is seen at the top of the loop; its fd only wakes the poll.
         if exit_watched && fds[slot].revents != 0 {
             ending.status = child.try_wait().map_err(wait_error)?;
+        }
+        if let Some(live) = live {
+            live.flush();
+        }
+    }
+}
+
+/// Where what a pipe gives goes.
+struct Reading<'a> {
+    capture: &'a mut Capture,
+    buffer: &'a mut [u8],
+}
+
+impl Reading<'_> {
+    /// Reads once from a ready pipe into the capture and the live view;
+    /// false at its end (or on an error, which ends it too).
+    fn pump<R: Read>(
+        &mut self,
+        pipe: &mut Option<R>,
+        stream: Stream,
+        live: &mut Option<Live<'_>>,
+    ) -> bool {
+        let Some(reader) = pipe else { return false };
+        loop {
+            return match reader.read(self.buffer) {
+                Ok(0) => false,
+                Ok(n) => {
+                    self.capture.push(stream, &self.buffer[..n]);
+                    if let Some(live) = live {
+                        live.push(stream, &self.buffer[..n]);
+                    }
+                    true
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                Err(_) => false,
+            };
         }
     }
 }
 
 /// How often a child without a pidfd is looked at.
 const TICK_MS: i32 = 20;
-
-/// Reads once from a ready pipe; false at its end (or on an error, which
-/// ends it too).
-fn pump<R: Read>(
-    pipe: &mut Option<R>,
-    buffer: &mut [u8],
-    capture: &mut Capture,
-    stream: Stream,
-) -> bool {
-    let Some(reader) = pipe else { return false };
-    loop {
-        return match reader.read(buffer) {
-            Ok(0) => false,
-            Ok(n) => {
-                capture.push(stream, &buffer[..n]);
-                true
-            }
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(_) => false,
-        };
-    }
-}
 
 fn pollfd(fd: i32) -> libc::pollfd {
     libc::pollfd {

@@ -8,7 +8,13 @@
 //! - `process_stop` (write): SIGTERM to its group, SIGKILL after 5 s;
 //! - `process_status` (read): one or all, alive or not judged by pid and
 //!   start time, so it holds across daemon restarts;
-//! - `process_logs` (read): the end of a process's stdout or stderr.
+//! - `process_logs` (read): the end of a process's stdout or stderr, after
+//!   following it for `follow_s` seconds when asked.
+//!
+//! A call the host names (`call_id`, in a turn) can be stopped
+//! (`tool.cancel`: `shell_exec` kills its process group, a followed log
+//! stops being followed), and its output is shown live through
+//! `tool.output` ([`live`]).
 //!
 //! A background process started by this daemon run that fails on its own
 //! is reported to the agent through `agent.notify`. Whether a command may
@@ -27,6 +33,8 @@
 pub mod confine;
 pub mod exec;
 pub mod floor;
+pub mod follow;
+pub mod live;
 pub mod meta;
 pub mod output;
 pub mod processes;
@@ -36,7 +44,8 @@ pub mod tail;
 
 use std::path::PathBuf;
 
-use hearth_sdk::protocol::{Description, Floor, Risk, Targets, ToolSpec, service};
+use hearth_sdk::calls::Calls;
+use hearth_sdk::protocol::{Description, Floor, Risk, Targets, ToolCall, ToolSpec, service};
 use hearth_sdk::{Host, Plugin, PluginError, parse_args};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -62,6 +71,10 @@ pub struct Shell {
     pub limits: Limits,
     /// The background processes.
     pub processes: Processes,
+    /// The calls running now, which the host may stop.
+    pub calls: Calls,
+    /// Where live output goes (`tool.output`), when the host takes it.
+    pub live: Option<Box<live::SendOutput>>,
 }
 
 /// What a [`Shell`] is built from.
@@ -74,6 +87,9 @@ pub struct Setup {
     pub config: Config,
     /// How exit notices reach the agent.
     pub notify: Notify,
+    /// Where the live output of a call the host names goes; `None` shows
+    /// nothing.
+    pub live: Option<Box<live::SendOutput>>,
 }
 
 /// Config table `[plugins.shell]`.
@@ -125,6 +141,8 @@ impl Shell {
             launcher,
             limits,
             processes,
+            calls: Calls::default(),
+            live: setup.live,
         })
     }
 
@@ -140,14 +158,40 @@ impl Shell {
         args: &Value,
         floor: Option<&Floor>,
     ) -> Result<Value, PluginError> {
+        self.call_as(tool, args, floor, None)
+    }
+
+    /// Runs one tool as the call `call_id`, when the host named one: the
+    /// host can stop it ([`Shell::cancel`]) and its output is shown live.
+    pub fn call_as(
+        &self,
+        tool: &str,
+        args: &Value,
+        floor: Option<&Floor>,
+        call_id: Option<&str>,
+    ) -> Result<Value, PluginError> {
+        let running = self.calls.start(call_id);
+        let watching = || exec::Watching {
+            stop: Some(running.stop()),
+            live: self
+                .live
+                .as_deref()
+                .zip(call_id)
+                .map(|(send, id)| live::Live::new(send, id)),
+        };
         match tool {
-            "shell_exec" => exec::shell_exec(self, args, floor),
+            "shell_exec" => exec::shell_exec(self, args, floor, watching()),
             "process_start" => self.processes.start(&self.launcher, args, floor),
             "process_stop" => self.processes.stop(args),
             "process_status" => self.processes.status(args),
-            "process_logs" => self.processes.logs(args),
+            "process_logs" => self.processes.logs(args, watching()),
             other => Err(PluginError::Unsupported(format!("no tool {other:?}"))),
         }
+    }
+
+    /// Stops the running call `call_id`; whether it was running.
+    pub fn cancel(&self, call_id: &str) -> bool {
+        self.calls.cancel(call_id)
     }
 }
 
@@ -171,6 +215,7 @@ impl Plugin for Shell {
             confine_to: info.confine_to,
             config,
             notify,
+            live: Some(Box::new(move |output| host.tool_output(output))),
         })
     }
 
@@ -192,6 +237,19 @@ impl Plugin for Shell {
         floor: Option<Floor>,
     ) -> Result<Value, PluginError> {
         self.call_floored(tool, &args, floor.as_ref())
+    }
+
+    fn run_call(&self, call: ToolCall) -> Result<Value, PluginError> {
+        self.call_as(
+            &call.tool,
+            &call.args,
+            call.floor.as_ref(),
+            call.call_id.as_deref(),
+        )
+    }
+
+    fn cancel_call(&self, call_id: &str) -> Result<bool, PluginError> {
+        Ok(self.cancel(call_id))
     }
 
     fn shutdown(&self) {
@@ -307,7 +365,9 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
             "process_logs",
             format!(
                 "The last lines of a background process's stdout or stderr: {{text, lines, \
-                 earlier (more before), size, path}}. lines defaults to {} (at most {}).",
+                 earlier (more before), size, path}}. lines defaults to {} (at most {}). With \
+                 follow_s, waits that long for more output first (the owner watches it live), \
+                 or until the process ends; `followed` then says how many bytes came.",
                 processes::DEFAULT_LOG_LINES,
                 processes::MAX_LOG_LINES
             ),
@@ -317,6 +377,9 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
                 "id": id,
                 "stream": { "enum": ["stdout", "stderr"] },
                 "lines": { "type": "integer", "minimum": 1, "maximum": processes::MAX_LOG_LINES },
+                "follow_s": { "type": "integer", "minimum": 1, "maximum": follow::MAX_FOLLOW_S,
+                              "description": "Follow the log this many seconds first (like tail -f; \
+                                              ends early when the process does), then answer." },
             }),
             &["id"],
         ),

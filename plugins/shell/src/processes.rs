@@ -22,7 +22,10 @@ use hearth_sdk::PluginError;
 use hearth_sdk::protocol::{Floor, Notice};
 use serde_json::{Value, json};
 
+use crate::exec::Watching;
+use crate::follow;
 use crate::meta::{self, Meta, Status};
+use crate::output::Stream;
 use crate::reaper::Reaper;
 use crate::spawn::{self, Grouping, Launcher};
 use crate::tail;
@@ -229,9 +232,11 @@ impl Processes {
         Ok(json!({ "processes": listed }))
     }
 
-    /// `process_logs`: the last lines of a process's stdout or stderr.
-    pub fn logs(&self, args: &Value) -> Result<Value, PluginError> {
-        let args = Args::new(args, &["id", "stream", "lines"])?;
+    /// `process_logs`: the last lines of a process's stdout or stderr;
+    /// with `follow_s`, after following the log that long (or until the
+    /// process ends, or the call is stopped), its new bytes shown live.
+    pub fn logs(&self, args: &Value, mut watching: Watching<'_>) -> Result<Value, PluginError> {
+        let args = Args::new(args, &["id", "stream", "lines", "follow_s"])?;
         let id = process_id(&args)?;
         let stream = match args.opt_text("stream")? {
             None | Some("stdout") => "stdout",
@@ -244,15 +249,45 @@ impl Processes {
             }
         };
         let lines = args.u64_in("lines", 1, MAX_LOG_LINES, DEFAULT_LOG_LINES)?;
-        let record = self.state.refreshed(id)?;
+        let follow_s = args.u64_in("follow_s", 1, follow::MAX_FOLLOW_S, 0)?;
+        let mut record = self.state.refreshed(id)?;
         let path = if stream == "stdout" {
-            &record.stdout
+            record.stdout.clone()
         } else {
-            &record.stderr
+            record.stderr.clone()
         };
-        let tail = tail::tail(Path::new(path), lines as usize, MAX_LOG_BYTES)
+        let mut followed = None;
+        if follow_s > 0 && record.is_alive() {
+            let kind = if stream == "stdout" {
+                Stream::Stdout
+            } else {
+                Stream::Stderr
+            };
+            let until = Instant::now() + Duration::from_secs(follow_s);
+            let alive = || self.state.refreshed(id).is_ok_and(|r| r.is_alive());
+            let seen = follow::follow(
+                Path::new(&path),
+                kind,
+                until,
+                watching.stop,
+                &mut watching.live,
+                alive,
+            );
+            if let Some(live) = watching.live.take() {
+                live.finish();
+            }
+            let seen =
+                seen.map_err(|e| PluginError::failed(format!("cannot follow {path}: {e}")))?;
+            followed = Some(json!({
+                "ms": seen.duration.as_millis() as u64,
+                "bytes": seen.bytes,
+                "ended": seen.ended.as_str(),
+            }));
+            record = self.state.refreshed(id)?;
+        }
+        let tail = tail::tail(Path::new(&path), lines as usize, MAX_LOG_BYTES)
             .map_err(|e| PluginError::failed(format!("cannot read {path}: {e}")))?;
-        Ok(json!({
+        let mut result = json!({
             "id": id,
             "stream": stream,
             "path": path,
@@ -262,7 +297,11 @@ impl Processes {
             "size": tail.size,
             "status": record.status,
             "alive": record.is_alive(),
-        }))
+        });
+        if let Some(followed) = followed {
+            result["followed"] = followed;
+        }
+        Ok(result)
     }
 
     /// Stops the reaper; the processes keep running.

@@ -145,8 +145,11 @@ pub fn card(request: &ConfirmationRequest, code: &str) -> (String, Vec<Style>) {
     (text, styles)
 }
 
-/// The line sent once a request is decided.
-pub fn outcome(state: ConfirmationState, tool: &str, code: &str) -> String {
+/// The line sent once a request is decided (by `by`).
+pub fn outcome(state: ConfirmationState, by: &str, tool: &str, code: &str) -> String {
+    if state.withdrawn(by) {
+        return format!("Withdrawn: {tool} [{code}] (not run; the request was taken back)");
+    }
     match state {
         ConfirmationState::Approved => format!("Approved: {tool} [{code}]"),
         ConfirmationState::Denied => format!("Denied: {tool} [{code}]"),

@@ -241,12 +241,18 @@ impl Plugin for Signal {
         match event {
             ChannelEvent::Status { busy, .. } => core.typing.set_busy(busy),
             ChannelEvent::Confirmation(request) => show(core, &request)?,
-            ChannelEvent::ConfirmationDecided { id, state, .. } => decided(core, &id, state)?,
+            ChannelEvent::ConfirmationDecided {
+                id,
+                state,
+                decided_by,
+            } => decided(core, &id, state, &decided_by)?,
             // The final reply comes through `send`; Signal cannot edit a
-            // message as it grows.
+            // message as it grows. Tool output is not asked for (no
+            // `tool_output`): "typing…" stays up while a tool runs.
             ChannelEvent::Delta { .. }
             | ChannelEvent::DeltaReset { .. }
-            | ChannelEvent::Schedule { .. } => {}
+            | ChannelEvent::Schedule { .. }
+            | ChannelEvent::ToolOutput { .. } => {}
         }
         Ok(())
     }
@@ -284,9 +290,9 @@ fn show(core: &Core, request: &ConfirmationRequest) -> Result<(), PluginError> {
 }
 
 /// Tells the owner how a request shown here ended.
-fn decided(core: &Core, id: &str, state: ConfirmationState) -> Result<(), PluginError> {
+fn decided(core: &Core, id: &str, state: ConfirmationState, by: &str) -> Result<(), PluginError> {
     match core.confirmations.decided(id) {
-        Some((code, tool)) => core.tell_owner(&confirm::outcome(state, &tool, &code), &[]),
+        Some((code, tool)) => core.tell_owner(&confirm::outcome(state, by, &tool, &code), &[]),
         None => Ok(()),
     }
 }

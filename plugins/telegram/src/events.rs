@@ -12,7 +12,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_sdk::protocol::{ChannelEvent, ConfirmationRequest, ConfirmationState};
+use hearth_sdk::protocol::{ChannelEvent, ConfirmationRequest, ConfirmationState, DECIDED_BY_STOP};
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
@@ -56,9 +56,12 @@ pub async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver<Channe
             }
             // The final reply comes through `send`; Telegram shows no
             // streamed text, and the schedule only when asked (/schedule).
+            // Tool output is not asked for (the channel does not set
+            // `tool_output`): "typing…" stays up while the tool runs.
             ChannelEvent::Delta { .. }
             | ChannelEvent::DeltaReset { .. }
-            | ChannelEvent::Schedule { .. } => {}
+            | ChannelEvent::Schedule { .. }
+            | ChannelEvent::ToolOutput { .. } => {}
         }
     }
     if let Some(ticker) = typing {
@@ -97,16 +100,13 @@ async fn show(shared: &Shared, request: &ConfirmationRequest) -> Vec<Card> {
 }
 
 async fn settle(shared: &Shared, card: &Card, state: ConfirmationState, by: &str) {
-    let outcome = match state {
-        ConfirmationState::Approved => "✅ <b>Approved</b>",
-        ConfirmationState::Denied => "❌ <b>Denied</b>",
-        ConfirmationState::Expired => "⌛ <b>Expired</b> (not run)",
-        ConfirmationState::Pending => return,
+    let Some(outcome) = outcome_html(state, by) else {
+        return;
     };
     let params = json!({
         "chat_id": card.chat,
         "message_id": card.message_id,
-        "text": format!("{}\n\n{outcome} by {}", card.html, escape(by)),
+        "text": format!("{}\n\n{outcome}", card.html),
         "parse_mode": "HTML",
         "reply_markup": { "inline_keyboard": [] },
     });
@@ -116,6 +116,25 @@ async fn settle(shared: &Shared, card: &Card, state: ConfirmationState, by: &str
             "cannot mark a confirmation card decided: {e}"
         );
     }
+}
+
+/// The line a decided card ends with; `None` while pending.
+pub fn outcome_html(state: ConfirmationState, by: &str) -> Option<String> {
+    if state.withdrawn(by) {
+        let why = if by == DECIDED_BY_STOP {
+            "the turn was stopped"
+        } else {
+            "the request was taken back"
+        };
+        return Some(format!("🚫 <b>Withdrawn</b> (not run): {why}"));
+    }
+    let outcome = match state {
+        ConfirmationState::Approved => "✅ <b>Approved</b>",
+        ConfirmationState::Denied => "❌ <b>Denied</b>",
+        ConfirmationState::Expired => "⌛ <b>Expired</b> (not run)",
+        ConfirmationState::Pending => return None,
+    };
+    Some(format!("{outcome} by {}", escape(by)))
 }
 
 /// The card: what runs, where, why, until when.

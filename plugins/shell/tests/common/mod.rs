@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hearth_sdk::protocol::Notice;
+use hearth_sdk::protocol::{Notice, ToolOutput};
 use hearth_shell::{Config, Setup, Shell};
 use serde_json::Value;
 
@@ -75,6 +75,7 @@ pub fn instance(
             sink.lock().unwrap().push(notice.clone());
             Ok(())
         }),
+        live: None,
     })
     .expect("shell plugin");
     (shell, notices)
@@ -98,4 +99,34 @@ pub fn alive(pid: i32) -> bool {
 pub fn kill_group(pgid: i32) {
     // SAFETY: kill(2) on a group this test started.
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
+}
+
+/// What an instance showed live, with when each piece came.
+pub type Shown = Arc<Mutex<Vec<(Instant, ToolOutput)>>>;
+
+/// An unconfined instance (production mode) whose live output is recorded
+/// instead of sent to a host.
+pub fn watched() -> (tempfile::TempDir, Shell, Shown) {
+    let home = tempfile::tempdir().expect("temp home");
+    let shown: Shown = Arc::default();
+    let sink = Arc::clone(&shown);
+    let shell = Shell::new(Setup {
+        home: home.path().to_owned(),
+        confine_to: Vec::new(),
+        config: Config::default(),
+        notify: Box::new(|_: &Notice| Ok(())),
+        live: Some(Box::new(move |piece: &ToolOutput| {
+            sink.lock().unwrap().push((Instant::now(), piece.clone()));
+            Ok(())
+        })),
+    })
+    .expect("shell plugin");
+    (home, shell, shown)
+}
+
+/// Whether the process group `pgid` is gone (kill(-pgid, 0) says ESRCH).
+pub fn group_gone(pgid: i32) -> bool {
+    // SAFETY: signal 0 sends nothing; it only asks whether the group exists.
+    let rc = unsafe { libc::kill(-pgid, 0) };
+    rc == -1 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ESRCH)
 }
