@@ -11,14 +11,12 @@
 //! Needs `node`, Debian's `chromium`, and `npm ci` in `tests/browser`;
 //! `.ci/run` installs all three.
 
-use std::io::{BufRead, BufReader, Write};
-use std::path::Path;
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
+use hearth_tests::browser::Browser;
 use hearth_tests::canvas::Canvas;
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_text_paced, anthropic_tool_use};
-use hearth_tests::{Daemon, Hearth, plugin, probe, target_dir};
+use hearth_tests::{Daemon, Hearth, plugin, probe};
 use serde_json::{Value, json};
 
 /// An 8x8 orange PNG.
@@ -32,23 +30,8 @@ const PIXEL_PNG: [u8; 74] = [
 
 #[test]
 fn the_canvas_works_end_to_end_in_chromium() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned();
-    let browser_dir = root.join("tests/browser");
-    assert!(
-        browser_dir.join("node_modules/playwright-core").is_dir(),
-        "playwright-core is not installed: run `npm ci` in tests/browser (.ci/run does)"
-    );
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        Path::new(&chromium).is_file(),
-        "{chromium} is missing: install Debian's chromium package (.ci/run does)"
-    );
-    let artifacts = target_dir().join("browser-artifacts");
-    let _ = std::fs::remove_dir_all(&artifacts);
-    std::fs::create_dir_all(&artifacts).unwrap();
+    let browser = Browser::new(true);
+    let artifacts = browser.artifacts.clone();
 
     let fake = FakeLlm::start();
     let scratch = tempfile::tempdir().unwrap();
@@ -82,146 +65,115 @@ fn the_canvas_works_end_to_end_in_chromium() {
     let mut daemon = start(&h);
     let canvas = Canvas::of(h.home());
 
-    let mut node = Command::new("node")
-        .arg(browser_dir.join("canvas.test.mjs"))
-        .current_dir(&root)
-        .env("HEARTH_CANVAS_LOGIN", canvas.login_url())
-        .env("HEARTH_CANVAS_BASE", canvas.base())
-        .env("HEARTH_ARTIFACTS", &artifacts)
-        .env("CHROMIUM", &chromium)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit())
-        .spawn()
-        .expect("run node (install Node.js)");
-    let mut to_node = node.stdin.take().unwrap();
-    let from_node = BufReader::new(node.stdout.take().unwrap());
-    for line in from_node.lines().map_while(Result::ok) {
-        let Some(step) = line.strip_prefix("STEP ") else {
-            continue;
-        };
-        let answer = match step {
-            "login" | "done" => Ok(()),
-            "chat" => {
-                let pieces = ["Hello ", "from ", "the ", "fake ", "model", "."];
-                fake.push(anthropic_text_paced(&pieces, Duration::from_millis(150)));
-                Ok(())
-            }
-            "working" => {
-                fake.push(anthropic_tool_use(
-                    None,
-                    "a1",
-                    "send_agent_message",
-                    &json!({ "agent": "researcher", "text": "look into it" }),
-                ));
-                fake.push(anthropic_text("Asked the researcher."));
-                let pieces = ["found ", "it ", "after ", "a ", "while"];
-                fake.push_for(
-                    "You are researcher,",
-                    anthropic_text_paced(&pieces, Duration::from_millis(250)),
-                );
-                fake.push(anthropic_text("The researcher found it."));
-                Ok(())
-            }
-            "upcoming" => {
-                let args = json!({ "action": "add", "kind": "task", "cron": "0 9 * * MON",
+    browser.run("canvas.test.mjs", &canvas, &[], |step| match step {
+        "login" | "done" => Ok(()),
+        "chat" => {
+            let pieces = ["Hello ", "from ", "the ", "fake ", "model", "."];
+            fake.push(anthropic_text_paced(&pieces, Duration::from_millis(150)));
+            Ok(())
+        }
+        "working" => {
+            fake.push(anthropic_tool_use(
+                None,
+                "a1",
+                "send_agent_message",
+                &json!({ "agent": "researcher", "text": "look into it" }),
+            ));
+            fake.push(anthropic_text("Asked the researcher."));
+            let pieces = ["found ", "it ", "after ", "a ", "while"];
+            fake.push_for(
+                "You are researcher,",
+                anthropic_text_paced(&pieces, Duration::from_millis(250)),
+            );
+            fake.push(anthropic_text("The researcher found it."));
+            Ok(())
+        }
+        "upcoming" => {
+            let args = json!({ "action": "add", "kind": "task", "cron": "0 9 * * MON",
                                    "text": "weekly review" });
-                // Development mode asks before every write: the owner has
-                // allowed exactly this call.
-                h.grant("manage_schedule", &args);
-                h.cmd(&["tool", "call", "manage_schedule", &args.to_string()])
-                    .ok();
-                Ok(())
-            }
-            "elements" => {
-                for (n, (id, kind, data)) in elements().into_iter().enumerate() {
-                    let args = json!({ "id": id, "type": kind, "data": data, "title": id });
-                    fake.push(anthropic_tool_use(
-                        None,
-                        &format!("t{n}"),
-                        "canvas_show",
-                        &args,
-                    ));
-                }
-                fake.push(anthropic_text("Done."));
-                Ok(())
-            }
-            "approve" | "deny" => {
-                let marker = if step == "approve" {
-                    "approved"
-                } else {
-                    "denied"
-                };
+            // Development mode asks before every write: the owner has
+            // allowed exactly this call.
+            h.grant("manage_schedule", &args);
+            h.cmd(&["tool", "call", "manage_schedule", &args.to_string()])
+                .ok();
+            Ok(())
+        }
+        "elements" => {
+            for (n, (id, kind, data)) in elements().into_iter().enumerate() {
+                let args = json!({ "id": id, "type": kind, "data": data, "title": id });
                 fake.push(anthropic_tool_use(
                     None,
-                    "x1",
-                    "probe_exec",
-                    &json!({ "marker": marker }),
+                    &format!("t{n}"),
+                    "canvas_show",
+                    &args,
                 ));
-                fake.push(anthropic_text(if step == "approve" {
-                    "Ran it."
-                } else {
-                    "Not run."
-                }));
-                Ok(())
             }
-            "check-approved" => check(
-                std::fs::read_to_string(&exec_log)
-                    .unwrap_or_default()
-                    .contains("approved"),
-                "the approved call did not run",
-            ),
-            "check-denied" => check(
-                !std::fs::read_to_string(&exec_log)
-                    .unwrap_or_default()
-                    .contains("denied"),
-                "the denied call ran",
-            ),
-            "upload" => {
-                fake.push(anthropic_text("Got the file."));
-                Ok(())
-            }
-            "check-upload" => {
-                let prompt = fake
-                    .requests()
-                    .last()
-                    .map(|r| r.body["messages"].to_string());
-                check(
-                    prompt.is_some_and(|p| p.contains("attached content 42")),
-                    "the upload did not reach the model",
-                )
-            }
-            "restart" => {
-                daemon.kill9();
-                daemon = start(&h);
-                Ok(())
-            }
-            "offline" => {
-                fake.push(anthropic_text("While you were away, I tidied up."));
-                let (mut ws, _) = canvas.connect();
-                ws.send(
-                    &json!({ "type": "send", "id": "from-the-test", "text": "tidy up" })
-                        .to_string(),
-                );
-                ws.wait_for(Duration::from_secs(20), |f| f["type"] == "ack");
-                drop(ws);
-                wait_delivered(&h, "While you were away");
-                Ok(())
-            }
-            other => Err(format!("unknown step {other}")),
-        };
-        let reply = match answer {
-            Ok(()) => "OK".to_owned(),
-            Err(why) => format!("FAIL {why}"),
-        };
-        writeln!(to_node, "{reply}").expect("answer the browser script");
-    }
-    let status = node.wait().unwrap();
-    assert!(
-        status.success(),
-        "the browser test failed ({status}); screenshots in {}",
-        artifacts.display()
-    );
+            fake.push(anthropic_text("Done."));
+            Ok(())
+        }
+        "approve" | "deny" => {
+            let marker = if step == "approve" {
+                "approved"
+            } else {
+                "denied"
+            };
+            fake.push(anthropic_tool_use(
+                None,
+                "x1",
+                "probe_exec",
+                &json!({ "marker": marker }),
+            ));
+            fake.push(anthropic_text(if step == "approve" {
+                "Ran it."
+            } else {
+                "Not run."
+            }));
+            Ok(())
+        }
+        "check-approved" => check(
+            std::fs::read_to_string(&exec_log)
+                .unwrap_or_default()
+                .contains("approved"),
+            "the approved call did not run",
+        ),
+        "check-denied" => check(
+            !std::fs::read_to_string(&exec_log)
+                .unwrap_or_default()
+                .contains("denied"),
+            "the denied call ran",
+        ),
+        "upload" => {
+            fake.push(anthropic_text("Got the file."));
+            Ok(())
+        }
+        "check-upload" => {
+            let prompt = fake
+                .requests()
+                .last()
+                .map(|r| r.body["messages"].to_string());
+            check(
+                prompt.is_some_and(|p| p.contains("attached content 42")),
+                "the upload did not reach the model",
+            )
+        }
+        "restart" => {
+            daemon.kill9();
+            daemon = start(&h);
+            Ok(())
+        }
+        "offline" => {
+            fake.push(anthropic_text("While you were away, I tidied up."));
+            let (mut ws, _) = canvas.connect();
+            ws.send(
+                &json!({ "type": "send", "id": "from-the-test", "text": "tidy up" }).to_string(),
+            );
+            ws.wait_for(Duration::from_secs(20), |f| f["type"] == "ack");
+            drop(ws);
+            wait_delivered(&h, "While you were away");
+            Ok(())
+        }
+        other => Err(format!("unknown step {other}")),
+    });
     for id in ["el-markdown", "el-chart-bar", "el-progress"] {
         assert!(
             artifacts.join(format!("element-{id}.png")).is_file(),
@@ -272,18 +224,7 @@ try { out("cookie", `cookie: ${document.cookie}`); } catch (e) { out("cookie", `
 
 #[test]
 fn pages_show_their_queries_and_public_pages_stay_in_their_sandbox_in_chromium() {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned();
-    let browser_dir = root.join("tests/browser");
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    assert!(
-        browser_dir.join("node_modules/playwright-core").is_dir() && Path::new(&chromium).is_file(),
-        "run `npm ci` in tests/browser and install Debian's chromium (.ci/run does)"
-    );
-    let artifacts = target_dir().join("browser-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
+    let browser = Browser::new(false);
     let h = Hearth::with_plugins(
         &[plugin("canvas")],
         &format!("[plugins.canvas]\nlisten = \"127.0.0.1:{}\"\n", free_port()),
@@ -313,21 +254,9 @@ fn pages_show_their_queries_and_public_pages_stay_in_their_sandbox_in_chromium()
         json!({ "action": "create", "path": "open/board", "content": PUBLIC_PAGE, "public": true,
                 "queries": { "all": "SELECT name FROM item" } }),
     );
-    let status = Command::new("node")
-        .arg(browser_dir.join("pages.test.mjs"))
-        .current_dir(&root)
-        .env("HEARTH_CANVAS_LOGIN", canvas.login_url())
-        .env("HEARTH_CANVAS_BASE", canvas.base())
-        .env("HEARTH_ARTIFACTS", &artifacts)
-        .env("CHROMIUM", &chromium)
-        .stdin(Stdio::null())
-        .status()
-        .expect("run node (install Node.js)");
-    assert!(
-        status.success(),
-        "the pages browser test failed ({status}); screenshots in {}",
-        artifacts.display()
-    );
+    browser.run("pages.test.mjs", &canvas, &[], |step| {
+        Err(format!("the pages script has no step {step}"))
+    });
 }
 
 fn start(h: &Hearth) -> Daemon {

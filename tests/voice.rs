@@ -3,9 +3,12 @@
 //! (`support/fake_speech.rs`), and real audio made at test time with
 //! espeak-ng, opusenc and ffmpeg, checked with ffprobe and opusinfo.
 
+use std::ffi::OsStr;
+
 use std::time::{Duration, Instant};
 
 use hearth_tests::audio::{self, Probe};
+use hearth_tests::browser::Browser;
 use hearth_tests::canvas::{self, Canvas};
 use hearth_tests::fake_llm::{FakeLlm, Reply, anthropic_text, anthropic_tool_use};
 use hearth_tests::fake_signal::FakeSignal;
@@ -568,18 +571,7 @@ fn a_canvas_recording_is_transcribed_and_its_transcript_is_in_the_history() {
 
 #[test]
 fn the_canvas_record_button_sends_a_voice_message_in_chromium() {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
-        .parent()
-        .unwrap()
-        .to_owned();
-    let browser_dir = root.join("tests/browser");
-    assert!(
-        browser_dir.join("node_modules/playwright-core").is_dir(),
-        "playwright-core is not installed: run `npm ci` in tests/browser (.ci/run does)"
-    );
-    let chromium = std::env::var("CHROMIUM").unwrap_or_else(|_| "/usr/bin/chromium".into());
-    let artifacts = hearth_tests::target_dir().join("browser-artifacts");
-    std::fs::create_dir_all(&artifacts).unwrap();
+    let browser = Browser::new(false);
     let said = "please water the plants";
     let speech = FakeSpeech::start();
     speech.push_transcript(said);
@@ -600,19 +592,14 @@ fn the_canvas_record_button_sends_a_voice_message_in_chromium() {
     let microphone = tempfile::NamedTempFile::with_suffix(".wav").unwrap();
     std::fs::write(microphone.path(), audio::speech_wav(said)).unwrap();
 
-    let status = std::process::Command::new("node")
-        .arg(browser_dir.join("voice.test.mjs"))
-        .current_dir(&root)
-        .env("HEARTH_CANVAS_LOGIN", canvas.login_url())
-        .env("HEARTH_CANVAS_BASE", canvas.base())
-        .env("HEARTH_ARTIFACTS", &artifacts)
-        .env("CHROMIUM", &chromium)
-        .env("HEARTH_FAKE_AUDIO", microphone.path())
-        .env("HEARTH_TRANSCRIPT", said)
-        .env("HEARTH_REPLY", "I will water them.")
-        .status()
-        .expect("run node (install Node.js)");
-    assert!(status.success(), "the browser test failed: {status}");
+    let env: [(&str, &OsStr); 3] = [
+        ("HEARTH_FAKE_AUDIO", microphone.path().as_os_str()),
+        ("HEARTH_TRANSCRIPT", said.as_ref()),
+        ("HEARTH_REPLY", "I will water them.".as_ref()),
+    ];
+    browser.run("voice.test.mjs", &canvas, &env, |step| {
+        Err(format!("the voice script has no step {step}"))
+    });
 
     // What the browser recorded is real audio: Opus in WebM, as long as
     // the recording was.
