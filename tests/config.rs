@@ -5,7 +5,7 @@ use hearth_tests::Hearth;
 
 #[test]
 fn bad_configs_are_refused_with_the_key_and_line() {
-    let cases: [(&str, &[&str]); 19] = [
+    let cases: [(&str, &[&str]); 24] = [
         ("colour = \"red\"\n", &["line 1", "colour"]),
         (
             "[llm]\nprovider = \"gpt\"\nmodel = \"m\"\n",
@@ -58,6 +58,26 @@ fn bad_configs_are_refused_with_the_key_and_line() {
             &["daemon.queue_capacity", "at least 1"],
         ),
         ("home = \"a\"\nhome = \"b\"\n", &["line 2", "duplicate key"]),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n[llm.cheap]\nmodle = \"x\"\n",
+            &["line 5", "modle"],
+        ),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n[llm.cheap]\nmodel = \"\"\n",
+            &["llm.cheap.model", "empty"],
+        ),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n[llm.cheap]\nmodel = \"c\"\ntimeout_ms = 5\n",
+            &["llm.cheap.timeout_ms", "1000 to 600000"],
+        ),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n[llm.cheap]\nmodel = \"c\"\ninput_chars = 10\n",
+            &["llm.cheap.input_chars", "1000 to 1000000"],
+        ),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n[llm.cheap]\nmodel = \"c\"\nbase_url = \"x\"\n",
+            &["llm.cheap.base_url", "http://"],
+        ),
     ];
     for (text, expected) in cases {
         let h = Hearth::exact(text);

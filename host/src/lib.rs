@@ -24,6 +24,7 @@ pub mod scripting;
 pub mod secrets;
 pub mod speech;
 pub mod store;
+pub mod summary;
 pub mod tls;
 pub mod tools;
 pub mod usage;

@@ -26,6 +26,7 @@ use crate::scheduler::{Clock, Jobs, Scheduler};
 use crate::scripting::{Scripts, ScriptsError};
 use crate::secrets::Secrets;
 use crate::store::{self, Store, StoreError};
+use crate::summary::Summaries;
 use crate::tools::{BuiltinContext, KnowledgeTools, PeopleTools, ScheduleTools, ToolRegistry};
 use crate::usage::{Meter, Settings};
 use crate::workshop::Workshop;
@@ -66,6 +67,9 @@ pub struct Runtime {
     pub secrets: Arc<Secrets>,
     /// Every model call's tokens, and the budgets.
     pub usage: Arc<Meter>,
+    /// Summaries of long output by the cheap model (connected by the
+    /// daemon's services).
+    pub summaries: Arc<Summaries>,
 }
 
 /// Why hearth could not start.
@@ -146,6 +150,8 @@ impl Runtime {
                 .map(|p| p.display().to_string())
                 .collect(),
             serving: daemon,
+            // `model.summarize` answers only in the daemon, with a cheap model.
+            summaries: daemon && cheap_model(&config).is_some(),
         };
         // Every cold path takes turns on one connection (store::Cold).
         let cold = store::Cold::open(&db)?;
@@ -156,6 +162,10 @@ impl Runtime {
             Meter::open(cold.clone(), Settings::from_config(&config))
                 .map_err(StoreError::Sqlite)?,
         );
+        let summaries = Arc::new(Summaries::new(
+            daemon.then(|| cheap_model(&config)).flatten(),
+            Arc::clone(&usage),
+        ));
         let router = Arc::new(Router::new(Gate::new(
             config.owner.clone(),
             Some(Arc::clone(&people)),
@@ -165,7 +175,10 @@ impl Runtime {
         let bridge = Bridge::start(
             store::open_connection(&db)?,
             cold.clone(),
-            Arc::clone(&workshop),
+            crate::plugins::Served {
+                workshop: Arc::clone(&workshop),
+                summaries: Arc::clone(&summaries),
+            },
             Arc::clone(&router),
             config.daemon.queue_capacity,
             Duration::from_millis(config.daemon.queue_wait_ms),
@@ -255,6 +268,7 @@ impl Runtime {
                     workers: Arc::new(Workers::new(
                         cold.clone(),
                         Arc::clone(&usage),
+                        Arc::clone(&summaries),
                         WorkerLimits {
                             timeout: Duration::from_millis(config.agent.worker_timeout_ms),
                             max_result_chars: config.agent.worker_result_chars,
@@ -314,6 +328,7 @@ impl Runtime {
             identity,
             secrets,
             usage,
+            summaries,
         })
     }
 
@@ -404,4 +419,13 @@ pub fn create_home(home: &Path) -> Result<(), StartError> {
         .mode(0o700)
         .create(home)
         .map_err(err)
+}
+
+/// `[llm.cheap]`, if the config has one.
+fn cheap_model(config: &Config) -> Option<crate::config::CheapConfig> {
+    config
+        .llm
+        .as_ref()
+        .and_then(|llm| llm.cheap.as_deref())
+        .cloned()
 }

@@ -64,11 +64,18 @@ extern "C" {
 /* Stop a running call, {"call_id": "..."} (docs/plugins.md). A plugin that
  * cannot answers HEARTH_UNSUPPORTED, as for any method it does not know. */
 #define HEARTH_METHOD_TOOL_CANCEL "tool.cancel"
+/* The health of the parts a plugin runs, answered {"parts": [...]}
+ * (docs/plugins.md); HEARTH_UNSUPPORTED when it has none to report. */
+#define HEARTH_METHOD_PLUGIN_STATUS "plugin.status"
 
 /* Services for HearthHostApi.call that a tool plugin may use. */
 #define HEARTH_SERVICE_HOST_INFO "host.info"
 /* A piece of a running call's live output (docs/plugins.md). */
 #define HEARTH_SERVICE_TOOL_OUTPUT "tool.output"
+/* The plugin's whole tool list from now on, {"tools": [...]} (docs/plugins.md). */
+#define HEARTH_SERVICE_TOOLS_SET "tools.set"
+/* A summary of long output by the owner's cheap model (docs/plugins.md). */
+#define HEARTH_SERVICE_MODEL_SUMMARIZE "model.summarize"
 
 /* Borrowed UTF-8 bytes; not NUL-terminated. */
 typedef struct HearthStr {

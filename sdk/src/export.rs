@@ -153,6 +153,10 @@ unsafe extern "C" fn invoke<P: Plugin>(
                 serde_json::to_vec(&protocol::CancelAnswer { cancelled })
                     .map_err(|e| PluginError::failed(e.to_string()))
             }
+            m if m == method::PLUGIN_STATUS.as_bytes() => {
+                let status = plugin.status()?;
+                serde_json::to_vec(&status).map_err(|e| PluginError::failed(e.to_string()))
+            }
             m if m == method::CHANNEL_SEND.as_bytes() => {
                 let message: protocol::OutboundMessage = parse_payload(payload)?;
                 let receipt = plugin.send(message)?;

@@ -5,7 +5,9 @@ use std::ffi::c_void;
 use serde_json::Value;
 
 use crate::abi::{self, HearthStr, HostApi};
-use crate::protocol::{HostInfo, Submission, ToolOutput, service};
+use crate::protocol::{
+    HostInfo, Submission, SummaryAnswer, SummaryRequest, ToolOutput, ToolSpec, service,
+};
 
 /// A handle on the host's callbacks; cheap to copy, usable from any thread.
 #[derive(Clone, Copy, Debug)]
@@ -151,6 +153,39 @@ impl Host {
         let request =
             serde_json::to_value(output).map_err(|e| HostCallError::Malformed(e.to_string()))?;
         self.call(service::TOOL_OUTPUT, &request).map(|_| ())
+    }
+
+    /// Replaces the plugin's tool list in the host's registry
+    /// ([`service::TOOLS_SET`]); returns the names the host left out, with
+    /// why.
+    pub fn set_tools(&self, tools: &[ToolSpec]) -> Result<Vec<String>, HostCallError> {
+        let request = serde_json::json!({ "tools": tools });
+        let answer = self.call(service::TOOLS_SET, &request)?;
+        Ok(answer
+            .get("skipped")
+            .and_then(Value::as_array)
+            .map(|skipped| {
+                skipped
+                    .iter()
+                    .filter_map(|s| s.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default())
+    }
+
+    /// A summary of `text` (which `about` says what it is) by the owner's
+    /// cheap model ([`service::MODEL_SUMMARIZE`]). Waits for the model, at
+    /// most the host's summary timeout.
+    pub fn summarize(&self, about: &str, text: &str) -> Result<String, HostCallError> {
+        let request = serde_json::to_value(SummaryRequest {
+            about: about.to_owned(),
+            text: text.to_owned(),
+        })
+        .map_err(|e| HostCallError::Malformed(e.to_string()))?;
+        let answer = self.call(service::MODEL_SUMMARIZE, &request)?;
+        serde_json::from_value::<SummaryAnswer>(answer)
+            .map(|a| a.summary)
+            .map_err(|e| HostCallError::Malformed(e.to_string()))
     }
 
     /// Asks the host who it is (version, ABI, home directory).

@@ -4,7 +4,9 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::Host;
-use crate::protocol::{ChannelEvent, Description, Floor, OutboundMessage, SendReceipt, ToolCall};
+use crate::protocol::{
+    ChannelEvent, Description, Floor, OutboundMessage, PluginStatus, SendReceipt, ToolCall,
+};
 
 /// A native plugin written in Rust. Export it with [`crate::export_plugin!`].
 ///
@@ -85,6 +87,15 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     fn event(&self, event: ChannelEvent) -> Result<(), PluginError> {
         let _ = event;
         Ok(())
+    }
+
+    /// The health of the parts the plugin runs, for `/status` and `hearth
+    /// mcp list`. The default says it has none to report.
+    fn status(&self) -> Result<PluginStatus, PluginError> {
+        Err(PluginError::Unsupported(format!(
+            "plugin {} reports no status",
+            Self::NAME
+        )))
     }
 
     /// Stops the plugin: join its threads and flush. Called once, last.

@@ -30,6 +30,11 @@ pub mod method {
     /// The call itself then ends promptly and answers as it likes (an
     /// error saying it was stopped, or what it had so far).
     pub const TOOL_CANCEL: &str = "tool.cancel";
+    /// The health of the parts a plugin runs (the MCP plugin's servers):
+    /// payload `{}`, result [`super::PluginStatus`]. Asked when the owner
+    /// looks (`/status`, `hearth mcp list`), never polled. A plugin with
+    /// nothing to report answers `UNSUPPORTED`.
+    pub const PLUGIN_STATUS: &str = "plugin.status";
 }
 
 /// Service names for the host's `call`.
@@ -65,6 +70,22 @@ pub mod service {
     /// the service answers `UNSUPPORTED`: stop sending then. The call's
     /// result is unchanged by it and still carries the output the model sees.
     pub const TOOL_OUTPUT: &str = "tool.output";
+    /// The plugin's tools changed at run time (an MCP server's list
+    /// changed): request [`super::ToolsUpdate`], the plugin's whole tool
+    /// list from now on (it replaces the one `describe` gave), answer `{}`.
+    /// The host swaps its table in memory and returns; a model sees the new
+    /// list from its next step. A tool whose name is invalid or taken by
+    /// another provider is left out, and the answer names it in
+    /// `skipped`.
+    pub const TOOLS_SET: &str = "tools.set";
+    /// A summary of long output by the owner's cheap model (`[llm.cheap]`):
+    /// request [`super::SummaryRequest`], answer [`super::SummaryAnswer`].
+    /// It waits for the model, at most the host's summary timeout, so call
+    /// it only from a thread that may wait that long, and only when
+    /// [`super::HostInfo::summaries`] is set. `UNSUPPORTED` means no cheap
+    /// model; any other error (a timeout, a spent budget) means no summary
+    /// this time: go on without one.
+    pub const MODEL_SUMMARIZE: &str = "model.summarize";
 }
 
 /// How much a tool can change: the policy decides per tier.
@@ -246,6 +267,72 @@ pub struct ToolCall {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+}
+
+/// The request of [`service::TOOLS_SET`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ToolsUpdate {
+    /// Every tool the plugin offers now.
+    pub tools: Vec<ToolSpec>,
+}
+
+/// The request of [`service::MODEL_SUMMARIZE`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryRequest {
+    /// What the text is, for the model: `the output of \`make test\` in
+    /// /src/app, exit code 2`.
+    pub about: String,
+    /// The text, or as much of it as the plugin sends (the host reads its
+    /// head and tail when it is long).
+    pub text: String,
+}
+
+/// The answer to [`service::MODEL_SUMMARIZE`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SummaryAnswer {
+    /// The summary, plain text.
+    pub summary: String,
+}
+
+/// The answer to [`method::PLUGIN_STATUS`].
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct PluginStatus {
+    /// One entry per part the plugin runs, in the plugin's order.
+    pub parts: Vec<PartStatus>,
+}
+
+/// The health of one part of a plugin (an MCP server).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct PartStatus {
+    /// Its name (the config key).
+    pub name: String,
+    /// Where it stands.
+    pub state: PartState,
+    /// Why, or what it is, in a few words (`stdio, protocol 2025-11-25`,
+    /// `exited with status 1; restarting in 4 s`).
+    #[serde(default)]
+    pub detail: String,
+    /// How many tools it offers now.
+    #[serde(default)]
+    pub tools: usize,
+}
+
+/// The states a plugin's part reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum PartState {
+    /// Working.
+    Up,
+    /// Being started or connected.
+    Starting,
+    /// Not running, and started on first use.
+    Idle,
+    /// Working with trouble.
+    Degraded,
+    /// Not working; retried with backoff.
+    Down,
+    /// Switched off in the config.
+    Off,
 }
 
 /// The payload of [`method::TOOL_CANCEL`].
@@ -762,6 +849,10 @@ pub struct HostInfo {
     /// daemon's for updates or ports.
     #[serde(default = "default_serving")]
     pub serving: bool,
+    /// Whether [`service::MODEL_SUMMARIZE`] can answer: a cheap model is
+    /// configured and this host is the daemon.
+    #[serde(default)]
+    pub summaries: bool,
 }
 
 fn default_serving() -> bool {

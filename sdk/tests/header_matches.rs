@@ -119,6 +119,18 @@ fn c_header_agrees_with_the_rust_mirror() {
             "HEARTH_SERVICE_TOOL_OUTPUT",
             hearth_sdk::protocol::service::TOOL_OUTPUT,
         ),
+        (
+            "HEARTH_METHOD_PLUGIN_STATUS",
+            hearth_sdk::protocol::method::PLUGIN_STATUS,
+        ),
+        (
+            "HEARTH_SERVICE_TOOLS_SET",
+            hearth_sdk::protocol::service::TOOLS_SET,
+        ),
+        (
+            "HEARTH_SERVICE_MODEL_SUMMARIZE",
+            hearth_sdk::protocol::service::MODEL_SUMMARIZE,
+        ),
     ] {
         writeln!(
             c,

@@ -267,7 +267,12 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 .routed
                 .iter()
                 .position(|(marker, _)| system.contains(marker.as_str()));
-            let reply = if let (true, Some(i)) = (scripted, routed) {
+            // As the real services do, a tool name outside their pattern
+            // fails the whole request before any model runs.
+            let refused = scripted.then(|| bad_tool_name(&request)).flatten();
+            let reply = if let Some(refusal) = refused {
+                refusal
+            } else if let (true, Some(i)) = (scripted, routed) {
                 state.routed.remove(i).1
             } else if scripted {
                 state.script.pop_front().unwrap_or_else(no_reply_left)
@@ -363,6 +368,47 @@ fn system_prompt(body: &Value) -> String {
             .to_owned(),
         other => other.to_string(),
     }
+}
+
+/// The 400 the service answers when a tool's name breaks its pattern:
+/// Anthropic's `^[a-zA-Z0-9_-]{1,128}$`, OpenAI's `^[a-zA-Z0-9_-]+$` (at
+/// most 64), each with its own error body.
+fn bad_tool_name(request: &Recorded) -> Option<Reply> {
+    let openai = request.path.contains("chat/completions");
+    let tools = request.body["tools"].as_array()?;
+    let index = tools.iter().enumerate().find_map(|(i, tool)| {
+        let name = if openai {
+            tool["function"]["name"].as_str()
+        } else {
+            tool["name"].as_str()
+        }
+        .unwrap_or_default();
+        let max = if openai { 64 } else { 128 };
+        let fits = (1..=max).contains(&name.len())
+            && name
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-');
+        (!fits).then_some(i)
+    })?;
+    Some(if openai {
+        let param = format!("tools[{index}].function.name");
+        Reply::Error {
+            status: 400,
+            headers: Vec::new(),
+            body: json!({"error": {
+                "message": format!("Invalid '{param}': string does not match pattern. Expected a string that matches the pattern '^[a-zA-Z0-9_-]+$'."),
+                "type": "invalid_request_error", "param": param, "code": "invalid_value"}}),
+        }
+    } else {
+        anthropic_error(
+            400,
+            "invalid_request_error",
+            &format!(
+                "tools.{index}.custom.name: String should match pattern '^[a-zA-Z0-9_-]{{1,128}}$'"
+            ),
+            None,
+        )
+    })
 }
 
 /// The answer when the script has run out.

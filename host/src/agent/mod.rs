@@ -186,6 +186,7 @@ impl Agent {
             "uptime_s": self.base.started.elapsed().as_secs(),
             "plugins": self.base.plugins,
             "channels": self.channel_health(),
+            "servers": self.servers(),
             "tools": self.base.tools.list().len(),
             "queue": self.base.conversations.pending().unwrap_or(-1),
             "floor": self.base.floor,
@@ -206,8 +207,26 @@ impl Agent {
                 None => format!("{} (no report)", p.name),
             })
             .collect();
+        let servers: Vec<String> = s["servers"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|p| {
+                let (name, state) = (&p["name"], &p["state"]);
+                let (name, state) = (name.as_str().unwrap_or("?"), state.as_str().unwrap_or("?"));
+                match p["detail"].as_str().filter(|d| !d.is_empty()) {
+                    Some(detail) => format!("{name} {state} ({detail})"),
+                    None => format!("{name} {state}"),
+                }
+            })
+            .collect();
+        let servers = if servers.is_empty() {
+            String::new()
+        } else {
+            format!("\nmcp servers: {}", servers.join(", "))
+        };
         format!(
-            "model: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}\ntools: {}\nqueue: {}\nfloor: {}",
+            "model: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}{servers}\ntools: {}\nqueue: {}\nfloor: {}",
             s["model"].as_str().unwrap_or("?"),
             uptime / 3600,
             uptime / 60 % 60,
@@ -222,6 +241,22 @@ impl Agent {
             s["queue"],
             self.base.floor
         )
+    }
+
+    /// The parts plugins run (MCP servers), with their health now.
+    fn servers(&self) -> Vec<serde_json::Value> {
+        crate::plugins::parts(self.base.tools.plugins())
+            .into_iter()
+            .map(|part| {
+                serde_json::json!({
+                    "plugin": part.plugin,
+                    "name": part.status.name,
+                    "state": crate::plugins::part_state_name(part.status.state),
+                    "detail": part.status.detail,
+                    "tools": part.status.tools,
+                })
+            })
+            .collect()
     }
 
     /// Each channel plugin's last reported health.

@@ -3,15 +3,17 @@
 //! Every step of a turn sends the model every tool's name, description and
 //! JSON Schema, and lists them in the system prompt. Copying thirty schemas
 //! out of the registry at every step was a measurable part of a turn; the
-//! set only changes when the Lua catalog is swapped (plugin and built-in
-//! tools are fixed at start), so it is built once and shared until then.
+//! set only changes when the Lua catalog is swapped or a plugin sets its
+//! tools (the registry's generation moves), so it is built once and shared
+//! until then. A model sees each name in its wire form (`.` as `__`,
+//! `tools::wire_name`), which the APIs accept.
 
 use std::sync::{Arc, Mutex};
 
 use crate::llm::ToolDef;
 use crate::policy::ToolScope;
 use crate::scripting::Catalog;
-use crate::tools::ToolRegistry;
+use crate::tools::{ToolRegistry, wire_name};
 
 /// The current tool definitions of one agent, rebuilt when the script
 /// catalog changes. Each agent has its own: a sub-agent is sent only the
@@ -34,6 +36,8 @@ pub struct Current {
 struct Cached {
     /// The catalog the definitions were built from (`None`: no scripts).
     catalog: Option<Arc<Catalog>>,
+    /// The registry's plugin tools generation they were built from.
+    generation: u64,
     current: Current,
 }
 
@@ -42,23 +46,41 @@ impl ToolDefs {
     /// An agent's scope is fixed for its runner's life.
     pub fn current(&self, registry: &ToolRegistry, scope: &ToolScope) -> Current {
         let catalog = registry.scripts().map(|s| s.catalog());
+        let generation = registry.generation();
         let mut cached = self.cached.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(c) = cached.as_ref()
             && same(&c.catalog, &catalog)
+            && c.generation == generation
         {
             return c.current.clone();
         }
         let mut listed = registry.list();
         listed.retain(|t| scope.allows(&t.spec.name));
+        // Two names with one wire form (a Lua `a__b` and a plugin's `a.b`):
+        // the model could not tell them apart, so the first (the plain
+        // name, which sorts first) is the one it sees.
+        let mut wire_names = std::collections::HashSet::new();
+        listed.retain(|t| {
+            let fresh = wire_names.insert(wire_name(&t.spec.name).into_owned());
+            if !fresh {
+                tracing::warn!(tool = %t.spec.name, "a tool with the same name as a model sees it comes first; this one is not offered to the model");
+            }
+            fresh
+        });
         let current = Current {
             index: listed
                 .iter()
-                .map(|t| (t.spec.name.clone(), t.spec.description.clone()))
+                .map(|t| {
+                    (
+                        wire_name(&t.spec.name).into_owned(),
+                        t.spec.description.clone(),
+                    )
+                })
                 .collect(),
             tools: listed
                 .into_iter()
                 .map(|t| ToolDef {
-                    name: t.spec.name,
+                    name: wire_name(&t.spec.name).into_owned(),
                     description: t.spec.description,
                     parameters: t.spec.parameters,
                 })
@@ -66,6 +88,7 @@ impl ToolDefs {
         };
         *cached = Some(Cached {
             catalog,
+            generation,
             current: current.clone(),
         });
         current

@@ -300,9 +300,14 @@ impl Agent {
                 role: Role::Assistant,
                 content: response.content,
             };
+            // A model names a dotted tool in its wire form; from here on
+            // (policy, audit, cards) the registry's name is used.
             let calls: Vec<(String, String, Value)> = answer
                 .tool_uses()
-                .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+                .map(|(id, name, input)| {
+                    let name = self.base.tools.resolve(name).into_owned();
+                    (id.to_owned(), name, input.clone())
+                })
                 .collect();
             if calls.is_empty() {
                 let text = answer.text();

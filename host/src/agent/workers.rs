@@ -28,6 +28,7 @@ use super::templates::WorkerSpec;
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, ToolDef};
 use crate::policy::{Caller, ToolScope};
 use crate::store::{Cold, now_ms};
+use crate::summary::Summaries;
 use crate::tools::{ToolRegistry, TurnContext};
 use crate::usage::{Call, Kind, Meter};
 
@@ -79,16 +80,25 @@ struct Connected {
 pub struct Workers {
     cold: Cold,
     usage: Arc<Meter>,
+    /// Summaries of results over the size bound, with a cheap model.
+    summaries: Arc<Summaries>,
     limits: WorkerLimits,
     connected: OnceLock<Connected>,
 }
 
 impl Workers {
-    /// Workers storing their runs on `cold`, their model calls on `usage`.
-    pub fn new(cold: Cold, usage: Arc<Meter>, limits: WorkerLimits) -> Workers {
+    /// Workers storing their runs on `cold`, their model calls on `usage`,
+    /// summarizing long results with `summaries`.
+    pub fn new(
+        cold: Cold,
+        usage: Arc<Meter>,
+        summaries: Arc<Summaries>,
+        limits: WorkerLimits,
+    ) -> Workers {
         Workers {
             cold,
             usage,
+            summaries,
             limits,
             connected: OnceLock::new(),
         }
@@ -189,7 +199,7 @@ impl Workers {
             ),
             Outcome::Failed(why) => ("failed", format!("[the worker failed: {why}]")),
         };
-        let shown = self.shorten(id, &text);
+        let shown = self.shorten(id, task, &text);
         self.cold
             .lock()
             .execute(
@@ -235,10 +245,27 @@ impl Workers {
 
     /// The result as the caller sees it: whole, or cut with the whole kept
     /// in a file whose path is given.
-    fn shorten(&self, id: i64, text: &str) -> String {
+    /// A result within the bound, or its head, where the whole is kept,
+    /// and (with a cheap model) a summary of the whole.
+    fn shorten(&self, id: i64, task: &str, text: &str) -> String {
         if text.chars().count() <= self.limits.max_result_chars {
             return text.to_owned();
         }
+        let summary = if self.summaries.configured() {
+            let task: String = task.chars().take(300).collect();
+            let about = format!("the answer of a helper agent that was asked: {task}");
+            match self.summaries.summarize_blocking(&about, text) {
+                Ok(summary) => {
+                    format!("[a summary of the whole result, by the cheap model:]\n{summary}\n\n")
+                }
+                Err(e) => {
+                    tracing::info!(worker = id, "the long result is not summarized: {e}");
+                    String::new()
+                }
+            }
+        } else {
+            String::new()
+        };
         let path = self.limits.dir.join(format!("worker-{id}.txt"));
         let kept = std::fs::create_dir_all(&self.limits.dir)
             .and_then(|()| std::fs::write(&path, text))
@@ -246,7 +273,7 @@ impl Workers {
             .unwrap_or_else(|e| format!("the whole result could not be kept: {e}"));
         let head: String = text.chars().take(self.limits.max_result_chars).collect();
         format!(
-            "{head}\n[cut at {} characters; {kept}]",
+            "{summary}{head}\n[cut at {} characters; {kept}]",
             self.limits.max_result_chars
         )
     }
@@ -303,7 +330,7 @@ impl Run<'_> {
             .into_iter()
             .filter(|t| self.scope.allows(&t.spec.name))
             .map(|t| ToolDef {
-                name: t.spec.name,
+                name: crate::tools::wire_name(&t.spec.name).into_owned(),
                 description: t.spec.description,
                 parameters: t.spec.parameters,
             })
@@ -345,7 +372,10 @@ impl Run<'_> {
             self.store(&answer);
             let calls: Vec<(String, String, Value)> = answer
                 .tool_uses()
-                .map(|(id, name, input)| (id.to_owned(), name.to_owned(), input.clone()))
+                .map(|(id, name, input)| {
+                    let name = self.tools.resolve(name).into_owned();
+                    (id.to_owned(), name, input.clone())
+                })
                 .collect();
             let text = answer.text();
             messages.push(answer);

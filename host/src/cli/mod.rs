@@ -1,6 +1,6 @@
 //! The command line: `hearth run | check | plugins | tools | tool call |
 //! chat | status | canvas-url | approvals | audit | contacts | agents |
-//! schedule | identity | secret | usage`.
+//! schedule | identity | secret | usage | mcp`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
@@ -10,6 +10,7 @@ mod chat;
 mod client;
 mod identity;
 mod inventory;
+mod mcp;
 mod people;
 mod records;
 mod schedule;
@@ -160,12 +161,27 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// The MCP servers whose tools the agent uses: their state and tools.
+    Mcp {
+        #[command(subcommand)]
+        action: McpAction,
+    },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
         /// The Lua heap cap, in MiB.
         #[arg(long, default_value_t = 64)]
         memory_mb: u64,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum McpAction {
+    /// Each configured server: its state, why, and its tools.
+    List {
+        /// Print JSON instead of a table.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -454,6 +470,12 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             };
             usage::show(&config, spans, json)
         }
+        Command::Mcp {
+            action: McpAction::List { json },
+        } => match Daemon::find(&config.home)? {
+            Some(mut daemon) => mcp::list_live(&mut daemon, json),
+            None => with_runtime(config, |rt| mcp::list(rt, json)),
+        },
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }

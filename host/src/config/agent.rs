@@ -1,5 +1,6 @@
-//! `[llm]`, `[agent]` and `[owner]`: the model, the agent's limits, and who
-//! the owner is on each channel.
+//! `[llm]` (with `[llm.cheap]`, the model that summarizes long output),
+//! `[agent]` and `[owner]`: the model, the agent's limits, and who the owner
+//! is on each channel.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -48,6 +49,46 @@ pub struct LlmConfig {
     pub image_turns: u32,
     /// A cap on the longer side of images sent, below the provider's.
     pub image_max_side: Option<u32>,
+    /// `[llm.cheap]`: the model that summarizes long tool output.
+    pub cheap: Option<Box<CheapConfig>>,
+}
+
+/// `[llm.cheap]`, validated: a cheaper model for summaries of long output
+/// (a command's, a failed background process's stderr, a worker's result).
+#[derive(Clone, Debug, PartialEq)]
+pub struct CheapConfig {
+    /// The model, with `[llm]`'s provider, address and key unless the
+    /// table names its own; its `timeout_ms` bounds a whole summary.
+    pub llm: LlmConfig,
+    /// The most characters of the output the model reads: the head and the
+    /// tail, the middle left out.
+    pub input_chars: usize,
+}
+
+/// `[llm.cheap]` as written.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(super) struct RawCheap {
+    provider: Option<ProviderKind>,
+    model: String,
+    base_url: Option<String>,
+    api_key_env: Option<String>,
+    #[serde(default = "cheap_max_tokens")]
+    max_tokens: u32,
+    #[serde(default = "cheap_timeout_ms")]
+    timeout_ms: u64,
+    #[serde(default = "cheap_input_chars")]
+    input_chars: usize,
+}
+
+fn cheap_max_tokens() -> u32 {
+    1024
+}
+fn cheap_timeout_ms() -> u64 {
+    20_000
+}
+fn cheap_input_chars() -> usize {
+    60_000
 }
 
 /// `[llm]` as written.
@@ -72,6 +113,7 @@ pub(super) struct RawLlm {
     #[serde(default = "image_turns")]
     image_turns: u32,
     image_max_side: Option<u32>,
+    cheap: Option<RawCheap>,
 }
 
 fn max_tokens() -> u32 {
@@ -191,6 +233,11 @@ pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (Strin
         ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY".into()),
         ProviderKind::OpenAi => None,
     });
+    let cheap = raw
+        .cheap
+        .map(|cheap| build_cheap(cheap, raw.provider, &base_url, api_key_env.as_deref()))
+        .transpose()?
+        .map(Box::new);
     Ok(Some(LlmConfig {
         provider: raw.provider,
         model: raw.model,
@@ -204,7 +251,77 @@ pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (Strin
         vision: raw.vision,
         image_turns: raw.image_turns,
         image_max_side: raw.image_max_side,
+        cheap,
     }))
+}
+
+/// `[llm.cheap]`: what it does not name comes from `[llm]` (its address
+/// and key only when the provider is the same).
+fn build_cheap(
+    raw: RawCheap,
+    provider: ProviderKind,
+    base_url: &str,
+    api_key_env: Option<&str>,
+) -> Result<CheapConfig, (String, String)> {
+    if raw.model.trim().is_empty() {
+        return Err(("llm.cheap.model".into(), "must not be empty".into()));
+    }
+    let same = raw.provider.is_none_or(|p| p == provider);
+    let provider = raw.provider.unwrap_or(provider);
+    let base_url = match (raw.base_url, same) {
+        (Some(url), _) => url,
+        (None, true) => base_url.to_owned(),
+        (None, false) => match provider {
+            ProviderKind::Anthropic => "https://api.anthropic.com".into(),
+            ProviderKind::OpenAi => "https://api.openai.com/v1".into(),
+        },
+    };
+    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
+        return Err((
+            "llm.cheap.base_url".into(),
+            format!("{base_url:?} must start with http:// or https://"),
+        ));
+    }
+    if !(1_000..=600_000).contains(&raw.timeout_ms) {
+        return Err((
+            "llm.cheap.timeout_ms".into(),
+            "must be 1000 to 600000".into(),
+        ));
+    }
+    if !(1_000..=1_000_000).contains(&raw.input_chars) {
+        return Err((
+            "llm.cheap.input_chars".into(),
+            "must be 1000 to 1000000".into(),
+        ));
+    }
+    if !(16..=16_384).contains(&raw.max_tokens) {
+        return Err(("llm.cheap.max_tokens".into(), "must be 16 to 16384".into()));
+    }
+    let api_key_env = raw.api_key_env.or(match (same, provider) {
+        (true, _) => api_key_env.map(str::to_owned),
+        (false, ProviderKind::Anthropic) => Some("ANTHROPIC_API_KEY".into()),
+        (false, ProviderKind::OpenAi) => None,
+    });
+    Ok(CheapConfig {
+        llm: LlmConfig {
+            provider,
+            model: raw.model,
+            base_url,
+            api_key_env,
+            max_tokens: raw.max_tokens,
+            timeout_ms: raw.timeout_ms,
+            // One quick retry at most: a summary that waits long is no help,
+            // and the head and tail are there without it.
+            max_retries: 1,
+            retry_base_ms: 200,
+            fallback_models: Vec::new(),
+            vision: Some(false),
+            image_turns: 1,
+            image_max_side: None,
+            cheap: None,
+        },
+        input_chars: raw.input_chars,
+    })
 }
 
 pub(super) fn build_agent(raw: RawAgent, base: &Path) -> Result<AgentConfig, (String, String)> {

@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use agent::{AgentConfig, LlmConfig, OwnerConfig, ProviderKind};
+pub use agent::{AgentConfig, CheapConfig, LlmConfig, OwnerConfig, ProviderKind};
 pub use plugins::{PluginEntry, PluginsConfig};
 pub use policy::PolicyConfig;
 pub use scheduler::SchedulerConfig;

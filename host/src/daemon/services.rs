@@ -100,6 +100,8 @@ impl Services {
             usage: Arc::clone(&runtime.usage),
             media_dir: runtime.config.home.join("media"),
         };
+        // Summaries of long output run on this runtime, from any thread.
+        runtime.summaries.connect(tokio::runtime::Handle::current());
         connect_workers(runtime, &base.llm, &activity);
         let main = runtime
             .people

@@ -5,9 +5,11 @@
 //! them from any thread, as often as it likes; each call puts one item on a
 //! bounded queue and returns. A full queue makes the caller wait at most
 //! `daemon.queue_wait_ms`, then answers `BUSY`, so a flood from one plugin
-//! slows that plugin down instead of the daemon. The only wait beyond that is
+//! slows that plugin down instead of the daemon. The waits beyond that are
 //! `submit` of a message, which returns once the message is stored (see
-//! `router::inbox`), bounded by the same wait.
+//! `router::inbox`), bounded by the same wait, and `model.summarize`, which
+//! a plugin calls to wait for a summary, bounded by `[llm.cheap]
+//! timeout_ms` (see `summary::service`).
 
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -19,7 +21,8 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 use hearth_sdk::abi::{self, HearthStr, HostApi, status};
 use hearth_sdk::protocol::{
-    ChannelSpec, ChannelStatus, ConfirmationAnswer, HostInfo, InboundMessage, Submission, service,
+    ChannelSpec, ChannelStatus, ConfirmationAnswer, HostInfo, InboundMessage, Submission, ToolSpec,
+    service,
 };
 
 use super::running::Running;
@@ -29,6 +32,7 @@ use crate::router::Admission;
 use crate::router::Router;
 use crate::router::inbox::{self, Route, StoreJob, Stored};
 use crate::store::Cold;
+use crate::summary::{self, Summaries};
 use crate::workshop::Workshop;
 
 /// The largest submission accepted, in bytes. Attachments travel as files,
@@ -44,6 +48,8 @@ pub struct Bridge {
     local: Cold,
     /// The agent's pages, which channels serve (`page.get`, `page.query`).
     workshop: Arc<Workshop>,
+    /// The cheap model's summaries (`model.summarize`).
+    summaries: Arc<Summaries>,
     logs: BoundedSender<LogRecord>,
     jobs: BoundedSender<StoreJob>,
     wait: Duration,
@@ -53,6 +59,17 @@ pub struct Bridge {
     threads: Mutex<Vec<JoinHandle<()>>>,
     dropped_logs: AtomicU64,
     info: String,
+    /// Bumped whenever a plugin replaces its tool list (`tools.set`): the
+    /// registry rebuilds its plugin tools when it sees a new value.
+    tools_generation: Arc<AtomicU64>,
+}
+
+/// The parts of the host whose services plugins call besides the store.
+pub struct Served {
+    /// The agent's pages (`page.get`, `page.query`).
+    pub workshop: Arc<Workshop>,
+    /// The cheap model's summaries (`model.summarize`).
+    pub summaries: Arc<Summaries>,
 }
 
 /// What a plugin's `ctx` pointer refers to: the bridge plus who is calling.
@@ -64,6 +81,9 @@ pub struct PluginContext {
     status: Mutex<Option<ChannelStatus>>,
     /// The calls the plugin runs in turns now (`tool.output` finds them).
     running: Running,
+    /// The tool list the plugin set at run time (`tools.set`), replacing
+    /// the one `describe` gave; `None` until it sets one.
+    tools: Mutex<Option<Arc<Vec<ToolSpec>>>>,
 }
 
 /// Why the bridge could not start.
@@ -88,7 +108,7 @@ impl Bridge {
     pub fn start(
         conn: rusqlite::Connection,
         local: Cold,
-        workshop: Arc<Workshop>,
+        served: Served,
         router: Arc<Router>,
         capacity: usize,
         wait: Duration,
@@ -104,7 +124,8 @@ impl Bridge {
         Ok(Arc::new(Bridge {
             router,
             local,
-            workshop,
+            workshop: served.workshop,
+            summaries: served.summaries,
             logs,
             jobs,
             wait,
@@ -114,6 +135,7 @@ impl Bridge {
             threads: Mutex::new(vec![drainer, writer]),
             dropped_logs: AtomicU64::new(0),
             info: serde_json::to_string(info).unwrap_or_else(|_| "{}".into()),
+            tools_generation: Arc::default(),
         }))
     }
 
@@ -129,6 +151,7 @@ impl Bridge {
             channel: OnceLock::new(),
             status: Mutex::new(None),
             running: Running::default(),
+            tools: Mutex::new(None),
         }));
         let api: &'static HostApi = Box::leak(Box::new(HostApi {
             struct_size: std::mem::size_of::<HostApi>() as u32,
@@ -141,6 +164,11 @@ impl Bridge {
             write_result: Some(super::sink::host_write_result),
         }));
         (ctx, api)
+    }
+
+    /// The counter `tools.set` bumps, shared with the tool registry.
+    pub fn tools_generation(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.tools_generation)
     }
 
     /// Stores a message from the local control socket (always the owner);
@@ -237,6 +265,41 @@ impl PluginContext {
     /// The calls the plugin runs in turns now.
     pub fn running(&'static self) -> &'static Running {
         &self.running
+    }
+
+    /// The tool list the plugin set at run time, if it set one.
+    pub fn tools(&self) -> Option<Arc<Vec<ToolSpec>>> {
+        lock(&self.tools).clone()
+    }
+
+    /// `tools.set`: the plugin's whole tool list from now on. Swapped in
+    /// memory and announced by the generation counter; the registry
+    /// rebuilds its table the next time it is read, so this returns at once.
+    fn set_tools(&self, request: &[u8]) -> (i32, String) {
+        if request.len() > services::MAX_TOOLS_BYTES {
+            return (
+                status::INVALID,
+                format!(
+                    "tools.set: the request is {} bytes, over the {}-byte limit",
+                    request.len(),
+                    services::MAX_TOOLS_BYTES
+                ),
+            );
+        }
+        let (tools, skipped) = match services::tools_update(request) {
+            Ok(update) => update,
+            Err(why) => return (status::INVALID, why),
+        };
+        for why in &skipped {
+            tracing::warn!(plugin = %self.plugin, "tools.set: {why}");
+        }
+        tracing::info!(plugin = %self.plugin, tools = tools.len(), "plugin tools changed");
+        *lock(&self.tools) = Some(Arc::new(tools));
+        self.bridge.tools_generation.fetch_add(1, Ordering::SeqCst);
+        (
+            status::OK,
+            serde_json::json!({ "skipped": skipped }).to_string(),
+        )
     }
 
     fn log(&self, level: u32, target: &str, message: &str) {
@@ -343,6 +406,13 @@ impl PluginContext {
         if service == service::TOOL_OUTPUT {
             // Bounded before it is parsed: a flood is refused cheaply.
             return self.running.output(&self.plugin, request);
+        }
+        if service == service::TOOLS_SET {
+            return self.set_tools(request);
+        }
+        if service == service::MODEL_SUMMARIZE {
+            // Waits for the model (bounded): see `summary::service`.
+            return summary::service::answer(&self.bridge.summaries, request);
         }
         let request: serde_json::Value = match serde_json::from_slice(request) {
             Ok(v) => v,

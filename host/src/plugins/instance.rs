@@ -7,10 +7,10 @@
 
 use std::ffi::c_void;
 use std::path::PathBuf;
-use std::sync::{Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 
 use hearth_sdk::abi::{DescribeFn, HearthStr, InvokeFn, ShutdownFn, status};
-use hearth_sdk::protocol::{ChannelStatus, Description};
+use hearth_sdk::protocol::{ChannelStatus, Description, PluginStatus, ToolSpec, method};
 use serde_json::Value;
 
 use super::bridge::{Bridge, PluginContext};
@@ -32,6 +32,8 @@ pub struct ActivePlugin {
     state: StatePtr,
     ctx: &'static PluginContext,
     description: Description,
+    /// The tools `describe` declared, shared with every registry rebuild.
+    described_tools: Arc<Vec<ToolSpec>>,
     fault: Mutex<Option<String>>,
     /// `true` once `shutdown` ran. Calls hold the read side, so shutdown
     /// waits for calls in flight and no call starts after it.
@@ -145,12 +147,14 @@ impl ActivePlugin {
             state: StatePtr(state),
             ctx,
             description: Description::default(),
+            described_tools: Arc::default(),
             fault: Mutex::new(None),
             shut: RwLock::new(false),
         };
         match plugin.describe() {
             Ok(description) => {
                 ctx.set_channel(description.channel.as_ref());
+                plugin.described_tools = Arc::new(description.tools.clone());
                 plugin.description = description;
                 Ok(plugin)
             }
@@ -164,6 +168,33 @@ impl ActivePlugin {
     /// The tools and channel it declared.
     pub fn description(&self) -> &Description {
         &self.description
+    }
+
+    /// The tools it offers now: the list it last set at run time
+    /// (`tools.set`), else the one `describe` gave.
+    pub fn tools(&self) -> Arc<Vec<ToolSpec>> {
+        self.ctx
+            .tools()
+            .unwrap_or_else(|| Arc::clone(&self.described_tools))
+    }
+
+    /// The health of the parts it runs (`plugin.status`); `None` when it
+    /// reports none, `Err` when it failed to answer.
+    pub fn status(&self) -> Result<Option<PluginStatus>, InvokeError> {
+        match self.invoke_coded(method::PLUGIN_STATUS, b"{}") {
+            Ok(answer) => {
+                serde_json::from_slice(&answer)
+                    .map(Some)
+                    .map_err(|e| InvokeError::BadAnswer {
+                        plugin: self.name.clone(),
+                        why: format!("its status is not valid: {e}"),
+                    })
+            }
+            // Not every plugin has parts to report; an older one does not
+            // know the method at all.
+            Err((status::UNSUPPORTED, _)) => Ok(None),
+            Err((_, e)) => Err(e),
+        }
     }
 
     /// Why it was disabled at run time, if it was.
@@ -183,12 +214,17 @@ impl ActivePlugin {
 
     /// Calls `invoke(method, payload)` and returns the answer's bytes.
     pub fn invoke(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, InvokeError> {
+        self.invoke_coded(method, payload).map_err(|(_, e)| e)
+    }
+
+    /// [`ActivePlugin::invoke`], with the status code of a failure.
+    fn invoke_coded(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, (i32, InvokeError)> {
         let shut = self.shut.read().unwrap_or_else(|p| p.into_inner());
         if *shut {
-            return Err(self.unavailable("it has shut down".into()));
+            return Err((status::ERROR, self.unavailable("it has shut down".into())));
         }
         if let Some(fault) = self.fault() {
-            return Err(self.unavailable(fault));
+            return Err((status::ERROR, self.unavailable(fault)));
         }
         let invoke = self.invoke_fn;
         let mut out = Sink::default();
@@ -208,21 +244,27 @@ impl ActivePlugin {
         };
         let plugin = self.name.clone();
         match code {
-            status::OK => out.into_bytes().ok_or(InvokeError::BadAnswer {
-                plugin,
-                why: format!("the answer is over {MAX_RESULT_BYTES} bytes"),
-            }),
+            status::OK => out.into_bytes().ok_or((
+                status::ERROR,
+                InvokeError::BadAnswer {
+                    plugin,
+                    why: format!("the answer is over {MAX_RESULT_BYTES} bytes"),
+                },
+            )),
             status::PANIC => {
                 let message = out.into_text();
                 tracing::error!(plugin = %self.name, "plugin crashed and is now disabled: {message}");
                 *self.fault.lock().unwrap_or_else(|p| p.into_inner()) =
                     Some(format!("disabled after a crash: {message}"));
-                Err(InvokeError::Panicked { plugin, message })
+                Err((code, InvokeError::Panicked { plugin, message }))
             }
-            _ => Err(InvokeError::Failed {
-                plugin,
-                message: out.into_text(),
-            }),
+            _ => Err((
+                code,
+                InvokeError::Failed {
+                    plugin,
+                    message: out.into_text(),
+                },
+            )),
         }
     }
 

@@ -22,10 +22,11 @@ mod services;
 mod sink;
 
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-pub use bridge::{Bridge, BridgeError, MAX_SUBMISSION_BYTES};
+pub use bridge::{Bridge, BridgeError, MAX_SUBMISSION_BYTES, Served};
 pub use discovery::FILE_PREFIX;
 pub use instance::{ActivePlugin, InvokeError};
 pub use loader::LoadError;
@@ -37,6 +38,8 @@ pub struct PluginSet {
     active: Vec<Arc<ActivePlugin>>,
     reports: Vec<Report>,
     warnings: Vec<String>,
+    /// Bumped when a plugin's tools change at run time (`tools.set`).
+    tools_generation: Arc<AtomicU64>,
 }
 
 /// One plugin file and what became of it.
@@ -84,6 +87,53 @@ impl Report {
     }
 }
 
+/// One part a plugin runs (an MCP server) and its health.
+pub struct Part {
+    /// The plugin that runs it.
+    pub plugin: String,
+    /// What the plugin said of it.
+    pub status: hearth_sdk::protocol::PartStatus,
+}
+
+/// The parts every plugin in `plugins` runs, asked now (`plugin.status`):
+/// a plugin that reports none adds nothing, one that fails to answer is
+/// shown down with the reason.
+pub fn parts(plugins: &[Arc<ActivePlugin>]) -> Vec<Part> {
+    use hearth_sdk::protocol::{PartState, PartStatus};
+    plugins
+        .iter()
+        .flat_map(|plugin| {
+            let parts = match plugin.status() {
+                Ok(Some(status)) => status.parts,
+                Ok(None) => Vec::new(),
+                Err(e) => vec![PartStatus {
+                    name: plugin.name.clone(),
+                    state: PartState::Down,
+                    detail: format!("its status could not be read: {e}"),
+                    tools: 0,
+                }],
+            };
+            parts.into_iter().map(|status| Part {
+                plugin: plugin.name.clone(),
+                status,
+            })
+        })
+        .collect()
+}
+
+/// A part's state as a word (`up`, `idle`, ...).
+pub fn part_state_name(state: hearth_sdk::protocol::PartState) -> &'static str {
+    use hearth_sdk::protocol::PartState;
+    match state {
+        PartState::Up => "up",
+        PartState::Starting => "starting",
+        PartState::Idle => "idle",
+        PartState::Degraded => "degraded",
+        PartState::Down => "down",
+        PartState::Off => "off",
+    }
+}
+
 /// A plugin marked `required = true` did not load.
 #[derive(Debug, thiserror::Error)]
 #[error("required plugin {name} did not load: {why}")]
@@ -116,6 +166,7 @@ impl PluginSet {
             active: Vec::new(),
             reports: Vec::new(),
             warnings,
+            tools_generation: bridge.tools_generation(),
         };
         for candidate in files {
             match candidate {
@@ -166,6 +217,11 @@ impl PluginSet {
         &self.active
     }
 
+    /// The counter bumped whenever a plugin's tools change at run time.
+    pub fn tools_generation(&self) -> Arc<AtomicU64> {
+        Arc::clone(&self.tools_generation)
+    }
+
     /// Configuration problems found while loading (missing directories,
     /// tables for plugins that do not exist).
     pub fn warnings(&self) -> &[String] {
@@ -178,12 +234,17 @@ impl PluginSet {
             .iter()
             .map(|r| {
                 let mut r = r.clone();
-                let fault = self
+                let plugin = self
                     .active
                     .iter()
-                    .find(|p| Some(&p.name) == r.name.as_ref())
-                    .and_then(|p| p.fault());
-                if let (PluginState::Active, Some(fault)) = (&r.state, fault) {
+                    .find(|p| Some(&p.name) == r.name.as_ref());
+                if let Some(plugin) = plugin {
+                    // Tools set at run time (an MCP server's) count too.
+                    r.tools = plugin.tools().iter().map(|t| t.name.clone()).collect();
+                }
+                if let (PluginState::Active, Some(fault)) =
+                    (&r.state, plugin.and_then(|p| p.fault()))
+                {
                     r.state = PluginState::Failed(fault);
                 }
                 r

@@ -1,8 +1,9 @@
 //! The host services a plugin reaches with `call`, besides `host.info`:
 //! its channel's transcript (`channel.history`), its own key-value
 //! namespace (`kv.get`, `kv.set`), notices for the agent
-//! (`agent.notify`), and the agent's pages for a channel that serves them
-//! (`page.get`, `page.query`).
+//! (`agent.notify`), the agent's pages for a channel that serves them
+//! (`page.get`, `page.query`), and the checks on a tool list a plugin
+//! sets at run time (`tools.set`).
 //!
 //! These answer inline on the bridge's own connection, unlike `submit`:
 //! each is one short indexed statement, nothing that runs agent work, and
@@ -12,7 +13,8 @@
 use hearth_sdk::abi::status;
 use hearth_sdk::protocol::{
     Attachment, ChannelHistory, ConfirmationRecord, ConfirmationRequest, ConfirmationState,
-    HistoryMessage, HistoryRequest, InboundMessage, Notice, PageRequest, service,
+    HistoryMessage, HistoryRequest, InboundMessage, Notice, PageRequest, ToolSpec, ToolsUpdate,
+    service,
 };
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
@@ -22,9 +24,11 @@ use crate::store::now_ms;
 use crate::workshop::Workshop;
 
 /// Every service `call` answers.
-pub const OFFERED: [&str; 8] = [
+pub const OFFERED: [&str; 10] = [
     service::HOST_INFO,
     service::TOOL_OUTPUT,
+    service::TOOLS_SET,
+    service::MODEL_SUMMARIZE,
     service::CHANNEL_HISTORY,
     service::KV_GET,
     service::KV_SET,
@@ -37,6 +41,11 @@ pub const OFFERED: [&str; 8] = [
 pub const NOTICE_SENDER: &str = "hearth";
 /// The longest notice text.
 const MAX_NOTICE: usize = 16 * 1024;
+
+/// The largest `tools.set` request: a few hundred tools with their schemas.
+pub const MAX_TOOLS_BYTES: usize = 4 << 20;
+/// The most tools one plugin may offer.
+const MAX_TOOLS: usize = 1000;
 
 /// The most history messages one request returns.
 const MAX_HISTORY: u32 = 1000;
@@ -54,6 +63,35 @@ pub fn history(conn: &Connection, channel: &str, request: Value) -> Result<Value
     let answer = read_history(conn, channel, &request.chat, limit)
         .map_err(|e| format!("channel.history: the store failed: {e}"))?;
     serde_json::to_value(answer).map_err(|e| e.to_string())
+}
+
+/// Reads a `tools.set` request: the tools with valid, distinct names, and
+/// why each other one was left out.
+pub fn tools_update(request: &[u8]) -> Result<(Vec<ToolSpec>, Vec<String>), String> {
+    let update: ToolsUpdate =
+        serde_json::from_slice(request).map_err(|e| format!("tools.set: {e}"))?;
+    if update.tools.len() > MAX_TOOLS {
+        return Err(format!(
+            "tools.set: field `tools` has {} tools, over the limit of {MAX_TOOLS}",
+            update.tools.len()
+        ));
+    }
+    let mut seen = std::collections::HashSet::new();
+    let mut skipped = Vec::new();
+    let mut tools = Vec::with_capacity(update.tools.len());
+    for tool in update.tools {
+        if let Err(why) = crate::tools::check_name(&tool.name) {
+            skipped.push(why);
+        } else if !seen.insert(tool.name.clone()) {
+            skipped.push(format!(
+                "tool {} is listed twice; the first is kept",
+                tool.name
+            ));
+        } else {
+            tools.push(tool);
+        }
+    }
+    Ok((tools, skipped))
 }
 
 /// `kv.get` in the plugin's namespace.

@@ -35,6 +35,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0013_versions.sql"),
     include_str!("migrations/0014_pages.sql"),
     include_str!("migrations/0015_usage.sql"),
+    include_str!("migrations/0016_usage_summary.sql"),
 ];
 
 /// The schema after the last migration, which creates a fresh store.

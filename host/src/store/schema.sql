@@ -317,7 +317,7 @@ CREATE TABLE usage (
     session_id         INTEGER,
     inbox_id           INTEGER,
     kind               TEXT    NOT NULL
-                       CHECK (kind IN ('turn', 'pre_compaction', 'compaction', 'worker')),
+                       CHECK (kind IN ('turn', 'pre_compaction', 'compaction', 'worker', 'summary')),
     provider           TEXT    NOT NULL,
     model              TEXT    NOT NULL,
     input_tokens       INTEGER NOT NULL,

@@ -8,6 +8,7 @@
 mod agent_tools;
 mod builtin;
 mod knowledge;
+mod names;
 mod pages;
 mod people;
 mod registry;
@@ -20,6 +21,7 @@ mod workshop;
 
 pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, NOTEPAD, SPAWN_AGENT};
 pub use knowledge::KnowledgeTools;
+pub use names::{check_name, from_wire, wire_name};
 pub use people::PeopleTools;
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
 pub use schedule::ScheduleTools;

@@ -1,13 +1,18 @@
 //! `ToolRegistry`: the one table of tools, and the one way to call them.
 //!
-//! Plugin and built-in tools are fixed at start; Lua tools come from the
-//! script catalog, which hot reload swaps, so they are looked up per call.
-//! A Lua tool can never take a plugin's or a built-in's name. Every answer
-//! and error leaves it with the owner's secrets redacted (`crate::secrets`).
+//! Built-in tools are fixed at start. A plugin's tools are those its
+//! `describe` gave until it sets others at run time (`tools.set`: an MCP
+//! server's list changed), so the plugin part of the table is rebuilt
+//! whenever the plugins' generation counter moves, and swapped whole.
+//! Lua tools come from the script catalog, which hot reload swaps, so they
+//! are looked up per call. A Lua tool can never take a plugin's or a
+//! built-in's name. Every answer and error leaves it with the owner's
+//! secrets redacted (`crate::secrets`).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, HashSet};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use hearth_sdk::protocol::{Floor, Risk, ToolCall, ToolSpec, method};
@@ -24,10 +29,24 @@ use crate::secrets::{Redactor, Secrets};
 /// All tools, by name.
 #[derive(Default)]
 pub struct ToolRegistry {
-    tools: BTreeMap<String, Tool>,
+    /// The host's own tools, fixed at start.
+    own: BTreeMap<String, Arc<Tool>>,
+    /// The active plugins, in load order (which wins a name).
+    plugins: Vec<Arc<ActivePlugin>>,
+    /// Their tools as of `generation`, rebuilt when it moves.
+    plugin_tools: RwLock<Arc<PluginTools>>,
+    /// Bumped by the bridge when a plugin sets its tools.
+    generation: Arc<AtomicU64>,
     scripts: Option<Arc<Scripts>>,
     builtins: BuiltinContext,
     policy: Option<Arc<Policy>>,
+}
+
+/// The plugins' tools at one generation.
+#[derive(Default)]
+struct PluginTools {
+    generation: u64,
+    tools: BTreeMap<String, Arc<Tool>>,
 }
 
 /// One fixed tool.
@@ -112,12 +131,14 @@ pub enum ToolError {
 }
 
 impl ToolRegistry {
-    /// The names plugins and built-ins take (Lua may not take them).
+    /// The names plugins and built-ins take at start (Lua may not take
+    /// them). A name a plugin sets later holds a `.` (MCP's do), which no
+    /// Lua tool name may.
     pub fn fixed_names(plugins: &PluginSet) -> HashSet<String> {
         let plugin_names = plugins
             .active()
             .iter()
-            .flat_map(|p| p.description().tools.iter().map(|t| t.name.clone()));
+            .flat_map(|p| p.tools().iter().map(|t| t.name.clone()).collect::<Vec<_>>());
         let builtin_names = Builtin::ALL.iter().map(|b| b.spec().name);
         plugin_names.chain(builtin_names).collect()
     }
@@ -133,32 +154,52 @@ impl ToolRegistry {
     ) -> (ToolRegistry, Vec<String>) {
         let mut registry = ToolRegistry {
             policy: Some(policy),
+            plugins: plugins.active().to_vec(),
+            generation: plugins.tools_generation(),
             ..ToolRegistry::default()
         };
-        let mut warnings = Vec::new();
         for builtin in Builtin::ALL.into_iter().filter(|b| b.available(&builtins)) {
             let spec = builtin.spec();
-            registry.tools.insert(
+            registry.own.insert(
                 spec.name.clone(),
-                Tool {
+                Arc::new(Tool {
                     spec,
                     provider: Provider::Builtin(builtin),
-                },
+                }),
             );
         }
-        for plugin in plugins.active() {
-            for spec in &plugin.description().tools {
-                let provider = Provider::Plugin(Arc::clone(plugin));
-                if let Err(why) = registry.add(spec.clone(), provider) {
-                    let why = format!("plugin {}: {why}", plugin.name);
-                    tracing::warn!("{why}");
-                    warnings.push(why);
-                }
-            }
+        let (table, warnings) = registry.build_plugin_tools();
+        for why in &warnings {
+            tracing::warn!("{why}");
         }
+        registry.plugin_tools = RwLock::new(Arc::new(table));
         registry.scripts = builtins.scripts.clone();
         registry.builtins = builtins;
         (registry, warnings)
+    }
+
+    /// How many times the plugins' tools have changed since start: a
+    /// listing built at one generation is current until it moves.
+    pub fn generation(&self) -> u64 {
+        self.plugin_table().generation
+    }
+
+    /// The registry name a model meant by `name`: the name itself when a
+    /// tool has it, else the dotted name whose wire form it is
+    /// (`mcp__files__read_file` is `mcp.files.read_file`).
+    pub fn resolve<'a>(&self, name: &'a str) -> Cow<'a, str> {
+        if self.find(name).is_some() || self.is_lua_tool(name) {
+            return Cow::Borrowed(name);
+        }
+        match super::from_wire(name) {
+            Some(dotted) if self.find(&dotted).is_some() => Cow::Owned(dotted),
+            _ => Cow::Borrowed(name),
+        }
+    }
+
+    /// The active plugins, in load order.
+    pub fn plugins(&self) -> &[Arc<ActivePlugin>] {
+        &self.plugins
     }
 
     /// The contact and agent tools' context, in a daemon.
@@ -174,10 +215,8 @@ impl ToolRegistry {
     /// Whether `name` is a native plugin's tool: code the owner installed,
     /// trusted to name an image file it read for the model to see.
     pub fn is_plugin_tool(&self, name: &str) -> bool {
-        matches!(
-            self.tools.get(name).map(|t| &t.provider),
-            Some(Provider::Plugin(_))
-        )
+        self.find(name)
+            .is_some_and(|t| matches!(t.provider, Provider::Plugin(_)))
     }
 
     /// The owner's secrets, when this registry has them.
@@ -199,16 +238,22 @@ impl ToolRegistry {
     /// whose targets name one (`shell_exec`): how the owner is told what
     /// was cut short or is running.
     pub fn command_line(&self, name: &str, args: &Value) -> Option<String> {
-        let key = self.tools.get(name)?.spec.targets.command.as_deref()?;
+        let tool = self.find(name)?;
+        let key = tool.spec.targets.command.as_deref()?;
         args.get(key)?.as_str().map(str::to_owned)
     }
 
     /// Every tool, sorted by name.
     pub fn list(&self) -> Vec<Listed> {
-        let fixed = self.tools.values().map(|t| Listed {
-            spec: t.spec.clone(),
-            source: t.provider.describe(),
-        });
+        let plugin_tools = self.plugin_table();
+        let fixed = self
+            .own
+            .values()
+            .chain(plugin_tools.tools.values())
+            .map(|t| Listed {
+                spec: t.spec.clone(),
+                source: t.provider.describe(),
+            });
         let lua: Vec<Listed> = self
             .scripts
             .iter()
@@ -265,7 +310,7 @@ impl ToolRegistry {
         depth: u32,
     ) -> Result<Value, ToolError> {
         let started = Instant::now();
-        if let Some(tool) = self.tools.get(name) {
+        if let Some(tool) = self.find(name) {
             let (ask, risk) = match &tool.provider {
                 Provider::Builtin(builtin) => (
                     builtin.asks(&self.builtins, &args),
@@ -447,23 +492,76 @@ impl ToolRegistry {
         }
     }
 
-    fn add(&mut self, spec: ToolSpec, provider: Provider) -> Result<(), String> {
-        if !valid_name(&spec.name) {
-            return Err(format!(
-                "tool name {:?} is invalid: use 1-64 characters of a-z, 0-9, `_`, `.` and `-`",
-                spec.name
-            ));
+    /// The built-in or plugin tool named `name`, as the table is now.
+    fn find(&self, name: &str) -> Option<Arc<Tool>> {
+        if let Some(tool) = self.own.get(name) {
+            return Some(Arc::clone(tool));
         }
-        if let Some(existing) = self.tools.get(&spec.name) {
-            return Err(format!(
-                "tool {} is already provided by {}; this one is skipped",
-                spec.name,
-                existing.provider.describe()
-            ));
+        self.plugin_table().tools.get(name).cloned()
+    }
+
+    fn is_lua_tool(&self, name: &str) -> bool {
+        self.scripts
+            .as_ref()
+            .is_some_and(|s| s.catalog().tool(name).is_some())
+    }
+
+    /// The plugins' tools as of now: the current table, rebuilt first if a
+    /// plugin set its tools since it was built.
+    fn plugin_table(&self) -> Arc<PluginTools> {
+        let now = self.generation.load(Ordering::SeqCst);
+        let read = |lock: &RwLock<Arc<PluginTools>>| {
+            Arc::clone(&lock.read().unwrap_or_else(|p| p.into_inner()))
+        };
+        let current = read(&self.plugin_tools);
+        if current.generation == now {
+            return current;
         }
-        self.tools
-            .insert(spec.name.clone(), Tool { spec, provider });
-        Ok(())
+        let mut slot = self.plugin_tools.write().unwrap_or_else(|p| p.into_inner());
+        if slot.generation != now {
+            let (table, warnings) = self.build_plugin_tools();
+            for why in warnings {
+                tracing::warn!("{why}");
+            }
+            *slot = Arc::new(table);
+        }
+        Arc::clone(&slot)
+    }
+
+    /// Every plugin's current tools, in load order: a name that is invalid
+    /// or already taken (by a built-in or an earlier plugin) is skipped,
+    /// with a warning saying so.
+    fn build_plugin_tools(&self) -> (PluginTools, Vec<String>) {
+        let generation = self.generation.load(Ordering::SeqCst);
+        let mut tools: BTreeMap<String, Arc<Tool>> = BTreeMap::new();
+        let mut warnings = Vec::new();
+        for plugin in &self.plugins {
+            for spec in plugin.tools().iter() {
+                let taken = self.own.get(&spec.name).or_else(|| tools.get(&spec.name));
+                let refusal = match (super::check_name(&spec.name), taken) {
+                    (Err(why), _) => Some(why),
+                    (Ok(()), Some(existing)) => Some(format!(
+                        "tool {} is already provided by {}; this one is skipped",
+                        spec.name,
+                        existing.provider.describe()
+                    )),
+                    (Ok(()), None) => None,
+                };
+                match refusal {
+                    Some(why) => warnings.push(format!("plugin {}: {why}", plugin.name)),
+                    None => {
+                        tools.insert(
+                            spec.name.clone(),
+                            Arc::new(Tool {
+                                spec: spec.clone(),
+                                provider: Provider::Plugin(Arc::clone(plugin)),
+                            }),
+                        );
+                    }
+                }
+            }
+        }
+        (PluginTools { generation, tools }, warnings)
     }
 
     /// The known name with the longest common prefix, if it shares at
@@ -590,11 +688,4 @@ fn call_plugin(
         tool: name.to_owned(),
         message: e.to_string(),
     })
-}
-
-fn valid_name(name: &str) -> bool {
-    (1..=64).contains(&name.len())
-        && name.bytes().all(|b| {
-            b.is_ascii_lowercase() || b.is_ascii_digit() || matches!(b, b'_' | b'.' | b'-')
-        })
 }

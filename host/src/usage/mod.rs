@@ -48,6 +48,8 @@ pub enum Kind {
     Compaction,
     /// A delegated worker's step.
     Worker,
+    /// A summary of long output by the cheap model (`[llm.cheap]`).
+    Summary,
 }
 
 impl Kind {
@@ -58,6 +60,7 @@ impl Kind {
             Kind::PreCompaction => "pre_compaction",
             Kind::Compaction => "compaction",
             Kind::Worker => "worker",
+            Kind::Summary => "summary",
         }
     }
 }

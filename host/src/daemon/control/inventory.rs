@@ -1,6 +1,6 @@
 //! The plugin and tool inventory as JSON rows: what the daemon answers to
-//! `plugins` and `tools`, and what a CLI command without a daemon builds
-//! from its own runtime, so both print from the same rows.
+//! `plugins`, `tools` and `mcp`, and what a CLI command without a daemon
+//! builds from its own runtime, so both print from the same rows.
 
 use serde_json::{Value, json};
 
@@ -30,6 +30,42 @@ pub fn plugins(set: &PluginSet, live: bool) -> Vec<Value> {
             })
         })
         .collect()
+}
+
+/// The MCP plugin's servers: `{"plugin": {state, reason}, "servers":
+/// [{name, state, detail, tools: [names]}]}`, each server's tools being
+/// the registry's `mcp.<server>.*`.
+pub fn mcp(set: &PluginSet, registry: &ToolRegistry) -> Value {
+    const PLUGIN: &str = "mcp";
+    let report = set
+        .reports()
+        .into_iter()
+        .find(|r| r.name.as_deref() == Some(PLUGIN));
+    let (state, reason) = match &report {
+        Some(r) => {
+            let (state, reason) = state_parts(&r.state);
+            (state, reason.map(str::to_owned))
+        }
+        None => ("missing", Some("no plugin named mcp was found".to_owned())),
+    };
+    let listed = registry.list();
+    let servers: Vec<Value> = crate::plugins::parts(set.active())
+        .into_iter()
+        .filter(|part| part.plugin == PLUGIN)
+        .map(|part| {
+            let prefix = format!("{PLUGIN}.{}.", part.status.name);
+            let tools: Vec<&str> = listed
+                .iter()
+                .map(|t| t.spec.name.as_str())
+                .filter(|name| name.starts_with(&prefix))
+                .collect();
+            json!({
+                "name": part.status.name, "state": part.status.state,
+                "detail": part.status.detail, "tools": tools,
+            })
+        })
+        .collect();
+    json!({ "plugin": { "state": state, "reason": reason }, "servers": servers })
 }
 
 /// Every tool with its source, the scripts that failed to load, and the

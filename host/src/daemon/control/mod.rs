@@ -26,7 +26,7 @@ use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 use tokio::sync::mpsc;
 
-pub use inventory::{plugins as plugin_rows, script_problems, tools as tool_rows};
+pub use inventory::{mcp as mcp_rows, plugins as plugin_rows, script_problems, tools as tool_rows};
 use protocol::{Code, error};
 
 use crate::agent::Agent;
@@ -234,6 +234,19 @@ async fn handle(
             let mut answer = tool_rows(&control.tools);
             answer["op"] = "tools".into();
             Some(answer)
+        }
+        "mcp" => {
+            // Each plugin answers its status from memory, without I/O; a
+            // blocking thread all the same, since it is a plugin call.
+            let (plugins, tools) = (Arc::clone(&control.plugins), Arc::clone(&control.tools));
+            let rows = tokio::task::spawn_blocking(move || mcp_rows(&plugins, &tools)).await;
+            Some(match rows {
+                Ok(mut answer) => {
+                    answer["op"] = "mcp".into();
+                    answer
+                }
+                Err(e) => error(Code::Tool, &format!("the status could not be read: {e}")),
+            })
         }
         "tool_call" => tool_call::start(&control.tools, request, &session.in_flight, tx),
         "withdraw" => tool_call::withdraw(&session.in_flight),

@@ -16,7 +16,7 @@ pub const VERSION: u64 = 2;
 pub const V1_OPS: [&str; 3] = ["chat", "subscribe", "status"];
 
 /// Every request this version serves, for the unknown-request error.
-pub const OPS: [&str; 15] = [
+pub const OPS: [&str; 16] = [
     "hello",
     "chat",
     "subscribe",
@@ -32,6 +32,7 @@ pub const OPS: [&str; 15] = [
     "agents",
     "schedule",
     "identity",
+    "mcp",
 ];
 
 /// What went wrong with a request, as the `code` of an `error` answer.
