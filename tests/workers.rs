@@ -207,6 +207,46 @@ fn a_long_result_is_cut_and_kept_whole_in_a_file() {
 }
 
 #[test]
+fn a_long_result_comes_with_a_summary_by_the_cheap_model() {
+    let fake = FakeLlm::start();
+    fake.push(anthropic_tool_use(
+        None,
+        "w1",
+        "spawn_agent",
+        &json!({ "spec": {}, "task": "list every x" }),
+    ));
+    fake.push_for(WORKER, anthropic_text(&format!("{}END", "x".repeat(500))));
+    fake.push_for(
+        "You summarize long output",
+        anthropic_text("500 x's, then END."),
+    );
+    fake.push(anthropic_text("Got it."));
+    let h = home(
+        &fake,
+        "[llm.cheap]\nmodel = \"fake-cheap\"\n[agent]\nworker_result_chars = 100\n",
+    );
+    let _daemon = start(&h);
+
+    h.chat("go").ok();
+    let results = last_results(&fake);
+    assert!(
+        results.contains(
+            r#"[a summary of the whole result, by the cheap model:]\\n500 x's, then END.\\n\\nxxx"#
+        ),
+        "{results}"
+    );
+    assert!(results.contains("[cut at 100 characters; the whole result is in "));
+    let asked = fake
+        .requests()
+        .into_iter()
+        .find(|r| r.body["model"] == "fake-cheap")
+        .expect("a summary request");
+    let question = asked.body["messages"].to_string();
+    assert!(question.contains("list every x"), "{question:.300}");
+    assert!(question.contains("xxxEND"), "{question:.300}");
+}
+
+#[test]
 fn a_worker_cut_short_by_a_crash_is_reported_once_to_the_retried_turn() {
     let fake = FakeLlm::start();
     fake.push(anthropic_tool_use(

@@ -77,7 +77,7 @@ pub fn shell_exec(
     spawn::check_env(&env)?;
     let cwd = shell.launcher.resolve_cwd(args.opt_text("cwd")?)?;
     let floor = crate::floor::prepare(&shell.launcher.floors, floor)?;
-    run(
+    let mut result = run(
         &shell.launcher,
         shell.limits,
         &shell.launcher.home.join("logs"),
@@ -89,7 +89,13 @@ pub fn shell_exec(
             floor: floor.as_deref(),
         },
         watching,
-    )
+    )?;
+    // Over the cap, the whole output is in the log: the cheap model reads
+    // it for the agent, within the host's deadline.
+    if let (Some(summarize), Value::Object(fields)) = (&shell.summarize, &mut result) {
+        crate::summary::add_to_result(summarize.as_ref(), command, fields);
+    }
+    Ok(result)
 }
 
 /// Runs `request` and returns the tool's result: `exit_code`, `signal`,

@@ -40,9 +40,11 @@ pub mod output;
 pub mod processes;
 pub mod reaper;
 pub mod spawn;
+pub mod summary;
 pub mod tail;
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use hearth_sdk::calls::Calls;
 use hearth_sdk::protocol::{Description, Floor, Risk, Targets, ToolCall, ToolSpec, service};
@@ -54,6 +56,7 @@ pub use confine::{landlock_abi, landlock_status};
 use output::Limits;
 use processes::{Notify, Processes};
 use spawn::Launcher;
+pub use summary::Summarize;
 
 /// The largest `max_output_lines`.
 pub const MAX_OUTPUT_LINES_LIMIT: u64 = 100_000;
@@ -75,6 +78,8 @@ pub struct Shell {
     pub calls: Calls,
     /// Where live output goes (`tool.output`), when the host takes it.
     pub live: Option<Box<live::SendOutput>>,
+    /// The cheap model's summaries of long output, when the host offers them.
+    pub summarize: Option<Arc<Summarize>>,
 }
 
 /// What a [`Shell`] is built from.
@@ -90,6 +95,8 @@ pub struct Setup {
     /// Where the live output of a call the host names goes; `None` shows
     /// nothing.
     pub live: Option<Box<live::SendOutput>>,
+    /// How long output is summarized; `None` without a cheap model.
+    pub summarize: Option<Arc<Summarize>>,
 }
 
 /// Config table `[plugins.shell]`.
@@ -136,13 +143,18 @@ impl Shell {
             )));
         }
         let launcher = Launcher::new(&setup.home, &setup.confine_to, &config.pass_env);
-        let processes = Processes::new(launcher.home.join("processes"), setup.notify)?;
+        let processes = Processes::new(
+            launcher.home.join("processes"),
+            setup.notify,
+            setup.summarize.clone(),
+        )?;
         Ok(Shell {
             launcher,
             limits,
             processes,
             calls: Calls::default(),
             live: setup.live,
+            summarize: setup.summarize,
         })
     }
 
@@ -210,12 +222,18 @@ impl Plugin for Shell {
                 .map(|_| ())
                 .map_err(|e| e.to_string())
         });
+        let summarize: Option<Arc<Summarize>> = info.summaries.then(|| {
+            Arc::new(move |about: &str, text: &str| {
+                host.summarize(about, text).map_err(|e| e.to_string())
+            }) as Arc<Summarize>
+        });
         Shell::new(Setup {
             home: PathBuf::from(info.home),
             confine_to: info.confine_to,
             config,
             notify,
             live: Some(Box::new(move |output| host.tool_output(output))),
+            summarize,
         })
     }
 

@@ -28,6 +28,7 @@ use crate::meta::{self, Meta, Status};
 use crate::output::Stream;
 use crate::reaper::Reaper;
 use crate::spawn::{self, Grouping, Launcher};
+use crate::summary::Summarize;
 use crate::tail;
 use hearth_sdk::args::{Args, invalid};
 
@@ -43,6 +44,10 @@ pub const DEFAULT_LOG_LINES: u64 = 50;
 pub const MAX_LOG_LINES: u64 = 2000;
 /// How many lines of stderr an exit notice quotes.
 pub const NOTICE_LINES: usize = 20;
+/// How many lines of stderr the cheap model summarizes for an exit notice.
+pub const SUMMARY_LINES: usize = 100;
+/// The most bytes of those.
+const SUMMARY_BYTES: usize = 32 * 1024;
 
 /// The background processes under one `$HEARTH_HOME`.
 pub struct Processes {
@@ -53,12 +58,19 @@ pub struct Processes {
 impl Processes {
     /// Processes kept under `root` (`$HEARTH_HOME/processes`); failures are
     /// reported through `notify`.
-    pub fn new(root: PathBuf, notify: Notify) -> Result<Processes, PluginError> {
+    /// With `summarize`, a failure's notice carries a summary of its last
+    /// stderr lines.
+    pub fn new(
+        root: PathBuf,
+        notify: Notify,
+        summarize: Option<Arc<Summarize>>,
+    ) -> Result<Processes, PluginError> {
         let state = Arc::new(State {
             root,
             records: Mutex::new(()),
             ours: Mutex::new(HashMap::new()),
             notify,
+            summarize,
             closing: AtomicBool::new(false),
         });
         let on_exit = Arc::clone(&state);
@@ -342,6 +354,7 @@ struct State {
     records: Mutex<()>,
     ours: Mutex<HashMap<String, Ours>>,
     notify: Notify,
+    summarize: Option<Arc<Summarize>>,
     /// Set at shutdown: a notice the host cannot take is not retried, so
     /// the reaper (and the daemon's stop) is not held up.
     closing: AtomicBool,
@@ -440,7 +453,7 @@ impl State {
 
     /// The reaper saw `id` exit: record it, and tell the agent when it
     /// failed on its own.
-    fn exited(&self, id: &str, status: ExitStatus) {
+    fn exited(self: &Arc<Self>, id: &str, status: ExitStatus) {
         let (exit_code, signal) = spawn::exit_fields(status);
         let dir = self.root.join(id);
         let (record, stopped) = {
@@ -476,8 +489,28 @@ impl State {
             key: format!("{id}-exit-{}", record.started_at_ms),
             text: notice_text(&record),
         };
+        let Some(summarize) = self.summarize.clone() else {
+            return self.tell(id, &notice);
+        };
+        // The summary waits for a model: on a thread of its own, so the
+        // reaper goes on recording other exits meanwhile.
+        let (state, id) = (Arc::clone(self), id.to_owned());
+        let told = std::thread::Builder::new()
+            .name("hearth-shell-notice".into())
+            .spawn(move || {
+                let mut notice = notice;
+                notice.text.push_str(&stderr_summary(&record, &*summarize));
+                state.tell(&id, &notice);
+            });
+        if let Err(e) = told {
+            tracing::warn!("cannot tell the agent that a background process failed: {e}");
+        }
+    }
+
+    /// Offers `notice` to the host until it takes it (or the plugin closes).
+    fn tell(&self, id: &str, notice: &Notice) {
         for attempt in 1..=NOTICE_ATTEMPTS {
-            match (self.notify)(&notice) {
+            match (self.notify)(notice) {
                 Ok(()) => return,
                 Err(e) if attempt == NOTICE_ATTEMPTS || self.closing.load(Ordering::SeqCst) => {
                     tracing::warn!("cannot tell the agent that {id} failed: {e}");
@@ -517,6 +550,34 @@ fn notice_text(record: &Meta) -> String {
         record.stderr,
         stderr.trim_end()
     )
+}
+
+/// The summary part of a failure's notice: the cheap model's reading of
+/// the last [`SUMMARY_LINES`] lines of stderr, or why there is none.
+fn stderr_summary(record: &Meta, summarize: &Summarize) -> String {
+    let stderr = match tail::tail(Path::new(&record.stderr), SUMMARY_LINES, SUMMARY_BYTES) {
+        Ok(t) if t.text.trim().is_empty() => return String::new(),
+        Ok(t) => t.text,
+        Err(_) => return String::new(),
+    };
+    let about = format!(
+        "the last {SUMMARY_LINES} lines of stderr of the background process `{}`, which {}",
+        record
+            .command
+            .chars()
+            .take(NOTICE_COMMAND)
+            .collect::<String>(),
+        ended(record)
+    );
+    match summarize(&about, &stderr) {
+        Ok(summary) => format!(
+            "\nSummary of its last {SUMMARY_LINES} stderr lines (by the cheap model):\n{summary}"
+        ),
+        Err(why) => {
+            tracing::info!("no summary of a failed process's stderr: {why}");
+            String::new()
+        }
+    }
 }
 
 /// How a record says the process ended, in words.

@@ -76,6 +76,7 @@ pub fn instance(
             Ok(())
         }),
         live: None,
+        summarize: None,
     })
     .expect("shell plugin");
     (shell, notices)
@@ -119,6 +120,7 @@ pub fn watched() -> (tempfile::TempDir, Shell, Shown) {
             sink.lock().unwrap().push((Instant::now(), piece.clone()));
             Ok(())
         })),
+        summarize: None,
     })
     .expect("shell plugin");
     (home, shell, shown)
