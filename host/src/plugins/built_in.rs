@@ -61,9 +61,10 @@ static FS: StaticHeader = StaticHeader::built_in::<hearth_fs::Fs>();
 static WEB: StaticHeader = StaticHeader::built_in::<hearth_web::Web>();
 static TELEGRAM: StaticHeader = StaticHeader::built_in::<hearth_telegram::Telegram>();
 static SIGNAL: StaticHeader = StaticHeader::built_in::<hearth_signal::Signal>();
+static MCP: StaticHeader = StaticHeader::built_in::<hearth_mcp::Mcp>();
 
 /// The order the shared libraries had when scanned by file name.
-static BUILT_IN: [BuiltIn; 6] = [
+static BUILT_IN: [BuiltIn; 7] = [
     BuiltIn {
         name: "canvas",
         header: &CANVAS,
@@ -72,6 +73,12 @@ static BUILT_IN: [BuiltIn; 6] = [
     BuiltIn {
         name: "fs",
         header: &FS,
+        needs_settings: false,
+    },
+    BuiltIn {
+        name: "mcp",
+        header: &MCP,
+        // With no server it starts nothing: loaded, it can say so.
         needs_settings: false,
     },
     BuiltIn {
