@@ -254,9 +254,8 @@ fn a_killed_server_restarts_and_a_hanging_call_times_out_alone() {
         .unwrap();
     // SAFETY: kill(2) on the server hearth started for this test.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
-    wait_until("the server to be seen gone", || {
-        server(&h, "flaky")["state"] != "up"
-    });
+    // An eager server may already be back (restarted in the background);
+    // either way the next call is answered by a new process.
     let echo = call(&h, "mcp.flaky.echo", json!({"text": "back"})).json();
     assert_eq!(echo["text"], "echo: back");
     let again: i32 = call(&h, "mcp.flaky.pid", json!({})).json()["text"]

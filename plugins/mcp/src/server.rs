@@ -28,6 +28,7 @@ use crate::context::Context;
 use crate::http::{self, HttpLink};
 use crate::jsonrpc::{STOP_POLL, lock};
 use crate::link::{Events, Link, RequestError};
+use crate::progress::Progress;
 use crate::registry::Registry;
 use crate::results::{self, Store};
 use crate::session::{OpenError, Session};
@@ -56,6 +57,7 @@ pub struct Server {
     changed: Condvar,
     table: Mutex<Arc<Table>>,
     store: Store,
+    progress: Arc<Progress>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +133,7 @@ impl Server {
             }),
             changed: Condvar::new(),
             table: Mutex::new(Arc::new(table)),
+            progress: Arc::default(),
         })
     }
 
@@ -165,6 +168,7 @@ impl Server {
         &self,
         hearth_name: &str,
         args: Value,
+        call_id: Option<&str>,
         stop: Option<&Stop>,
     ) -> Result<Value, PluginError> {
         let name = &self.config.name;
@@ -177,7 +181,17 @@ impl Server {
         let session = self
             .ensure_up(deadline, stop)
             .map_err(|e| PluginError::Failed(format!("{hearth_name}: {e}")))?;
-        let answer = session.call_tool(&entry.original, &entry.schema, args, deadline, stop);
+        // A call the owner watches gets the server's progress shown live.
+        let progress = call_id.map(|id| self.progress.watch(id));
+        let answer = session.call_tool(
+            &entry.original,
+            &entry.schema,
+            args,
+            progress.as_ref().map(|p| p.token()),
+            deadline,
+            stop,
+        );
+        drop(progress);
         let fail = |text: String| Err(PluginError::Failed(format!("{hearth_name}: {text}")));
         match answer {
             Ok(result) => results::map(&result, &self.store),
@@ -192,7 +206,7 @@ impl Server {
                 fail(format!("server {name:?} answered with an error: {error}"))
             }
             Err(RequestError::Closed(why)) => {
-                fail(format!("server {name:?} {why} during the call"))
+                fail(format!("the call failed: server {name:?} {why}"))
             }
             Err(RequestError::Unreachable(why)) => {
                 self.lost(&session, &why);
@@ -279,6 +293,10 @@ impl Server {
     fn ensure_up(&self, deadline: Instant, stop: Option<&Stop>) -> Result<Arc<Session>, String> {
         let name = &self.config.name;
         let mut st = self.lock();
+        // Each attempt to start bumps the generation: one that failed
+        // since this call came is its answer (a call makes one attempt,
+        // it does not retry a broken server until its deadline).
+        let generation = st.generation;
         loop {
             let now = Instant::now();
             match st.phase {
@@ -292,8 +310,10 @@ impl Server {
                 Phase::Starting => {}
                 Phase::Idle => self.begin_start(&mut st, now),
                 Phase::Down => {
-                    if st.next_attempt > now
-                        && (st.backoff.crash_looping(now) || st.next_attempt > deadline)
+                    let failed_meanwhile = st.generation != generation;
+                    if failed_meanwhile
+                        || (st.next_attempt > now
+                            && (st.backoff.crash_looping(now) || st.next_attempt > deadline))
                     {
                         return Err(format!("server {name:?} is {}", self.down_detail(&st, now)));
                     }
@@ -337,10 +357,13 @@ impl Server {
         st.starter = std::thread::Builder::new()
             .name(format!("mcp-{}-start", self.config.name))
             .spawn(move || {
+                me.starting_loop(at);
+                // The connections that ended are cleaned up after the new
+                // one is tried: stopping an HTTP one can take a few
+                // seconds, which no call should wait for.
                 for link in retired {
                     link.stop();
                 }
-                me.starting_loop(at);
             })
             .map_err(|e| tracing::warn!(server = %self.config.name, "no thread to start it: {e}"))
             .ok();
@@ -554,7 +577,11 @@ impl Server {
             }
         } else {
             let secs = st.next_attempt.duration_since(now).as_secs_f64().ceil() as u64;
-            format!("next attempt in {secs} s")
+            if self.config.start == Start::Eager {
+                format!("next attempt in {secs} s")
+            } else {
+                format!("restarting on a call in {secs} s or later")
+            }
         };
         if st.backoff.crash_looping(now) {
             format!(
@@ -649,6 +676,7 @@ impl Events for ServerEvents {
                     &crate::stdio::cut(&text, 2048),
                 );
             }
+            "notifications/progress" => server.progress.report(&server.ctx, params),
             other => tracing::debug!(server = %server.config.name, "notification {other}"),
         }
     }
