@@ -694,7 +694,7 @@ pub fn describe(e: &RequestError) -> String {
         RequestError::Rpc(error) => error.to_string(),
         RequestError::TimedOut => "it did not answer in time".into(),
         RequestError::Stopped => "the call was stopped".into(),
-        RequestError::Closed(why) => why.clone(),
+        RequestError::Closed(why) | RequestError::NotSent(why) => why.clone(),
         RequestError::SessionExpired => "it forgot our session".into(),
         RequestError::Unreachable(why)
         | RequestError::Transport(why)

@@ -178,23 +178,55 @@ impl Server {
                 "{hearth_name}: server {name:?} offers no such tool now"
             )));
         };
-        let session = self
-            .ensure_up(deadline, stop)
-            .map_err(|e| PluginError::Failed(format!("{hearth_name}: {e}")))?;
         // A call the owner watches gets the server's progress shown live.
         let progress = call_id.map(|id| self.progress.watch(id));
-        let answer = session.call_tool(
-            &entry.original,
-            &entry.schema,
-            args,
-            progress.as_ref().map(|p| p.token()),
-            deadline,
-            stop,
-        );
+        let call = |session: &Session| {
+            session.call_tool(
+                &entry.original,
+                &entry.schema,
+                args.clone(),
+                progress.as_ref().map(|p| p.token()),
+                deadline,
+                stop,
+            )
+        };
+        let up = || {
+            self.ensure_up(deadline, stop)
+                .map_err(|e| PluginError::Failed(format!("{hearth_name}: {e}")))
+        };
+        let mut session = up()?;
+        let mut answer = call(&session);
+        // The server died before the request was written (killed a moment
+        // ago, and not yet seen gone): it never saw the call, so the call
+        // starts it again and is sent once more. A request that was
+        // written is never sent twice: the tool may have run.
+        if let Err(RequestError::NotSent(why)) = &answer {
+            self.lost(&session, why);
+            session = up()?;
+            answer = call(&session);
+        }
         drop(progress);
         let fail = |text: String| Err(PluginError::Failed(format!("{hearth_name}: {text}")));
         match answer {
-            Ok(result) => results::map(&result, &self.store),
+            Ok(result) => {
+                let mut mapped = results::map(&result, &self.store)?;
+                // Bounded for the model: the cheap model, when the host has
+                // one, reads the whole for it.
+                if mapped["truncated"] == true && self.ctx.summaries {
+                    let about = format!(
+                        "the answer of the tool {:?} of the MCP server {name:?}",
+                        entry.original
+                    );
+                    let summary = self.ctx.summarize(&about, &results::long_text(&result));
+                    if let Value::Object(fields) = &mut mapped {
+                        match summary {
+                            Ok(summary) => fields.insert("summary".into(), summary.into()),
+                            Err(why) => fields.insert("summary_error".into(), why.into()),
+                        };
+                    }
+                }
+                Ok(mapped)
+            }
             Err(RequestError::TimedOut) => fail(format!(
                 "server {name:?} did not answer within {} s; the call was cancelled",
                 self.config.timeout.as_secs()
@@ -205,7 +237,7 @@ impl Server {
             Err(RequestError::Rpc(error)) => {
                 fail(format!("server {name:?} answered with an error: {error}"))
             }
-            Err(RequestError::Closed(why)) => {
+            Err(RequestError::Closed(why)) | Err(RequestError::NotSent(why)) => {
                 fail(format!("the call failed: server {name:?} {why}"))
             }
             Err(RequestError::Unreachable(why)) => {
@@ -535,7 +567,8 @@ impl Server {
         self.down(&mut st, why);
     }
 
-    /// A call found the session's server unreachable (HTTP).
+    /// A call found the session's server gone (unreachable over HTTP, or
+    /// dead before its request could be written).
     fn lost(&self, session: &Arc<Session>, why: &str) {
         let mut st = self.lock();
         if st.phase == Phase::Up && st.session.as_ref().is_some_and(|s| Arc::ptr_eq(s, session)) {

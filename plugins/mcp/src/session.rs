@@ -102,7 +102,9 @@ impl Session {
             }
             // The process died or the URL cannot be reached: no point in
             // trying `initialize`.
-            Err(RequestError::Closed(why)) | Err(RequestError::Unreachable(why)) => {
+            Err(RequestError::Closed(why))
+            | Err(RequestError::NotSent(why))
+            | Err(RequestError::Unreachable(why)) => {
                 return Err(OpenError::Failed(why));
             }
             // Anything else (method not found, "server not initialized",

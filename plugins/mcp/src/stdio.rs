@@ -166,10 +166,10 @@ impl StdioLink {
         params: Value,
         options: &Options<'_>,
     ) -> Result<Value, RequestError> {
-        let (id, slot) = self.pending.open().map_err(RequestError::Closed)?;
+        let (id, slot) = self.pending.open().map_err(RequestError::NotSent)?;
         if let Err(why) = self.send(&jsonrpc::request(id, method, params)) {
             self.pending.forget(id);
-            return Err(RequestError::Closed(why));
+            return Err(RequestError::NotSent(why));
         }
         match slot.wait(options.deadline, options.stop) {
             Ok(Ok(Ok(result))) => Ok(result),

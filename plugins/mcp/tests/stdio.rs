@@ -136,6 +136,33 @@ fn a_killed_server_is_restarted_by_the_next_call() {
 }
 
 #[test]
+fn a_call_racing_its_servers_death_is_sent_at_most_once_and_the_next_is_answered() {
+    let f = Fixture::new(servers(json!({ "s": stdio(&[]) })));
+    f.wait_for_tool("mcp.s.pid");
+    // Three times: five failures in a minute would be a crash loop.
+    for _ in 0..3 {
+        let before: u32 = text_of(&f.ok("mcp.s.pid", json!({}))).parse().unwrap();
+        kill9(before);
+        // Before the plugin has seen the server gone. A request that could
+        // not be written is sent again to a new process; one written to
+        // the dying process may have been read, so it is not sent twice:
+        // the call says why it failed.
+        match f
+            .mcp()
+            .call_tool("mcp.s.echo", json!({"text": "right away"}))
+        {
+            Ok(echo) => assert_eq!(text_of(&echo), "echo: right away"),
+            Err(e) => assert!(
+                e.to_string().contains("was killed by signal 9 (SIGKILL)"),
+                "{e}"
+            ),
+        }
+        let after: u32 = text_of(&f.ok("mcp.s.pid", json!({}))).parse().unwrap();
+        assert_ne!(before, after);
+    }
+}
+
+#[test]
 fn a_crashing_server_says_why() {
     let f = Fixture::new(servers(json!({ "s": stdio(&["--crash-after", "1"]) })));
     f.wait_for_tool("mcp.s.echo");
