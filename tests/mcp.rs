@@ -38,11 +38,15 @@ fn script() -> String {
         .to_string()
 }
 
-/// A `[plugins.mcp.servers.NAME]` table running `node` with `args`.
+/// A `[plugins.mcp.servers.NAME]` table running `node` with `args`,
+/// started with the daemon.
 fn stdio(name: &str, args: &[&str], extra: &str) -> String {
-    format!(
-        "[plugins.mcp.servers.{name}]\ncommand = \"node\"\nargs = {args:?}\nstart = \"eager\"\n{extra}\n"
-    )
+    lazy(name, args, &format!("start = \"eager\"\n{extra}"))
+}
+
+/// The same, started by its first call (or once, to learn its tools).
+fn lazy(name: &str, args: &[&str], extra: &str) -> String {
+    format!("[plugins.mcp.servers.{name}]\ncommand = \"node\"\nargs = {args:?}\n{extra}\n")
 }
 
 /// Starts a daemon on `config` with the API key in its environment, and
@@ -243,7 +247,7 @@ fn streamable_http_serves_the_same_tools() {
 #[test]
 fn a_killed_server_restarts_and_a_hanging_call_times_out_alone() {
     let script = script();
-    let config = stdio("flaky", &[&script], "risk = \"read\"\ntimeout_s = 1")
+    let config = lazy("flaky", &[&script], "risk = \"read\"\ntimeout_s = 1")
         + &stdio("steady", &[&script], "risk = \"read\"");
     let (h, _daemon) = up(&config);
     let pid: i32 = call(&h, "mcp.flaky.pid", json!({})).json()["text"]
@@ -255,7 +259,7 @@ fn a_killed_server_restarts_and_a_hanging_call_times_out_alone() {
     // SAFETY: kill(2) on the server hearth started for this test.
     assert_eq!(unsafe { libc::kill(pid, libc::SIGKILL) }, 0);
     wait_until("the server to be seen gone", || {
-        server(&h, "flaky")["state"] != "up"
+        server(&h, "flaky")["state"] == "down"
     });
     let echo = call(&h, "mcp.flaky.echo", json!({"text": "back"})).json();
     assert_eq!(echo["text"], "echo: back");

@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use hearth_tests::fake_llm::{FakeLlm, Reply, anthropic_text};
+use hearth_tests::fake_llm::{FakeLlm, Recorded, Reply, anthropic_text};
 use hearth_tests::{Daemon, Hearth, plugin};
 use serde_json::Value;
 
@@ -22,7 +22,7 @@ fn home(fake: &FakeLlm, cheap: Option<&str>) -> Hearth {
         .map(|keys| format!("[llm.cheap]\nmodel = \"fake-cheap\"\n{keys}\n"))
         .unwrap_or_default();
     Hearth::with_plugins(
-        &[plugin("shell")],
+        &[plugin("shell"), plugin("mcp")],
         &format!(
             "[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
              api_key_env = \"HEARTH_TEST_API_KEY\"\nretry_base_ms = 10\nmax_retries = 0\n{cheap}",
@@ -35,6 +35,19 @@ fn start(h: &Hearth) -> Daemon {
     h.daemon_with(|cmd| {
         cmd.env("HEARTH_TEST_API_KEY", "sk-test");
     })
+}
+
+/// The request the cheap model was sent.
+fn summary_request(fake: &FakeLlm) -> Recorded {
+    fake.requests()
+        .into_iter()
+        .find(|r| {
+            r.body["system"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(CHEAP)
+        })
+        .expect("a summary request")
 }
 
 /// `shell_exec` through the running daemon, and how long it took.
@@ -70,16 +83,7 @@ fn ten_thousand_lines_come_back_summarized_with_head_tail_and_log() {
     );
 
     // The cheap model read what the command was and its output's ends.
-    let asked = fake.requests();
-    let summary = asked
-        .iter()
-        .find(|r| {
-            r.body["system"]
-                .as_str()
-                .unwrap_or_default()
-                .contains(CHEAP)
-        })
-        .expect("a summary request");
+    let summary = summary_request(&fake);
     assert_eq!(summary.body["model"], "fake-cheap");
     let question = summary.body["messages"].to_string();
     for part in [
@@ -106,6 +110,44 @@ fn ten_thousand_lines_come_back_summarized_with_head_tail_and_log() {
         std::thread::sleep(Duration::from_millis(20));
     }
     assert_eq!(kinds(), ["summary"]);
+}
+
+#[test]
+fn an_oversized_mcp_answer_is_summarized_too() {
+    let fake = FakeLlm::start();
+    fake.push_for(
+        CHEAP,
+        anthropic_text("Two megabytes of x between HEAD and TAIL."),
+    );
+    let script = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../plugins/mcp/tests/fixtures/script_server.mjs");
+    let servers = format!(
+        "timeout_ms = 10000\n[plugins.mcp.servers.script]\ncommand = \"node\"\n\
+         args = [{script:?}]\nrisk = \"read\"\n"
+    );
+    let h = home(&fake, Some(&servers));
+    let _daemon = start(&h);
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !h.cmd(&["mcp", "list"]).ok().contains("mcp.script.big") {
+        assert!(Instant::now() < deadline, "the server's tools never came");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let args = r#"{"bytes": 2000000}"#;
+    let result = h.cmd(&["tool", "call", "mcp.script.big", args]).json();
+    assert_eq!(result["truncated"], true);
+    assert_eq!(
+        result["summary"],
+        "Two megabytes of x between HEAD and TAIL."
+    );
+    let question = summary_request(&fake).body["messages"].to_string();
+    assert!(
+        question.contains(r#"the tool \"big\" of the MCP server \"script\""#),
+        "{question:.300}"
+    );
+    assert!(
+        question.contains("HEAD") && question.contains("TAIL"),
+        "{question:.300}"
+    );
 }
 
 #[test]
@@ -171,18 +213,7 @@ fn a_failed_background_process_is_reported_with_a_summary_of_its_stderr() {
         "{text}"
     );
     // The cheap model read the last 100 lines, not more.
-    let asked = fake.requests();
-    let question = asked
-        .iter()
-        .find(|r| {
-            r.body["system"]
-                .as_str()
-                .unwrap_or_default()
-                .contains(CHEAP)
-        })
-        .expect("a summary request")
-        .body["messages"]
-        .to_string();
+    let question = summary_request(&fake).body["messages"].to_string();
     assert!(question.contains("err 150"), "{question:.300}");
     assert!(question.contains("err 51\\n"), "{question:.300}");
     assert!(!question.contains("err 50\\n"), "{question:.300}");

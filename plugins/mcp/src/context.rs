@@ -29,6 +29,9 @@ pub struct Context {
     /// that loaded the plugin to list or call tools: then no server is
     /// started in the background.
     pub serving: bool,
+    /// Whether the host's cheap model summarizes long output
+    /// (`model.summarize`).
+    pub summaries: bool,
     /// The thread servers are forked from.
     pub spawner: Spawner,
 }
@@ -38,13 +41,14 @@ impl Context {
     /// without `host.info`, as in a unit test, gives `$HEARTH_HOME` or the
     /// temporary directory).
     pub fn new(host: Host) -> Context {
-        let (home, serving) = match host.info() {
-            Ok(info) => (PathBuf::from(info.home), info.serving),
+        let (home, serving, summaries) = match host.info() {
+            Ok(info) => (PathBuf::from(info.home), info.serving, info.summaries),
             Err(_) => (
                 std::env::var_os("HEARTH_HOME")
                     .map(PathBuf::from)
                     .unwrap_or_else(|| std::env::temp_dir().join("hearth-mcp")),
                 true,
+                false,
             ),
         };
         Context {
@@ -52,6 +56,7 @@ impl Context {
             closed: RwLock::new(false),
             home,
             serving,
+            summaries,
             spawner: Spawner::default(),
         }
     }
@@ -65,6 +70,13 @@ impl Context {
     /// Closes the gate: after this returns, no host call is made.
     pub fn close(&self) {
         *self.closed.write().unwrap_or_else(|p| p.into_inner()) = true;
+    }
+
+    /// A summary of `text` by the host's cheap model, which waits for it
+    /// (bounded by the host); the error says why there is none.
+    pub fn summarize(&self, about: &str, text: &str) -> Result<String, String> {
+        self.with_host(|h| h.summarize(about, text).map_err(|e| e.to_string()))
+            .unwrap_or_else(|| Err("the plugin is shutting down".into()))
     }
 
     /// Logs a line under a target of our choosing (`mcp::fs` for the

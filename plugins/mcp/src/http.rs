@@ -227,15 +227,21 @@ impl HttpLink {
     /// only through the shutdown gate).
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
-        if let Some(listener) = lock(&self.listener).take() {
-            let _ = listener.join();
-        }
-        if let Some(session) = lock(&self.session).take() {
+        // Each lock is released before the work: `base` locks the session
+        // again, and the listener may need its lock to end. The session is
+        // ended first: a server then closes its stream, and the listener
+        // ends at once rather than at its next tick.
+        let session = lock(&self.session).take();
+        if let Some(session) = session {
             let _ = self
-                .base(self.client.delete(self.url.clone()))
+                .base(self.client.delete(self.url.clone()), None)
                 .header("Mcp-Session-Id", session)
                 .timeout(Duration::from_secs(2))
                 .send();
+        }
+        let listener = lock(&self.listener).take();
+        if let Some(listener) = listener {
+            let _ = listener.join();
         }
         let helpers: Vec<JoinHandle<()>> = lock(&self.helpers).drain(..).collect();
         let until = Instant::now() + TICK;
@@ -258,14 +264,20 @@ impl HttpLink {
         }
     }
 
-    /// The headers every request carries: the configured ones, the agreed
-    /// revision and the session.
-    fn base(&self, request: RequestBuilder) -> RequestBuilder {
+    /// The headers every request carries: the configured ones, the
+    /// revision (the message's own in 2026-07-28, else the one agreed) and
+    /// the session.
+    fn base(&self, request: RequestBuilder, message: Option<&Value>) -> RequestBuilder {
         let mut request = request.headers(self.headers.clone());
-        if let Some(version) = *lock(&self.version) {
-            request = request.header("MCP-Protocol-Version", version.as_str());
+        let agreed = *lock(&self.version);
+        let version = message
+            .and_then(modern_version)
+            .or(agreed.map(Version::as_str));
+        if let Some(version) = version {
+            request = request.header("MCP-Protocol-Version", version);
         }
-        if let Some(session) = lock(&self.session).clone() {
+        let session = lock(&self.session).clone();
+        if let Some(session) = session {
             request = request.header("Mcp-Session-Id", session);
         }
         request
@@ -282,16 +294,14 @@ impl HttpLink {
     ) -> Result<Option<Result<Value, RpcError>>, RequestError> {
         let method = message.get("method").and_then(Value::as_str).unwrap_or("");
         let mut request = self
-            .base(self.client.post(self.url.clone()))
+            .base(self.client.post(self.url.clone()), Some(message))
             .header(ACCEPT, "application/json, text/event-stream")
             .header(CONTENT_TYPE, "application/json")
             .timeout(timeout)
             .body(message.to_string());
-        if let Some(version) = modern_version(message) {
+        if is_modern(message) {
             // 2026-07-28 mirrors the body into headers, for gateways.
-            request = request
-                .header("MCP-Protocol-Version", version)
-                .header("Mcp-Method", method);
+            request = request.header("Mcp-Method", method);
             let params = message.get("params");
             if let Some(name) = params
                 .and_then(|p| p.get("name").or_else(|| p.get("uri")))
@@ -395,7 +405,7 @@ impl HttpLink {
                 }
                 std::thread::sleep(wait);
                 response = self
-                    .base(self.client.get(self.url.clone()))
+                    .base(self.client.get(self.url.clone()), None)
                     .header(ACCEPT, "text/event-stream")
                     .header("Last-Event-ID", last)
                     .timeout(until.saturating_duration_since(Instant::now()))
@@ -540,7 +550,7 @@ impl HttpLink {
     fn listen_once(&self, how: Listen, first: bool) -> Listened {
         let request = match how {
             Listen::Get => self
-                .base(self.client.get(self.url.clone()))
+                .base(self.client.get(self.url.clone()), None)
                 .header(ACCEPT, "text/event-stream"),
             Listen::Subscribe => {
                 let id = self.next_id.fetch_add(1, Ordering::Relaxed) + 1;
@@ -552,10 +562,9 @@ impl HttpLink {
                         "notifications": {"toolsListChanged": true},
                     }),
                 );
-                self.base(self.client.post(self.url.clone()))
+                self.base(self.client.post(self.url.clone()), Some(&message))
                     .header(ACCEPT, "application/json, text/event-stream")
                     .header(CONTENT_TYPE, "application/json")
-                    .header("MCP-Protocol-Version", Version::V2026_07_28.as_str())
                     .header("Mcp-Method", "subscriptions/listen")
                     .body(message.to_string())
             }
@@ -568,15 +577,14 @@ impl HttpLink {
             }
         };
         let status = response.status();
+        // 405 (a 2025 server without a GET stream), 409 (one is open
+        // already), 501, or any refusal of the first attempt (a server
+        // that does not know `subscriptions/listen`): none is offered.
         if matches!(
             status,
             StatusCode::METHOD_NOT_ALLOWED | StatusCode::CONFLICT | StatusCode::NOT_IMPLEMENTED
-        ) || (first
-            && !status.is_success()
-            && how == Listen::Get
-            && status != StatusCode::NOT_FOUND)
+        ) || (first && status.is_client_error())
         {
-            // The server offers no stream (or already has one of ours).
             tracing::debug!(server = %self.server, "no listening stream (HTTP {})", status.as_u16());
             return Listened::NotOffered;
         }
@@ -686,7 +694,7 @@ pub fn describe(e: &RequestError) -> String {
         RequestError::Rpc(error) => error.to_string(),
         RequestError::TimedOut => "it did not answer in time".into(),
         RequestError::Stopped => "the call was stopped".into(),
-        RequestError::Closed(why) => why.clone(),
+        RequestError::Closed(why) | RequestError::NotSent(why) => why.clone(),
         RequestError::SessionExpired => "it forgot our session".into(),
         RequestError::Unreachable(why)
         | RequestError::Transport(why)

@@ -96,7 +96,23 @@
 //! and names the file holding all of it in `log`
 //! (`$HEARTH_HOME/mcp/NAME/results/`). An `isError` result is the tool's
 //! error. A call that outlasts `timeout_s`, or that the owner stops, is
-//! cancelled on the server (`notifications/cancelled`).
+//! cancelled on the server (`notifications/cancelled`; a 2026-07-28 server
+//! over HTTP sees the request's stream closed instead, at the latest when
+//! the call's deadline passes).
+//!
+//! While a call the owner can watch runs (one with a `call_id`), the
+//! server's progress notifications for it are shown as its live output
+//! (`tool.output`, a few lines a second at most); the model sees only the
+//! result.
+//!
+//! ## Threads and memory
+//!
+//! With no server configured the plugin starts no thread. A server that
+//! runs costs a thread reading its stdout and one reading its stderr
+//! (stdio), or a thread per call in flight and one for its listening
+//! stream (HTTP; that thread wakes every two seconds to see whether it
+//! should end, so stopping such a server can take that long). All
+//! processes are forked from one spawning thread, made with the first.
 
 mod cache;
 pub mod config;
@@ -107,6 +123,7 @@ mod context;
 mod http;
 mod jsonrpc;
 mod link;
+mod progress;
 mod registry;
 mod results;
 mod server;
@@ -154,18 +171,20 @@ impl Mcp {
             .and_then(|s| s.pid())
     }
 
-    /// Runs the tool `tool` (`mcp.NAME.TOOL`); `stop` ends it early.
+    /// Runs the tool `tool` (`mcp.NAME.TOOL`) as the call `call_id`
+    /// (whose progress is shown live); `stop` ends it early.
     fn run(
         &self,
         tool: &str,
         args: Value,
+        call_id: Option<&str>,
         stop: Option<&hearth_sdk::calls::Stop>,
     ) -> Result<Value, PluginError> {
         let server = self
             .registry
             .server_of(tool)
             .ok_or_else(|| PluginError::Unsupported(format!("no tool {tool:?}")))?;
-        server.call(tool, args, stop)
+        server.call(tool, args, call_id, stop)
     }
 }
 
@@ -217,7 +236,7 @@ impl Plugin for Mcp {
     }
 
     fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError> {
-        self.run(tool, args, None)
+        self.run(tool, args, None, None)
     }
 
     fn run_call(&self, call: ToolCall) -> Result<Value, PluginError> {
@@ -226,7 +245,12 @@ impl Plugin for Mcp {
             return self.call_tool_floored(&call.tool, call.args, call.floor);
         }
         let running = self.calls.start(call.call_id.as_deref());
-        self.run(&call.tool, call.args, Some(running.stop()))
+        self.run(
+            &call.tool,
+            call.args,
+            call.call_id.as_deref(),
+            Some(running.stop()),
+        )
     }
 
     fn cancel_call(&self, call_id: &str) -> Result<bool, PluginError> {

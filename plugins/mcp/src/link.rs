@@ -34,8 +34,12 @@ pub enum RequestError {
     TimedOut,
     /// The owner stopped the call (the server was told to cancel).
     Stopped,
-    /// The connection is gone; the text says how.
+    /// The connection is gone; the text says how. The request may have
+    /// reached the server before it went.
     Closed(String),
+    /// The connection was gone before the request could be written: the
+    /// server never saw it, so it may be sent again on a new connection.
+    NotSent(String),
     /// HTTP: the server forgot our session (404): initialize again.
     SessionExpired,
     /// HTTP: the server could not be reached (connection refused, no such

@@ -115,6 +115,50 @@ fn extension(mime: &str) -> &'static str {
     }
 }
 
+/// The text of a result that `map` bounded, for a summary: its first
+/// 64 KiB and last 192 KiB (the host cuts again to what its model reads).
+pub fn long_text(result: &Value) -> String {
+    const HEAD: usize = 64 * 1024;
+    const TAIL: usize = 192 * 1024;
+    let text = texts(result).join("\n");
+    if text.len() <= HEAD + TAIL {
+        return text;
+    }
+    let head = floor_char(&text, HEAD);
+    let tail = ceil_char(&text, text.len() - TAIL);
+    format!(
+        "{}\n[... {} bytes left out ...]\n{}",
+        &text[..head],
+        tail - head,
+        &text[tail..]
+    )
+}
+
+fn texts(result: &Value) -> Vec<&str> {
+    result
+        .get("content")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
+        .filter_map(|b| b.get("text").and_then(Value::as_str))
+        .collect()
+}
+
+fn floor_char(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+fn ceil_char(text: &str, mut at: usize) -> usize {
+    while !text.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
 /// Maps a `CallToolResult`; a result with `isError` becomes the tool's
 /// error, with its text.
 pub fn map(result: &Value, store: &Store) -> Result<Value, PluginError> {

@@ -28,6 +28,7 @@ use crate::context::Context;
 use crate::http::{self, HttpLink};
 use crate::jsonrpc::{STOP_POLL, lock};
 use crate::link::{Events, Link, RequestError};
+use crate::progress::Progress;
 use crate::registry::Registry;
 use crate::results::{self, Store};
 use crate::session::{OpenError, Session};
@@ -56,6 +57,7 @@ pub struct Server {
     changed: Condvar,
     table: Mutex<Arc<Table>>,
     store: Store,
+    progress: Arc<Progress>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -131,6 +133,7 @@ impl Server {
             }),
             changed: Condvar::new(),
             table: Mutex::new(Arc::new(table)),
+            progress: Arc::default(),
         })
     }
 
@@ -165,6 +168,7 @@ impl Server {
         &self,
         hearth_name: &str,
         args: Value,
+        call_id: Option<&str>,
         stop: Option<&Stop>,
     ) -> Result<Value, PluginError> {
         let name = &self.config.name;
@@ -174,13 +178,55 @@ impl Server {
                 "{hearth_name}: server {name:?} offers no such tool now"
             )));
         };
-        let session = self
-            .ensure_up(deadline, stop)
-            .map_err(|e| PluginError::Failed(format!("{hearth_name}: {e}")))?;
-        let answer = session.call_tool(&entry.original, &entry.schema, args, deadline, stop);
+        // A call the owner watches gets the server's progress shown live.
+        let progress = call_id.map(|id| self.progress.watch(id));
+        let call = |session: &Session| {
+            session.call_tool(
+                &entry.original,
+                &entry.schema,
+                args.clone(),
+                progress.as_ref().map(|p| p.token()),
+                deadline,
+                stop,
+            )
+        };
+        let up = || {
+            self.ensure_up(deadline, stop)
+                .map_err(|e| PluginError::Failed(format!("{hearth_name}: {e}")))
+        };
+        let mut session = up()?;
+        let mut answer = call(&session);
+        // The server died before the request was written (killed a moment
+        // ago, and not yet seen gone): it never saw the call, so the call
+        // starts it again and is sent once more. A request that was
+        // written is never sent twice: the tool may have run.
+        if let Err(RequestError::NotSent(why)) = &answer {
+            self.lost(&session, why);
+            session = up()?;
+            answer = call(&session);
+        }
+        drop(progress);
         let fail = |text: String| Err(PluginError::Failed(format!("{hearth_name}: {text}")));
         match answer {
-            Ok(result) => results::map(&result, &self.store),
+            Ok(result) => {
+                let mut mapped = results::map(&result, &self.store)?;
+                // Bounded for the model: the cheap model, when the host has
+                // one, reads the whole for it.
+                if mapped["truncated"] == true && self.ctx.summaries {
+                    let about = format!(
+                        "the answer of the tool {:?} of the MCP server {name:?}",
+                        entry.original
+                    );
+                    let summary = self.ctx.summarize(&about, &results::long_text(&result));
+                    if let Value::Object(fields) = &mut mapped {
+                        match summary {
+                            Ok(summary) => fields.insert("summary".into(), summary.into()),
+                            Err(why) => fields.insert("summary_error".into(), why.into()),
+                        };
+                    }
+                }
+                Ok(mapped)
+            }
             Err(RequestError::TimedOut) => fail(format!(
                 "server {name:?} did not answer within {} s; the call was cancelled",
                 self.config.timeout.as_secs()
@@ -191,8 +237,8 @@ impl Server {
             Err(RequestError::Rpc(error)) => {
                 fail(format!("server {name:?} answered with an error: {error}"))
             }
-            Err(RequestError::Closed(why)) => {
-                fail(format!("server {name:?} {why} during the call"))
+            Err(RequestError::Closed(why)) | Err(RequestError::NotSent(why)) => {
+                fail(format!("the call failed: server {name:?} {why}"))
             }
             Err(RequestError::Unreachable(why)) => {
                 self.lost(&session, &why);
@@ -279,6 +325,10 @@ impl Server {
     fn ensure_up(&self, deadline: Instant, stop: Option<&Stop>) -> Result<Arc<Session>, String> {
         let name = &self.config.name;
         let mut st = self.lock();
+        // Each attempt to start bumps the generation: one that failed
+        // since this call came is its answer (a call makes one attempt,
+        // it does not retry a broken server until its deadline).
+        let generation = st.generation;
         loop {
             let now = Instant::now();
             match st.phase {
@@ -292,8 +342,10 @@ impl Server {
                 Phase::Starting => {}
                 Phase::Idle => self.begin_start(&mut st, now),
                 Phase::Down => {
-                    if st.next_attempt > now
-                        && (st.backoff.crash_looping(now) || st.next_attempt > deadline)
+                    let failed_meanwhile = st.generation != generation;
+                    if failed_meanwhile
+                        || (st.next_attempt > now
+                            && (st.backoff.crash_looping(now) || st.next_attempt > deadline))
                     {
                         return Err(format!("server {name:?} is {}", self.down_detail(&st, now)));
                     }
@@ -337,10 +389,13 @@ impl Server {
         st.starter = std::thread::Builder::new()
             .name(format!("mcp-{}-start", self.config.name))
             .spawn(move || {
+                me.starting_loop(at);
+                // The connections that ended are cleaned up after the new
+                // one is tried: stopping an HTTP one can take a few
+                // seconds, which no call should wait for.
                 for link in retired {
                     link.stop();
                 }
-                me.starting_loop(at);
             })
             .map_err(|e| tracing::warn!(server = %self.config.name, "no thread to start it: {e}"))
             .ok();
@@ -512,7 +567,8 @@ impl Server {
         self.down(&mut st, why);
     }
 
-    /// A call found the session's server unreachable (HTTP).
+    /// A call found the session's server gone (unreachable over HTTP, or
+    /// dead before its request could be written).
     fn lost(&self, session: &Arc<Session>, why: &str) {
         let mut st = self.lock();
         if st.phase == Phase::Up && st.session.as_ref().is_some_and(|s| Arc::ptr_eq(s, session)) {
@@ -554,7 +610,11 @@ impl Server {
             }
         } else {
             let secs = st.next_attempt.duration_since(now).as_secs_f64().ceil() as u64;
-            format!("next attempt in {secs} s")
+            if self.config.start == Start::Eager {
+                format!("next attempt in {secs} s")
+            } else {
+                format!("restarting on a call in {secs} s or later")
+            }
         };
         if st.backoff.crash_looping(now) {
             format!(
@@ -649,6 +709,7 @@ impl Events for ServerEvents {
                     &crate::stdio::cut(&text, 2048),
                 );
             }
+            "notifications/progress" => server.progress.report(&server.ctx, params),
             other => tracing::debug!(server = %server.config.name, "notification {other}"),
         }
     }

@@ -102,7 +102,9 @@ impl Session {
             }
             // The process died or the URL cannot be reached: no point in
             // trying `initialize`.
-            Err(RequestError::Closed(why)) | Err(RequestError::Unreachable(why)) => {
+            Err(RequestError::Closed(why))
+            | Err(RequestError::NotSent(why))
+            | Err(RequestError::Unreachable(why)) => {
                 return Err(OpenError::Failed(why));
             }
             // Anything else (method not found, "server not initialized",
@@ -173,7 +175,14 @@ impl Session {
                 Value::Object(map) => map,
                 _ => Map::new(),
             };
-            map.insert("_meta".into(), modern_meta(self.version));
+            // Keep what the caller put in `_meta` (a progress token).
+            let mut meta = modern_meta(self.version);
+            if let (Some(Value::Object(theirs)), Value::Object(ours)) =
+                (map.remove("_meta"), &mut meta)
+            {
+                ours.extend(theirs);
+            }
+            map.insert("_meta".into(), meta);
             Value::Object(map)
         } else {
             params
@@ -186,7 +195,7 @@ impl Session {
                 handshake(&self.link, options.deadline).map_err(|e| match e {
                     OpenError::TimedOut => RequestError::TimedOut,
                     OpenError::NoCommonVersion(why) | OpenError::Failed(why) => {
-                        RequestError::Closed(format!("renewing its session failed: {why}"))
+                        RequestError::Closed(format!("could not renew its session ({why})"))
                     }
                 })?;
                 let _ =
@@ -254,12 +263,14 @@ impl Session {
         Ok(tools)
     }
 
-    /// Calls `tool` (its name on the server).
+    /// Calls `tool` (its name on the server); with `progress`, asks for
+    /// progress notifications under that token.
     pub fn call_tool(
         &self,
         tool: &str,
         schema: &Value,
         args: Value,
+        progress: Option<&str>,
         deadline: Instant,
         stop: Option<&hearth_sdk::calls::Stop>,
     ) -> Result<Value, RequestError> {
@@ -268,9 +279,13 @@ impl Session {
             _ => Vec::new(),
         };
         let args = if args.is_null() { json!({}) } else { args };
+        let mut params = json!({"name": tool, "arguments": args});
+        if let Some(token) = progress {
+            params["_meta"] = json!({ "progressToken": token });
+        }
         self.request(
             "tools/call",
-            json!({"name": tool, "arguments": args}),
+            params,
             &Options {
                 deadline,
                 stop,

@@ -166,10 +166,10 @@ impl StdioLink {
         params: Value,
         options: &Options<'_>,
     ) -> Result<Value, RequestError> {
-        let (id, slot) = self.pending.open().map_err(RequestError::Closed)?;
+        let (id, slot) = self.pending.open().map_err(RequestError::NotSent)?;
         if let Err(why) = self.send(&jsonrpc::request(id, method, params)) {
             self.pending.forget(id);
-            return Err(RequestError::Closed(why));
+            return Err(RequestError::NotSent(why));
         }
         match slot.wait(options.deadline, options.stop) {
             Ok(Ok(Ok(result))) => Ok(result),
@@ -228,10 +228,11 @@ impl StdioLink {
     pub fn stop(&self) {
         self.stopping.store(true, Ordering::SeqCst);
         drop(lock(&self.stdin).take());
-        if let Some(mut child) = lock(&self.child).take() {
+        let child = lock(&self.child).take();
+        if let Some(mut child) = child {
             end_process(&mut child, self.pid, GRACE);
         }
-        self.pending.close("it was stopped");
+        self.pending.close("was stopped");
         let threads: Vec<JoinHandle<()>> = lock(&self.threads).drain(..).collect();
         // The readers end at end of file, once every process holding the
         // pipes is gone. One that escaped the group (a `setsid` daemon)
@@ -257,11 +258,11 @@ impl StdioLink {
             return Err(self
                 .pending
                 .closed()
-                .unwrap_or_else(|| "its stdin is closed".into()));
+                .unwrap_or_else(|| "is no longer running".into()));
         };
         pipe.write_all(line.as_bytes())
             .and_then(|()| pipe.flush())
-            .map_err(|e| format!("writing to its stdin failed ({e})"))
+            .map_err(|e| format!("could not be written to ({e})"))
     }
 
     /// The stdout reader: dispatches each line until the pipe ends, then
@@ -284,15 +285,15 @@ impl StdioLink {
             }
         };
         if self.stopping.load(Ordering::SeqCst) {
-            self.pending.close("it was stopped");
+            self.pending.close("was stopped");
             return;
         }
         // Unasked: it exited, closed stdout, or broke the protocol. Make
         // sure it is gone, and say why.
         drop(lock(&self.stdin).take());
-        let status = lock(&self.child)
-            .take()
-            .map(|mut child| end_process(&mut child, self.pid, Duration::from_secs(1)));
+        let child = lock(&self.child).take();
+        let status =
+            child.map(|mut child| end_process(&mut child, self.pid, Duration::from_secs(1)));
         // Its last words on stderr may still be on their way through the
         // other pipe: give them a moment, they are the best clue.
         let until = Instant::now() + Duration::from_millis(500);
@@ -413,6 +414,42 @@ pub fn environment(
         env.push(("PATH".into(), DEFAULT_PATH.into()));
     }
     env
+}
+
+/// `exited with status 1`, `was killed by signal 9 (SIGKILL)`.
+pub fn describe_exit(status: ExitStatus) -> String {
+    if let Some(code) = status.code() {
+        return format!("exited with status {code}");
+    }
+    match status.signal() {
+        Some(signal) => {
+            let name = match signal {
+                libc::SIGHUP => " (SIGHUP)",
+                libc::SIGINT => " (SIGINT)",
+                libc::SIGABRT => " (SIGABRT)",
+                libc::SIGKILL => " (SIGKILL)",
+                libc::SIGSEGV => " (SIGSEGV)",
+                libc::SIGPIPE => " (SIGPIPE)",
+                libc::SIGTERM => " (SIGTERM)",
+                libc::SIGBUS => " (SIGBUS)",
+                _ => "",
+            };
+            format!("was killed by signal {signal}{name}")
+        }
+        None => "ended".to_owned(),
+    }
+}
+
+/// `text` cut to `max` bytes at a character boundary, with `…` when cut.
+pub fn cut(text: &str, max: usize) -> String {
+    if text.len() <= max {
+        return text.to_owned();
+    }
+    let mut end = max;
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}…", &text[..end])
 }
 
 /// The directory a server runs in: `cwd` (absolute, `~/...`, or relative
@@ -610,42 +647,6 @@ fn exits_within(pid: i32, grace: Duration) -> bool {
         }
         std::thread::sleep(Duration::from_millis(10));
     }
-}
-
-/// `exited with status 1`, `was killed by signal 9 (SIGKILL)`.
-pub fn describe_exit(status: ExitStatus) -> String {
-    if let Some(code) = status.code() {
-        return format!("exited with status {code}");
-    }
-    match status.signal() {
-        Some(signal) => {
-            let name = match signal {
-                libc::SIGHUP => " (SIGHUP)",
-                libc::SIGINT => " (SIGINT)",
-                libc::SIGABRT => " (SIGABRT)",
-                libc::SIGKILL => " (SIGKILL)",
-                libc::SIGSEGV => " (SIGSEGV)",
-                libc::SIGPIPE => " (SIGPIPE)",
-                libc::SIGTERM => " (SIGTERM)",
-                libc::SIGBUS => " (SIGBUS)",
-                _ => "",
-            };
-            format!("was killed by signal {signal}{name}")
-        }
-        None => "ended".to_owned(),
-    }
-}
-
-/// `text` cut to `max` bytes at a character boundary, with `…` when cut.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 #[cfg(test)]

@@ -136,6 +136,33 @@ fn a_killed_server_is_restarted_by_the_next_call() {
 }
 
 #[test]
+fn a_call_racing_its_servers_death_is_sent_at_most_once_and_the_next_is_answered() {
+    let f = Fixture::new(servers(json!({ "s": stdio(&[]) })));
+    f.wait_for_tool("mcp.s.pid");
+    // Three times: five failures in a minute would be a crash loop.
+    for _ in 0..3 {
+        let before: u32 = text_of(&f.ok("mcp.s.pid", json!({}))).parse().unwrap();
+        kill9(before);
+        // Before the plugin has seen the server gone. A request that could
+        // not be written is sent again to a new process; one written to
+        // the dying process may have been read, so it is not sent twice:
+        // the call says why it failed.
+        match f
+            .mcp()
+            .call_tool("mcp.s.echo", json!({"text": "right away"}))
+        {
+            Ok(echo) => assert_eq!(text_of(&echo), "echo: right away"),
+            Err(e) => assert!(
+                e.to_string().contains("was killed by signal 9 (SIGKILL)"),
+                "{e}"
+            ),
+        }
+        let after: u32 = text_of(&f.ok("mcp.s.pid", json!({}))).parse().unwrap();
+        assert_ne!(before, after);
+    }
+}
+
+#[test]
 fn a_crashing_server_says_why() {
     let f = Fixture::new(servers(json!({ "s": stdio(&["--crash-after", "1"]) })));
     f.wait_for_tool("mcp.s.echo");
@@ -372,5 +399,163 @@ fn shutdown_ends_every_server() {
     );
     for pid in pids {
         assert!(!alive(pid), "{pid} outlived the shutdown");
+    }
+}
+
+#[test]
+fn an_eager_server_is_restarted_in_the_background() {
+    let mut eager = stdio(&[]);
+    eager["start"] = json!("eager");
+    let f = Fixture::new(servers(json!({ "e": eager })));
+    f.wait_status("e", "up", |s| s.state == PartState::Up);
+    let before = f.mcp().server_pid("e").unwrap();
+    kill9(before);
+    // No call: it comes back on its own.
+    eventually(Duration::from_secs(10), "a new process", || {
+        f.mcp().server_pid("e").is_some_and(|pid| pid != before)
+    });
+    assert_eq!(f.status("e").state, PartState::Up);
+}
+
+#[test]
+fn a_message_over_16_mib_breaks_the_connection_and_the_next_call_restarts() {
+    let f = Fixture::new(servers(json!({ "s": stdio(&[]) })));
+    f.wait_for_tool("mcp.s.big");
+    let error = f.fails("mcp.s.big", json!({"bytes": 17 << 20}));
+    assert_eq!(
+        error,
+        "mcp.s.big: the call failed: server \"s\" sent a message over 16 MiB on stdout, which \
+         breaks the protocol"
+    );
+    assert_eq!(
+        text_of(&f.ok("mcp.s.echo", json!({"text": "after"}))),
+        "echo: after"
+    );
+}
+
+#[test]
+fn a_stderr_flood_is_logged_bounded() {
+    let mut f = Fixture::new(servers(json!({ "s": stdio(&["--stderr-lines", "400"]) })));
+    f.wait_for_tool("mcp.s.echo");
+    f.shutdown();
+    let logs = f.host.logs.lock().unwrap();
+    let lines: Vec<&str> = logs
+        .iter()
+        .filter(|(_, target, _)| target == "mcp::s")
+        .map(|(_, _, m)| m.as_str())
+        .collect();
+    let shown = lines.iter().filter(|m| m.starts_with("log line ")).count();
+    assert!((1..=60).contains(&shown), "{shown} lines shown");
+    assert!(
+        lines
+            .iter()
+            .any(|m| m.ends_with("lines of stderr skipped)")),
+        "{lines:?}"
+    );
+}
+
+/// The "daemon" of the test below: a plugin with one server, whose pid it
+/// prints, then waits to be killed. The server ignores the end of its
+/// stdin, so only the parent-death signal can end it.
+fn play_daemon() {
+    let f = Fixture::new(servers(json!({ "s": stdio(&["--ignore-eof"]) })));
+    f.wait_for_tool("mcp.s.pid");
+    println!("SERVER_PID {}", f.mcp().server_pid("s").unwrap());
+    std::thread::sleep(Duration::from_secs(60));
+}
+
+#[test]
+fn servers_die_with_the_daemon_even_on_kill_9() {
+    if std::env::var_os("MCP_TEST_PLAY_DAEMON").is_some() {
+        return play_daemon();
+    }
+    use std::io::{BufRead, BufReader};
+    let mut daemon = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "servers_die_with_the_daemon_even_on_kill_9",
+            "--nocapture",
+        ])
+        .env("MCP_TEST_PLAY_DAEMON", "1")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let stdout = BufReader::new(daemon.stdout.take().unwrap());
+    let pid: u32 = stdout
+        .lines()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("SERVER_PID ").map(|p| p.parse().unwrap()))
+        .expect("the daemon printed its server's pid");
+    assert!(alive(pid));
+    kill9(daemon.id());
+    daemon.wait().unwrap();
+    eventually(Duration::from_secs(5), "the server to die with it", || {
+        !alive(pid)
+    });
+}
+
+#[test]
+fn a_call_to_a_server_that_broke_fails_at_once_saying_why() {
+    let home = tempfile::tempdir().unwrap();
+    let switch = home.path().join("broken");
+    let f = Fixture::new(servers(json!({
+        "s": stdio(&["--exit-if-exists", switch.to_str().unwrap()])
+    })));
+    f.wait_for_tool("mcp.s.echo");
+    let pid = f.mcp().server_pid("s").unwrap();
+    std::fs::write(&switch, "").unwrap();
+    kill9(pid);
+    f.wait_status("s", "down", |s| s.state == PartState::Down);
+    // One attempt, not retries until the call's minute is up.
+    let started = Instant::now();
+    let error = f.fails("mcp.s.echo", json!({"text": "x"}));
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(
+        error.starts_with("mcp.s.echo: server \"s\" is down: exited with status 1")
+            && error.contains("Error: cannot open database"),
+        "{error}"
+    );
+    // Mended, it serves again (after the backoff, which the call waits out).
+    std::fs::remove_file(&switch).unwrap();
+    assert_eq!(
+        text_of(&f.ok("mcp.s.echo", json!({"text": "back"}))),
+        "echo: back"
+    );
+}
+
+#[test]
+fn progress_is_shown_live_for_a_call_the_owner_watches() {
+    for era in ["legacy", "modern"] {
+        let f = Fixture::new(servers(json!({ "s": stdio(&["--era", era]) })));
+        f.wait_for_tool("mcp.s.progress");
+        let done = f
+            .call_as("mcp.s.progress", json!({"steps": 3}), "call-7")
+            .unwrap();
+        assert_eq!(text_of(&done), "done");
+        let shown: Vec<(String, String)> = f
+            .host
+            .outputs
+            .lock()
+            .unwrap()
+            .iter()
+            .map(|o| (o.call_id.clone(), o.text.clone()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("call-7".to_owned(), "step 1 (1/3)\n".to_owned()),
+                ("call-7".to_owned(), "step 2 (2/3)\n".to_owned()),
+                ("call-7".to_owned(), "step 3 (3/3)\n".to_owned()),
+            ],
+            "{era}"
+        );
+        // A call nobody watches asks for no progress.
+        f.ok("mcp.s.progress", json!({"steps": 1}));
+        assert_eq!(f.host.outputs.lock().unwrap().len(), 3);
     }
 }

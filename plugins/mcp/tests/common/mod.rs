@@ -22,7 +22,7 @@ use std::time::{Duration, Instant};
 use hearth_mcp::Mcp;
 use hearth_sdk::abi::{self, HearthSink, HearthStr, HostApi, ReceiveFn};
 use hearth_sdk::export::StaticHeader;
-use hearth_sdk::protocol::{Description, PartStatus, ToolCall, ToolSpec, ToolsUpdate};
+use hearth_sdk::protocol::{Description, PartStatus, ToolCall, ToolOutput, ToolSpec, ToolsUpdate};
 use hearth_sdk::{Host, Plugin, PluginError};
 use serde_json::{Value, json};
 
@@ -36,6 +36,8 @@ pub struct TestHost {
     pub tool_sets: Mutex<Vec<Vec<ToolSpec>>>,
     /// Every log line: (level, target, message).
     pub logs: Mutex<Vec<(u32, String, String)>>,
+    /// Every piece of live output (`tool.output`).
+    pub outputs: Mutex<Vec<ToolOutput>>,
 }
 
 impl TestHost {
@@ -50,6 +52,7 @@ impl TestHost {
             kv: Mutex::default(),
             tool_sets: Mutex::default(),
             logs: Mutex::default(),
+            outputs: Mutex::default(),
         })
     }
 
@@ -174,6 +177,11 @@ unsafe extern "C" fn host_call(
             } else {
                 kv.insert(key, request["value"].clone());
             }
+            json!({})
+        }
+        "tool.output" => {
+            let piece: ToolOutput = serde_json::from_value(request).expect("a ToolOutput");
+            host.outputs.lock().unwrap().push(piece);
             json!({})
         }
         "tools.set" => {
@@ -329,15 +337,29 @@ pub struct HttpServer {
 
 impl HttpServer {
     pub fn start(args: &[&str]) -> HttpServer {
-        let mut child = Command::new("node")
+        let mut command = Command::new("node");
+        command
             .arg(script())
             .args(["--http", "0"])
             .args(args)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("node runs");
+            .stderr(Stdio::piped());
+        // SAFETY: prctl is async-signal-safe. The server dies with this
+        // test's thread, even when the test process is killed.
+        unsafe {
+            std::os::unix::process::CommandExt::pre_exec(&mut command, || {
+                libc::prctl(
+                    libc::PR_SET_PDEATHSIG,
+                    libc::SIGKILL as libc::c_ulong,
+                    0,
+                    0,
+                    0,
+                );
+                Ok(())
+            });
+        }
+        let mut child = command.spawn().expect("node runs");
         let mut lines = BufReader::new(child.stderr.take().expect("stderr")).lines();
         let first = lines.next().expect("a first line").expect("readable");
         let url = first
