@@ -169,6 +169,16 @@ fn bad_tool_lists_are_refused_or_trimmed_with_reasons() {
             "{error}: {answer}"
         );
     }
+    // Over 4 MiB (padded by the probe: too large for the control socket).
+    let huge = json!({ "service": "tools.set", "request": { "tools": [] }, "pad_bytes": 5 << 20 });
+    let answer = h
+        .cmd(&["tool", "call", "probe_host", &huge.to_string()])
+        .json();
+    let error = answer["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("over the 4194304-byte limit"),
+        "{error:.200}"
+    );
     // The daemon still serves the probe's tools.
     let still = h.cmd(&["tool", "call", "probe.ok", "{}"]).json();
     assert_eq!(still["dynamic"], "probe.ok");

@@ -251,7 +251,7 @@ impl Agent {
                 serde_json::json!({
                     "plugin": part.plugin,
                     "name": part.status.name,
-                    "state": crate::plugins::part_state_name(part.status.state),
+                    "state": part.status.state,
                     "detail": part.status.detail,
                     "tools": part.status.tools,
                 })

@@ -276,16 +276,6 @@ impl PluginContext {
     /// memory and announced by the generation counter; the registry
     /// rebuilds its table the next time it is read, so this returns at once.
     fn set_tools(&self, request: &[u8]) -> (i32, String) {
-        if request.len() > services::MAX_TOOLS_BYTES {
-            return (
-                status::INVALID,
-                format!(
-                    "tools.set: the request is {} bytes, over the {}-byte limit",
-                    request.len(),
-                    services::MAX_TOOLS_BYTES
-                ),
-            );
-        }
         let (tools, skipped) = match services::tools_update(request) {
             Ok(update) => update,
             Err(why) => return (status::INVALID, why),

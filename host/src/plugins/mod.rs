@@ -121,19 +121,6 @@ pub fn parts(plugins: &[Arc<ActivePlugin>]) -> Vec<Part> {
         .collect()
 }
 
-/// A part's state as a word (`up`, `idle`, ...).
-pub fn part_state_name(state: hearth_sdk::protocol::PartState) -> &'static str {
-    use hearth_sdk::protocol::PartState;
-    match state {
-        PartState::Up => "up",
-        PartState::Starting => "starting",
-        PartState::Idle => "idle",
-        PartState::Degraded => "degraded",
-        PartState::Down => "down",
-        PartState::Off => "off",
-    }
-}
-
 /// A plugin marked `required = true` did not load.
 #[derive(Debug, thiserror::Error)]
 #[error("required plugin {name} did not load: {why}")]

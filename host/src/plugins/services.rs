@@ -43,7 +43,7 @@ pub const NOTICE_SENDER: &str = "hearth";
 const MAX_NOTICE: usize = 16 * 1024;
 
 /// The largest `tools.set` request: a few hundred tools with their schemas.
-pub const MAX_TOOLS_BYTES: usize = 4 << 20;
+const MAX_TOOLS_BYTES: usize = 4 << 20;
 /// The most tools one plugin may offer.
 const MAX_TOOLS: usize = 1000;
 
@@ -68,6 +68,12 @@ pub fn history(conn: &Connection, channel: &str, request: Value) -> Result<Value
 /// Reads a `tools.set` request: the tools with valid, distinct names, and
 /// why each other one was left out.
 pub fn tools_update(request: &[u8]) -> Result<(Vec<ToolSpec>, Vec<String>), String> {
+    if request.len() > MAX_TOOLS_BYTES {
+        return Err(format!(
+            "tools.set: the request is {} bytes, over the {MAX_TOOLS_BYTES}-byte limit",
+            request.len()
+        ));
+    }
     let update: ToolsUpdate =
         serde_json::from_slice(request).map_err(|e| format!("tools.set: {e}"))?;
     if update.tools.len() > MAX_TOOLS {

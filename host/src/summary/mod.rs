@@ -22,6 +22,7 @@
 mod excerpt;
 pub mod service;
 
+use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
@@ -172,7 +173,9 @@ impl Summaries {
         let timeout = self.timeout() + Duration::from_millis(500);
         match answer.recv_timeout(timeout) {
             Ok(result) => result,
-            Err(_) => {
+            // The runtime dropped the task: the daemon is stopping.
+            Err(RecvTimeoutError::Disconnected) => Err(SummaryError::Off),
+            Err(RecvTimeoutError::Timeout) => {
                 task.abort();
                 Err(SummaryError::TimedOut(self.timeout()))
             }

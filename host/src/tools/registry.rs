@@ -188,13 +188,15 @@ impl ToolRegistry {
     /// tool has it, else the dotted name whose wire form it is
     /// (`mcp__files__read_file` is `mcp.files.read_file`).
     pub fn resolve<'a>(&self, name: &'a str) -> Cow<'a, str> {
-        if self.find(name).is_some() || self.is_lua_tool(name) {
+        // Only a name with `__` can be a wire form: the rest are looked up
+        // as they are, with no lookup here.
+        let Some(dotted) = super::from_wire(name) else {
+            return Cow::Borrowed(name);
+        };
+        if self.find(name).is_some() || self.is_lua_tool(name) || self.find(&dotted).is_none() {
             return Cow::Borrowed(name);
         }
-        match super::from_wire(name) {
-            Some(dotted) if self.find(&dotted).is_some() => Cow::Owned(dotted),
-            _ => Cow::Borrowed(name),
-        }
+        Cow::Owned(dotted)
     }
 
     /// The active plugins, in load order.

@@ -118,20 +118,11 @@ fn extension(mime: &str) -> &'static str {
 /// The text of a result that `map` bounded, for a summary: its first
 /// 64 KiB and last 192 KiB (the host cuts again to what its model reads).
 pub fn long_text(result: &Value) -> String {
-    const HEAD: usize = 64 * 1024;
-    const TAIL: usize = 192 * 1024;
     let text = texts(result).join("\n");
-    if text.len() <= HEAD + TAIL {
+    if text.len() <= 256 * 1024 {
         return text;
     }
-    let head = floor_char(&text, HEAD);
-    let tail = ceil_char(&text, text.len() - TAIL);
-    format!(
-        "{}\n[... {} bytes left out ...]\n{}",
-        &text[..head],
-        tail - head,
-        &text[tail..]
-    )
+    head_and_tail(&text, 64 * 1024, 192 * 1024, None)
 }
 
 fn texts(result: &Value) -> Vec<&str> {
@@ -143,20 +134,6 @@ fn texts(result: &Value) -> Vec<&str> {
         .filter(|b| b.get("type").and_then(Value::as_str) == Some("text"))
         .filter_map(|b| b.get("text").and_then(Value::as_str))
         .collect()
-}
-
-fn floor_char(text: &str, mut at: usize) -> usize {
-    while !text.is_char_boundary(at) {
-        at -= 1;
-    }
-    at
-}
-
-fn ceil_char(text: &str, mut at: usize) -> usize {
-    while !text.is_char_boundary(at) {
-        at += 1;
-    }
-    at
 }
 
 /// Maps a `CallToolResult`; a result with `isError` becomes the tool's
@@ -243,12 +220,18 @@ pub fn map(result: &Value, store: &Store) -> Result<Value, PluginError> {
         match store.save_result(result) {
             Ok(path) => {
                 let path = path.to_string_lossy().into_owned();
-                out.insert("text".into(), head_and_tail(&text, &path).into());
+                out.insert(
+                    "text".into(),
+                    head_and_tail(&text, HEAD, TAIL, Some(&path)).into(),
+                );
                 out.insert("truncated".into(), true.into());
                 out.insert("log".into(), path.into());
             }
             Err(e) => {
-                out.insert("text".into(), head_and_tail(&text, "nowhere").into());
+                out.insert(
+                    "text".into(),
+                    head_and_tail(&text, HEAD, TAIL, Some("nowhere")).into(),
+                );
                 out.insert("truncated".into(), true.into());
                 out.insert("log_error".into(), e.into());
             }
@@ -293,18 +276,23 @@ fn decode(data: &str) -> Result<Vec<u8>, String> {
         .map_err(|e| format!("its base64 data could not be decoded ({e})"))
 }
 
-/// The start and end of `text` with a marker naming where the rest is.
-fn head_and_tail(text: &str, path: &str) -> String {
-    let mut head = HEAD.min(text.len());
+/// The first `head` and last `tail` bytes of `text` (cut at characters),
+/// with a marker saying how much was left out and, given `kept`, where
+/// the whole is.
+fn head_and_tail(text: &str, head: usize, tail: usize, kept: Option<&str>) -> String {
+    let mut head = head.min(text.len());
     while !text.is_char_boundary(head) {
         head -= 1;
     }
-    let mut tail = text.len().saturating_sub(TAIL).max(head);
+    let mut tail = text.len().saturating_sub(tail).max(head);
     while !text.is_char_boundary(tail) {
         tail += 1;
     }
+    let kept = kept.map_or(String::new(), |path| {
+        format!("; the whole result is in {path}")
+    });
     format!(
-        "{}\n[... {} bytes left out; the whole result is in {path} ...]\n{}",
+        "{}\n[... {} bytes left out{kept} ...]\n{}",
         &text[..head],
         tail - head,
         &text[tail..]
