@@ -10,6 +10,11 @@
 //! show it does not grow. Medians over the runs are printed, and the
 //! headline figures as `figure:` lines for `scripts/bench-all`.
 //!
+//! Last, what the MCP plugin costs an idle daemon with no server
+//! configured: runs with it as shipped and with `[plugins.mcp] enabled =
+//! false` alternate, and the medians' difference is the figure (its code
+//! is in the binary either way; this is what loading it adds).
+//!
 //! Run with `cargo build --release --workspace && cargo bench -p hearth --bench startup`
 //! (add `HEARTH_BENCH_LONG=1` for the 5-minute sample).
 
@@ -22,6 +27,8 @@ use std::time::{Duration, Instant};
 const READY_RUNS: usize = 21;
 /// Runs left to idle for the memory figures.
 const MEMORY_RUNS: usize = 3;
+/// Pairs of idle runs with and without the MCP plugin.
+const MCP_PAIRS: usize = 3;
 const SHORT_IDLE: Duration = Duration::from_secs(10);
 const LONG_IDLE: Duration = Duration::from_secs(300);
 
@@ -39,7 +46,7 @@ fn main() {
 
     let mut ready = Vec::new();
     for _ in 0..READY_RUNS {
-        let daemon = Daemon::start(&bin);
+        let daemon = Daemon::start(&bin, "");
         ready.push(daemon.ready.as_secs_f64() * 1e3);
         daemon.stop();
     }
@@ -48,7 +55,7 @@ fn main() {
     let mut at_5min = Vec::new();
     let mut plugins = 0;
     for run in 0..MEMORY_RUNS {
-        let daemon = Daemon::start(&bin);
+        let daemon = Daemon::start(&bin, "");
         std::thread::sleep(SHORT_IDLE);
         at_10s.push(daemon.memory());
         plugins = count_plugin_files(daemon.child.id());
@@ -81,6 +88,30 @@ fn main() {
         "figure: idle PSS at 10 s: {:.2} MiB (target <= 15)",
         mib(at_10s.pss)
     );
+    let (mut with, mut without) = (Vec::new(), Vec::new());
+    for _ in 0..MCP_PAIRS {
+        for (extra, samples) in [
+            ("", &mut with),
+            ("\n[plugins.mcp]\nenabled = false\n", &mut without),
+        ] {
+            let daemon = Daemon::start(&bin, extra);
+            std::thread::sleep(SHORT_IDLE);
+            samples.push(daemon.memory());
+            daemon.stop();
+        }
+    }
+    let (with, without) = (Memory::median(with), Memory::median(without));
+    let added_kib = with.rss.saturating_sub(without.rss);
+    println!(
+        "  the MCP plugin, no server (medians of {MCP_PAIRS} alternating runs): VmRSS {:.2} MiB loaded, \
+         {:.2} MiB switched off",
+        mib(with.rss),
+        mib(without.rss)
+    );
+    println!(
+        "figure: idle VmRSS added by the MCP plugin with no server: {:.3} MB (target <= 0.5)",
+        added_kib as f64 * 1024.0 / 1e6
+    );
     if let Some(later) = at_5min.pop() {
         later.print("idle at 5 min (first run)", 1);
         println!(
@@ -98,14 +129,15 @@ struct Daemon {
 }
 
 impl Daemon {
-    fn start(bin: &Path) -> Daemon {
+    /// Starts with the bundled config and `extra` appended to it.
+    fn start(bin: &Path, extra: &str) -> Daemon {
         let home = tempfile::tempdir().expect("temp dir");
         let sock_path = home.path().join("notify.sock");
         let sock = UnixDatagram::bind(&sock_path).expect("bind");
         sock.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
         let config = home.path().join("hearth.toml");
-        std::fs::write(&config, bundled_config()).expect("config");
+        std::fs::write(&config, bundled_config() + extra).expect("config");
         let start = Instant::now();
         let child = Command::new(bin)
             .arg("--config")

@@ -19,6 +19,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use hearth_tests::bench::{measure, ms, percentiles};
 use hearth_tests::{Hearth, plugin};
 use serde_json::json;
 
@@ -61,8 +62,8 @@ fn main() {
         }
     };
     let floored = hearth_sdk::landlock::abi_version().is_ok();
-    let mut through_hearth = measure(call);
-    let mut bare_bash = measure(bare);
+    let mut through_hearth = measure(WARM_UP, RUNS, call);
+    let mut bare_bash = measure(WARM_UP, RUNS, bare);
     let (h50, h90) = percentiles(&mut through_hearth);
     let (b50, b90) = percentiles(&mut bare_bash);
     println!(
@@ -88,7 +89,7 @@ fn main() {
         ms(h50)
     );
     if floored {
-        let mut build = measure(prepare);
+        let mut build = measure(WARM_UP, RUNS, prepare);
         let (f50, f90) = percentiles(&mut build);
         println!(
             "  floor ruleset, built afresh  median {:>7.3} ms   p90 {:>7.3} ms ({} rules)",
@@ -107,7 +108,7 @@ fn main() {
         let kept = || {
             cache.prepare(&floor).expect("the floor");
         };
-        let mut reuse = measure(kept);
+        let mut reuse = measure(WARM_UP, RUNS, kept);
         let (k50, k90) = percentiles(&mut reuse);
         println!(
             "  floor ruleset, kept          median {:>7.3} ms   p90 {:>7.3} ms",
@@ -116,27 +117,4 @@ fn main() {
         );
     }
     rt.stop(Duration::from_secs(5)).expect("stop the runtime");
-}
-
-fn measure(run: impl Fn()) -> Vec<Duration> {
-    for _ in 0..WARM_UP {
-        run();
-    }
-    (0..RUNS)
-        .map(|_| {
-            let start = Instant::now();
-            run();
-            start.elapsed()
-        })
-        .collect()
-}
-
-fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
-    samples.sort();
-    let n = samples.len();
-    (samples[n / 2], samples[(n * 90 / 100).min(n - 1)])
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
 }

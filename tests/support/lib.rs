@@ -9,6 +9,7 @@
 //! `cargo build --workspace` before `cargo test`.
 
 pub mod audio;
+pub mod bench;
 pub mod browser;
 pub mod canvas;
 pub mod fake_llm;
