@@ -2,7 +2,7 @@
 //!
 //! Built-in tools are fixed at start. A plugin's tools are those its
 //! `describe` gave until it sets others at run time (`tools.set`: an MCP
-//! server's list changed), so the plugin part of the table is rebuilt
+//! server's list changed), so the table of built-in and plugin tools is rebuilt
 //! whenever the plugins' generation counter moves, and swapped whole.
 //! Lua tools come from the script catalog, which hot reload swaps, so they
 //! are looked up per call. A Lua tool can never take a plugin's or a
@@ -33,8 +33,9 @@ pub struct ToolRegistry {
     own: BTreeMap<String, Arc<Tool>>,
     /// The active plugins, in load order (which wins a name).
     plugins: Vec<Arc<ActivePlugin>>,
-    /// Their tools as of `generation`, rebuilt when it moves.
-    plugin_tools: RwLock<Arc<PluginTools>>,
+    /// The built-in and plugin tools as of a generation, rebuilt when it
+    /// moves: one lookup per call.
+    table: RwLock<Table>,
     /// Bumped by the bridge when a plugin sets its tools.
     generation: Arc<AtomicU64>,
     scripts: Option<Arc<Scripts>>,
@@ -42,9 +43,9 @@ pub struct ToolRegistry {
     policy: Option<Arc<Policy>>,
 }
 
-/// The plugins' tools at one generation.
+/// The built-in and plugin tools at one generation of the plugins' tools.
 #[derive(Default)]
-struct PluginTools {
+struct Table {
     generation: u64,
     tools: BTreeMap<String, Arc<Tool>>,
 }
@@ -168,11 +169,11 @@ impl ToolRegistry {
                 }),
             );
         }
-        let (table, warnings) = registry.build_plugin_tools();
+        let (table, warnings) = registry.build_table();
         for why in &warnings {
             tracing::warn!("{why}");
         }
-        registry.plugin_tools = RwLock::new(Arc::new(table));
+        registry.table = RwLock::new(table);
         registry.scripts = builtins.scripts.clone();
         registry.builtins = builtins;
         (registry, warnings)
@@ -181,7 +182,7 @@ impl ToolRegistry {
     /// How many times the plugins' tools have changed since start: a
     /// listing built at one generation is current until it moves.
     pub fn generation(&self) -> u64 {
-        self.plugin_table().generation
+        self.with_table(|table| table.generation)
     }
 
     /// The registry name a model meant by `name`: the name itself when a
@@ -247,15 +248,16 @@ impl ToolRegistry {
 
     /// Every tool, sorted by name.
     pub fn list(&self) -> Vec<Listed> {
-        let plugin_tools = self.plugin_table();
-        let fixed = self
-            .own
-            .values()
-            .chain(plugin_tools.tools.values())
-            .map(|t| Listed {
-                spec: t.spec.clone(),
-                source: t.provider.describe(),
-            });
+        let fixed: Vec<Listed> = self.with_table(|table| {
+            table
+                .tools
+                .values()
+                .map(|t| Listed {
+                    spec: t.spec.clone(),
+                    source: t.provider.describe(),
+                })
+                .collect()
+        });
         let lua: Vec<Listed> = self
             .scripts
             .iter()
@@ -265,7 +267,7 @@ impl ToolRegistry {
                 source: format!("lua {}", t.file.display()),
             })
             .collect();
-        let mut all: Vec<Listed> = fixed.chain(lua).collect();
+        let mut all: Vec<Listed> = fixed.into_iter().chain(lua).collect();
         all.sort_by(|a, b| a.spec.name.cmp(&b.spec.name));
         all
     }
@@ -496,10 +498,7 @@ impl ToolRegistry {
 
     /// The built-in or plugin tool named `name`, as the table is now.
     fn find(&self, name: &str) -> Option<Arc<Tool>> {
-        if let Some(tool) = self.own.get(name) {
-            return Some(Arc::clone(tool));
-        }
-        self.plugin_table().tools.get(name).cloned()
+        self.with_table(|table| table.tools.get(name).cloned())
     }
 
     fn is_lua_tool(&self, name: &str) -> bool {
@@ -508,39 +507,37 @@ impl ToolRegistry {
             .is_some_and(|s| s.catalog().tool(name).is_some())
     }
 
-    /// The plugins' tools as of now: the current table, rebuilt first if a
-    /// plugin set its tools since it was built.
-    fn plugin_table(&self) -> Arc<PluginTools> {
+    /// Runs `f` on the table as of now: rebuilt first if a plugin set its
+    /// tools since it was built. A call pays a lock and a comparison.
+    fn with_table<T>(&self, f: impl FnOnce(&Table) -> T) -> T {
         let now = self.generation.load(Ordering::SeqCst);
-        let read = |lock: &RwLock<Arc<PluginTools>>| {
-            Arc::clone(&lock.read().unwrap_or_else(|p| p.into_inner()))
-        };
-        let current = read(&self.plugin_tools);
-        if current.generation == now {
-            return current;
+        {
+            let table = self.table.read().unwrap_or_else(|p| p.into_inner());
+            if table.generation == now {
+                return f(&table);
+            }
         }
-        let mut slot = self.plugin_tools.write().unwrap_or_else(|p| p.into_inner());
-        if slot.generation != now {
-            let (table, warnings) = self.build_plugin_tools();
+        let mut table = self.table.write().unwrap_or_else(|p| p.into_inner());
+        if table.generation != now {
+            let (fresh, warnings) = self.build_table();
             for why in warnings {
                 tracing::warn!("{why}");
             }
-            *slot = Arc::new(table);
+            *table = fresh;
         }
-        Arc::clone(&slot)
+        f(&table)
     }
 
-    /// Every plugin's current tools, in load order: a name that is invalid
-    /// or already taken (by a built-in or an earlier plugin) is skipped,
-    /// with a warning saying so.
-    fn build_plugin_tools(&self) -> (PluginTools, Vec<String>) {
+    /// The built-ins, then every plugin's current tools in load order: a
+    /// plugin's name that is invalid or already taken (by a built-in or an
+    /// earlier plugin) is skipped, with a warning saying so.
+    fn build_table(&self) -> (Table, Vec<String>) {
         let generation = self.generation.load(Ordering::SeqCst);
-        let mut tools: BTreeMap<String, Arc<Tool>> = BTreeMap::new();
+        let mut tools = self.own.clone();
         let mut warnings = Vec::new();
         for plugin in &self.plugins {
             for spec in plugin.tools().iter() {
-                let taken = self.own.get(&spec.name).or_else(|| tools.get(&spec.name));
-                let refusal = match (super::check_name(&spec.name), taken) {
+                let refusal = match (super::check_name(&spec.name), tools.get(&spec.name)) {
                     (Err(why), _) => Some(why),
                     (Ok(()), Some(existing)) => Some(format!(
                         "tool {} is already provided by {}; this one is skipped",
@@ -563,7 +560,7 @@ impl ToolRegistry {
                 }
             }
         }
-        (PluginTools { generation, tools }, warnings)
+        (Table { generation, tools }, warnings)
     }
 
     /// The known name with the longest common prefix, if it shares at
