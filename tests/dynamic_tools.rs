@@ -106,18 +106,10 @@ fn a_plugin_sets_its_tools_and_the_model_sees_them_from_the_next_step() {
     assert!(prompt.contains("probe__dyn__bye"), "{prompt}");
 
     // The audit names the registry's tool, not the wire form.
-    let audited: Vec<String> = h
-        .db()
-        .prepare("SELECT tool FROM audit ORDER BY id")
-        .unwrap()
-        .query_map([], |r| r.get(0))
-        .unwrap()
-        .map(Result::unwrap)
-        .collect();
-    assert!(
-        audited.contains(&"probe.dyn.hello".to_owned()),
-        "{audited:?}"
-    );
+    let audited = h
+        .cmd(&["audit", "--json", "--tool", "probe.dyn.hello"])
+        .json();
+    assert_eq!(audited.as_array().map(Vec::len), Some(2), "{audited}");
     let gone = h.cmd(&["tool", "call", "probe.dyn.hello", "{}"]).fails();
     assert!(gone.contains("unknown tool"), "{gone}");
 }

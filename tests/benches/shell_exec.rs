@@ -17,7 +17,7 @@
 
 use std::path::Path;
 use std::process::{Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use hearth_tests::bench::{measure, ms, percentiles};
 use hearth_tests::{Hearth, plugin};
