@@ -19,6 +19,37 @@ pub enum ProviderKind {
     OpenAi,
 }
 
+impl ProviderKind {
+    /// Where its API is when the config does not say.
+    fn default_base_url(self) -> String {
+        match self {
+            ProviderKind::Anthropic => "https://api.anthropic.com".into(),
+            ProviderKind::OpenAi => "https://api.openai.com/v1".into(),
+        }
+    }
+
+    /// The variable holding its key when the config does not say (local
+    /// OpenAI-compatible servers need none).
+    fn default_key_env(self) -> Option<String> {
+        match self {
+            ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY".into()),
+            ProviderKind::OpenAi => None,
+        }
+    }
+}
+
+/// `url` when it is http or https; else the error for `key`.
+fn http_url(key: &str, url: String) -> Result<String, (String, String)> {
+    if url.starts_with("http://") || url.starts_with("https://") {
+        Ok(url)
+    } else {
+        Err((
+            key.into(),
+            format!("{url:?} must start with http:// or https://"),
+        ))
+    }
+}
+
 /// `[llm]`, validated. Absent: hearth runs without a model.
 #[derive(Clone, Debug, PartialEq)]
 pub struct LlmConfig {
@@ -211,16 +242,11 @@ pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (Strin
     if raw.model.trim().is_empty() {
         return Err(("llm.model".into(), "must not be empty".into()));
     }
-    let base_url = raw.base_url.unwrap_or_else(|| match raw.provider {
-        ProviderKind::Anthropic => "https://api.anthropic.com".into(),
-        ProviderKind::OpenAi => "https://api.openai.com/v1".into(),
-    });
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err((
-            "llm.base_url".into(),
-            format!("{base_url:?} must start with http:// or https://"),
-        ));
-    }
+    let base_url = http_url(
+        "llm.base_url",
+        raw.base_url
+            .unwrap_or_else(|| raw.provider.default_base_url()),
+    )?;
     if !(1..=100).contains(&raw.image_turns) {
         return Err(("llm.image_turns".into(), "must be 1 to 100".into()));
     }
@@ -229,10 +255,7 @@ pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (Strin
     {
         return Err(("llm.image_max_side".into(), "must be 64 to 8000".into()));
     }
-    let api_key_env = raw.api_key_env.or(match raw.provider {
-        ProviderKind::Anthropic => Some("ANTHROPIC_API_KEY".into()),
-        ProviderKind::OpenAi => None,
-    });
+    let api_key_env = raw.api_key_env.or_else(|| raw.provider.default_key_env());
     let cheap = raw
         .cheap
         .map(|cheap| build_cheap(cheap, raw.provider, &base_url, api_key_env.as_deref()))
@@ -271,17 +294,9 @@ fn build_cheap(
     let base_url = match (raw.base_url, same) {
         (Some(url), _) => url,
         (None, true) => base_url.to_owned(),
-        (None, false) => match provider {
-            ProviderKind::Anthropic => "https://api.anthropic.com".into(),
-            ProviderKind::OpenAi => "https://api.openai.com/v1".into(),
-        },
+        (None, false) => provider.default_base_url(),
     };
-    if !(base_url.starts_with("http://") || base_url.starts_with("https://")) {
-        return Err((
-            "llm.cheap.base_url".into(),
-            format!("{base_url:?} must start with http:// or https://"),
-        ));
-    }
+    let base_url = http_url("llm.cheap.base_url", base_url)?;
     if !(1_000..=600_000).contains(&raw.timeout_ms) {
         return Err((
             "llm.cheap.timeout_ms".into(),
@@ -297,10 +312,9 @@ fn build_cheap(
     if !(16..=16_384).contains(&raw.max_tokens) {
         return Err(("llm.cheap.max_tokens".into(), "must be 16 to 16384".into()));
     }
-    let api_key_env = raw.api_key_env.or(match (same, provider) {
-        (true, _) => api_key_env.map(str::to_owned),
-        (false, ProviderKind::Anthropic) => Some("ANTHROPIC_API_KEY".into()),
-        (false, ProviderKind::OpenAi) => None,
+    let api_key_env = raw.api_key_env.or_else(|| match same {
+        true => api_key_env.map(str::to_owned),
+        false => provider.default_key_env(),
     });
     Ok(CheapConfig {
         llm: LlmConfig {
