@@ -147,6 +147,38 @@ fn each_command_beside_a_daemon_goes_through_the_socket_and_shows_live_state() {
     assert_eq!(home.inits(), 1);
 }
 
+/// The owner's commands added since the control socket (people, agents,
+/// the schedule, usage, MCP, the doctor): each one beside a daemon is
+/// served by it, and none starts a plugin of its own.
+#[test]
+fn the_owners_later_commands_beside_a_daemon_are_served_by_it() {
+    let home = Home::new(&[], "");
+    let daemon = home.h.daemon();
+    let cases: [(&[&str], &str, &str); 7] = [
+        (&["agents", "--json"], "agents", "main"),
+        (&["contacts", "--json"], "contacts", "owner"),
+        (&["schedule", "--json"], "schedule", "[]"),
+        (&["schedule", "disable", "4242"], "schedule", ""),
+        (
+            &["usage", "--day", "--json"],
+            "usage",
+            "\"period\": \"day\"",
+        ),
+        (&["mcp", "list", "--json"], "mcp", "servers"),
+        (&["doctor", "--json"], "doctor", "\"check\": \"daemon\""),
+    ];
+    for (args, op, shown) in cases {
+        let run = home.cli(args);
+        let out = format!("{}{}", run.stdout, run.stderr);
+        assert!(out.contains(shown), "`hearth {}`: {out}", args.join(" "));
+        served(&daemon, op);
+    }
+    // A job that does not exist is the daemon's answer, not a crash.
+    let missing = home.cli(&["schedule", "disable", "4242"]).fails();
+    assert!(missing.contains("4242"), "{missing}");
+    assert_eq!(home.inits(), 1);
+}
+
 /// A `hearth tool call` running in the background, its stderr collected.
 struct Pending {
     child: Child,

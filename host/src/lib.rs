@@ -9,6 +9,7 @@ pub mod agent;
 pub mod cli;
 pub mod config;
 pub mod daemon;
+pub mod doctor;
 pub mod knowledge;
 pub mod llm;
 pub mod logging;

@@ -7,7 +7,11 @@
 //! A test scripts the answers as a queue of [`Reply`] values, one popped per
 //! request, and reads back every request it received as a [`Recorded`].
 //! Requests to any other path are recorded too, and answered 404 without
-//! touching the script, so a wrong base URL fails loudly. The builder
+//! touching the script, so a wrong base URL fails loudly. The model
+//! catalogues (Anthropic's `GET /v1/models/{id}`, OpenAI's `GET /models`)
+//! are answered from [`FakeLlm::serve_models`]'s list, and
+//! [`FakeLlm::require_key`] makes every route refuse another key with the
+//! provider's 401. The builder
 //! functions ([`anthropic_text`], [`openai_tool_call`], ...) produce
 //! streams shaped like the providers' own, quirks included; [`reporting`]
 //! makes a built stream report chosen token counts (cache reads and writes
@@ -64,6 +68,10 @@ struct State {
     releases: u64,
     /// When each answer was completely written.
     answered: Vec<Instant>,
+    /// The models the catalogue routes list (`fake-model` when empty).
+    models: Vec<String>,
+    /// The only API key accepted, when set.
+    key: Option<String>,
     /// What each completely written stream reported.
     reported: Vec<Tokens>,
 }
@@ -129,6 +137,8 @@ pub enum Reply {
         /// How many events to send before hanging up.
         events: usize,
     },
+    /// A 200 answer with a JSON body (the model catalogues).
+    Json(Value),
     /// Parks the request until [`FakeLlm::release`] is called, then answers
     /// it with the next reply in the script.
     Hang,
@@ -167,6 +177,17 @@ impl FakeLlm {
     /// `http://127.0.0.1:PORT` (no trailing slash).
     pub fn url(&self) -> String {
         format!("http://{}", self.addr)
+    }
+
+    /// The models the catalogue routes know, instead of `fake-model`.
+    pub fn serve_models(&self, names: &[&str]) {
+        self.shared.lock().models = names.iter().map(|n| (*n).to_owned()).collect();
+    }
+
+    /// Refuses every request that does not carry `key` (`x-api-key` or a
+    /// bearer token) with the provider's 401.
+    pub fn require_key(&self, key: &str) {
+        self.shared.lock().key = Some(key.to_owned());
     }
 
     /// Appends a reply to the script.
@@ -270,8 +291,12 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             // As the real services do, a tool name outside their pattern
             // fails the whole request before any model runs.
             let refused = scripted.then(|| bad_tool_name(&request)).flatten();
-            let reply = if let Some(refusal) = refused {
+            let reply = if let Some(refusal) = unauthorized(&request, &state) {
                 refusal
+            } else if let Some(refusal) = refused {
+                refusal
+            } else if let Some(listing) = catalogue(&request, &state) {
+                listing
             } else if let (true, Some(i)) = (scripted, routed) {
                 state.routed.remove(i).1
             } else if scripted {
@@ -321,6 +346,10 @@ fn answer(
             body,
         } => {
             write_json(out, status, &headers, &body.to_string())?;
+            Ok((true, None))
+        }
+        Reply::Json(body) => {
+            write_json(out, 200, &[], &body.to_string())?;
             Ok((true, None))
         }
         Reply::Paced { sse, gap } => {
@@ -970,6 +999,65 @@ pub fn ollama_tool_call(id: &str, name: &str, args: &Value) -> Reply {
         }]
     });
     Reply::Sse(format!("data: {chunk}\n\ndata: [DONE]\n\n"))
+}
+
+/// The provider's 401 for a request without the required key, shaped as
+/// the provider the path belongs to answers it.
+fn unauthorized(request: &Recorded, state: &State) -> Option<Reply> {
+    let key = state.key.as_deref()?;
+    let bearer = format!("Bearer {key}");
+    let sent = request.header("x-api-key") == Some(key)
+        || request.header("authorization") == Some(bearer.as_str());
+    if sent {
+        return None;
+    }
+    Some(
+        if request.path.starts_with("/v1/messages") || request.path.starts_with("/v1/models/") {
+            anthropic_error(401, "authentication_error", "invalid x-api-key", None)
+        } else {
+            Reply::Error {
+                status: 401,
+                headers: Vec::new(),
+                body: json!({"error": {
+                    "message": "Incorrect API key provided.",
+                    "type": "invalid_request_error", "param": null, "code": "invalid_api_key",
+                }}),
+            }
+        },
+    )
+}
+
+/// Anthropic's `GET /v1/models/{id}` (the model, or its 404) and the
+/// OpenAI-compatible `GET /models` list.
+fn catalogue(request: &Recorded, state: &State) -> Option<Reply> {
+    if request.method != "GET" {
+        return None;
+    }
+    let known: Vec<&str> = if state.models.is_empty() {
+        vec![MODEL]
+    } else {
+        state.models.iter().map(String::as_str).collect()
+    };
+    let path = request.path.split('?').next().unwrap_or_default();
+    if let Some(id) = path.strip_prefix("/v1/models/") {
+        return Some(if known.contains(&id) {
+            Reply::Json(json!({
+                "type": "model", "id": id, "display_name": id,
+                "created_at": "2025-02-19T00:00:00Z",
+            }))
+        } else {
+            anthropic_error(404, "not_found_error", &format!("model: {id}"), None)
+        });
+    }
+    matches!(path, "/v1/models" | "/models").then(|| {
+        let data: Vec<Value> = known
+            .iter()
+            .map(
+                |id| json!({ "id": id, "object": "model", "created": CREATED, "owned_by": "fake" }),
+            )
+            .collect();
+        Reply::Json(json!({ "object": "list", "data": data }))
+    })
 }
 
 /// An Anthropic-style error: `status` with body

@@ -89,7 +89,10 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
 /// and the budgets (read on a blocking thread: it waits for queued rows).
 async fn usage(agent: &Agent) -> String {
     let meter = std::sync::Arc::clone(&agent.base.usage);
-    let report = tokio::task::spawn_blocking(move || meter.report(crate::store::now_ms())).await;
+    let report = tokio::task::spawn_blocking(move || {
+        meter.report(crate::store::now_ms(), &crate::usage::report::Which::BOTH)
+    })
+    .await;
     match report {
         Ok(Ok(report)) => report.text(),
         Ok(Err(e)) => format!("Could not read the usage: {e}"),

@@ -1,6 +1,6 @@
 //! The command line: `hearth run | check | plugins | tools | tool call |
 //! chat | status | canvas-url | approvals | audit | contacts | agents |
-//! schedule | identity | secret | usage | mcp`.
+//! schedule | identity | secret | usage | mcp | doctor`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
@@ -8,6 +8,7 @@
 
 mod chat;
 mod client;
+mod doctor;
 mod identity;
 mod inventory;
 mod mcp;
@@ -165,6 +166,14 @@ enum Command {
     Mcp {
         #[command(subcommand)]
         action: McpAction,
+    },
+    /// Check everything a running hearth needs (config, home, store, disk,
+    /// Landlock, the service, plugins, channels, the model); each line OK,
+    /// WARN or FAIL with the fix. Exits 1 when anything failed.
+    Doctor {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
     },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
@@ -346,6 +355,11 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             println!("config: {e}");
             return Ok(ExitCode::FAILURE);
         }
+        // The doctor reports a broken config and checks the rest anyway.
+        Err(e) if matches!(cli.command, Command::Doctor { .. }) => {
+            let json = matches!(cli.command, Command::Doctor { json: true });
+            return doctor::run(path.as_deref(), Err(e), json);
+        }
         Err(e) => return Err(e.into()),
     };
     match cli.command {
@@ -468,8 +482,12 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 (_, true) => &[Which::Month],
                 _ => &Which::BOTH,
             };
-            usage::show(&config, spans, json)
+            match Daemon::find(&config.home)? {
+                Some(mut daemon) => usage::show_live(&mut daemon, spans, json),
+                None => usage::show(&config, spans, json),
+            }
         }
+        Command::Doctor { json } => doctor::run(path.as_deref(), Ok(config), json),
         Command::Mcp {
             action: McpAction::List { json },
         } => match Daemon::find(&config.home)? {

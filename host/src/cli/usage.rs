@@ -1,20 +1,32 @@
 //! `hearth usage [--day|--month] [--json]`: tokens and estimated cost per
 //! model, today and this month in the owner's zone, and the budgets.
 //!
-//! It reads `hearth.db` alone, opened read-only, whether or not the daemon
-//! runs: in WAL mode a reader never holds the daemon up, and the daemon
-//! commits a call's row within milliseconds of the call. Prices and budgets
-//! come from the config on disk.
+//! Beside a running daemon it asks the daemon (`usage` on the control
+//! socket), which commits the rows its writer still holds and prices them
+//! with the config it runs with. Without one it reads `hearth.db` alone,
+//! opened read-only, with prices and budgets from the config on disk.
 
 use std::process::ExitCode;
 
 use anyhow::Context;
 use rusqlite::{Connection, OpenFlags};
 
+use super::client::Daemon;
 use crate::config::Config;
 use crate::store;
 use crate::usage::Settings;
 use crate::usage::report::{self, Which};
+
+/// `hearth usage` beside a running daemon.
+pub fn show_live(daemon: &mut Daemon, spans: &[Which], as_json: bool) -> anyhow::Result<ExitCode> {
+    let answer = daemon.ask(serde_json::json!({ "op": "usage", "spans": spans }))?;
+    if as_json {
+        println!("{}", serde_json::to_string_pretty(&answer["report"])?);
+    } else {
+        println!("{}", answer["text"].as_str().unwrap_or_default());
+    }
+    Ok(ExitCode::SUCCESS)
+}
 
 /// `hearth usage`: `spans` today, this month, or both.
 pub fn show(config: &Config, spans: &[Which], as_json: bool) -> anyhow::Result<ExitCode> {

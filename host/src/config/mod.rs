@@ -292,6 +292,11 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     })
 }
 
+/// The home when no config can say: `$HEARTH_HOME`, else `~/.hearth`.
+pub fn fallback_home() -> Result<PathBuf, ConfigError> {
+    env_home().map_or_else(default_home, Ok)
+}
+
 /// `~/.hearth`.
 pub fn default_home() -> Result<PathBuf, ConfigError> {
     Ok(user_home()?.join(".hearth"))

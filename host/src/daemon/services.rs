@@ -125,6 +125,7 @@ impl Services {
             plugins: Arc::clone(&runtime.plugins),
             tools: Arc::clone(&runtime.tools),
             db: db.clone(),
+            model_configured: runtime.config.llm.is_some(),
         });
         runners.start(agent);
         let mut tasks = vec![

@@ -13,6 +13,7 @@
 //! header, and never logged, stored or shown to the model.
 
 mod anthropic;
+mod check;
 mod images;
 mod openai;
 pub mod sse;
@@ -22,6 +23,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+pub use check::ModelCheck;
 pub use types::{Block, ChatRequest, ChatResponse, Message, Role, StopReason, ToolDef, Usage};
 
 use crate::config::{LlmConfig, ProviderKind};
@@ -247,39 +249,19 @@ impl Llm {
         };
         let body =
             body.map_err(|e| LlmError::Malformed(format!("cannot encode the request: {e}")))?;
-        let mut builder = self
+        let builder = self
             .http
             .post(&url)
             .body(body)
             .header("content-type", "application/json")
             .header("accept", "text/event-stream");
-        builder = match (self.config.provider, &self.key) {
-            (ProviderKind::Anthropic, Some(key)) => builder
-                .header("x-api-key", &key.0)
-                .header("anthropic-version", "2023-06-01"),
-            (ProviderKind::Anthropic, None) => builder.header("anthropic-version", "2023-06-01"),
-            (ProviderKind::OpenAi, Some(key)) => builder.bearer_auth(&key.0),
-            (ProviderKind::OpenAi, None) => builder,
-        };
-        let mut response = builder
+        let mut response = self
+            .authorized(builder)
             .send()
             .await
             .map_err(|e| LlmError::Connection(describe(&e)))?;
-        let status = response.status();
-        if !status.is_success() {
-            let retry_after = response
-                .headers()
-                .get("retry-after")
-                .and_then(|v| v.to_str().ok())
-                .and_then(|v| v.trim().parse::<f64>().ok())
-                .filter(|s| s.is_finite() && *s >= 0.0)
-                .map(|s| Duration::from_secs_f64(s.min(60.0)));
-            let text = response.text().await.unwrap_or_default();
-            return Err(LlmError::Http {
-                status: status.as_u16(),
-                message: error_message(&text),
-                retry_after,
-            });
+        if !response.status().is_success() {
+            return Err(http_error(response).await);
         }
         let mut parser = sse::Parser::default();
         let mut anthropic = anthropic::Decoder::default();
@@ -314,6 +296,40 @@ impl Llm {
             model: model.to_owned(),
             ..response
         })
+    }
+}
+
+impl Llm {
+    /// `builder` with the provider's version header and the API key, the
+    /// one place the key is put into a request.
+    fn authorized(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
+        match (self.config.provider, &self.key) {
+            (ProviderKind::Anthropic, Some(key)) => builder
+                .header("x-api-key", &key.0)
+                .header("anthropic-version", "2023-06-01"),
+            (ProviderKind::Anthropic, None) => builder.header("anthropic-version", "2023-06-01"),
+            (ProviderKind::OpenAi, Some(key)) => builder.bearer_auth(&key.0),
+            (ProviderKind::OpenAi, None) => builder,
+        }
+    }
+}
+
+/// An answer with an error status as an [`LlmError::Http`], with the API's
+/// message and what `retry-after` asked for.
+async fn http_error(response: reqwest::Response) -> LlmError {
+    let status = response.status().as_u16();
+    let retry_after = response
+        .headers()
+        .get("retry-after")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<f64>().ok())
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(60.0)));
+    let text = response.text().await.unwrap_or_default();
+    LlmError::Http {
+        status,
+        message: error_message(&text),
+        retry_after,
     }
 }
 

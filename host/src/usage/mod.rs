@@ -369,16 +369,12 @@ impl Meter {
         first
     }
 
-    /// Today's and this month's report, with every recorded call in it.
-    pub fn report(&self, now_ms: i64) -> rusqlite::Result<report::Report> {
+    /// The report of `spans` (today, this month), with every recorded call
+    /// in it.
+    pub fn report(&self, now_ms: i64, spans: &[report::Which]) -> rusqlite::Result<report::Report> {
         self.writer.flush();
         let settings = self.state().settings.clone();
-        report::build(
-            Some(&self.cold.lock()),
-            &settings,
-            now_ms,
-            &report::Which::BOTH,
-        )
+        report::build(Some(&self.cold.lock()), &settings, now_ms, spans)
     }
 
     /// Commits every queued row and stops the writer (a clean stop).

@@ -60,6 +60,8 @@ pub struct Control {
     /// `hearth.db`, for `approvals`, `revoke` and `audit` (a connection per
     /// request: they are rare).
     pub db: PathBuf,
+    /// Whether the config has an `[llm]` section, for `doctor`.
+    pub model_configured: bool,
 }
 
 /// How long a closing connection may take to write its last answers.
@@ -254,6 +256,8 @@ async fn handle(
         "contacts" | "agents" => Some(people(control, op, request)),
         "schedule" => Some(schedule(control, request)),
         "identity" => Some(identity(control, request)),
+        "doctor" => Some(doctor(control).await),
+        "usage" => Some(usage(control, request).await),
         other => Some(protocol::unknown(other)),
     };
     (answer, false)
@@ -305,6 +309,70 @@ fn schedule(control: &Control, request: &Value) -> Value {
         Ok(result) => json!({ "op": "schedule", "result": result }),
         Err(message) => error(Code::Tool, &message),
     }
+}
+
+/// `usage`: the report of `spans` (`["day"]`, `["month"]`, or both when
+/// absent), with the rows the writer still holds committed first.
+async fn usage(control: &Control, request: &Value) -> Value {
+    use crate::usage::report::Which;
+    let spans: Result<Vec<Which>, String> = match &request["spans"] {
+        Value::Null => Ok(Which::BOTH.to_vec()),
+        Value::Array(names) if !names.is_empty() => names
+            .iter()
+            .map(|n| match n.as_str() {
+                Some("day") => Ok(Which::Day),
+                Some("month") => Ok(Which::Month),
+                _ => Err(format!(
+                    "`spans` holds {n}: each must be \"day\" or \"month\""
+                )),
+            })
+            .collect(),
+        other => Err(format!(
+            "`spans` must be a non-empty list of \"day\" and \"month\", not {other}"
+        )),
+    };
+    let spans = match spans {
+        Ok(spans) => spans,
+        Err(why) => return error(Code::BadRequest, &why),
+    };
+    let meter = Arc::clone(&control.agent.base.usage);
+    let report = tokio::task::spawn_blocking(move || meter.report(store::now_ms(), &spans)).await;
+    match report {
+        Ok(Ok(report)) => json!({ "op": "usage", "text": report.text(), "report": report }),
+        Ok(Err(e)) => error(Code::Store, &format!("cannot read the usage: {e}")),
+        Err(e) => error(Code::Store, &format!("the report failed: {e}")),
+    }
+}
+
+/// `doctor`: the checks only the running daemon can answer (its plugins,
+/// channels, MCP servers, scripts and model; docs/control.md).
+async fn doctor(control: &Control) -> Value {
+    use crate::doctor::live;
+    let (plugins, tools) = (Arc::clone(&control.plugins), Arc::clone(&control.tools));
+    // Parts are asked of their plugins: a plugin call, so a blocking thread.
+    let found = tokio::task::spawn_blocking(move || {
+        let mut found = live::plugins(&plugins, true);
+        found.extend(live::parts(&plugins));
+        found.extend(live::scripts(&tools));
+        found
+    })
+    .await;
+    let mut findings = match found {
+        Ok(found) => found,
+        Err(e) => return error(Code::Tool, &format!("the checks failed: {e}")),
+    };
+    let setup = match (&control.agent.llm, control.model_configured) {
+        (Ok(llm), _) => live::ModelSetup::Ready(llm),
+        (Err(_), false) => live::ModelSetup::Absent,
+        (Err(why), true) => live::ModelSetup::Broken(why),
+    };
+    findings.push(live::model(setup).await);
+    json!({
+        "op": "doctor",
+        "pid": std::process::id(),
+        "uptime_s": control.agent.base.started.elapsed().as_secs(),
+        "findings": findings,
+    })
 }
 
 /// `identity`: the owner's `log`, `show` and `rollback` of the main

@@ -16,7 +16,7 @@ pub const VERSION: u64 = 2;
 pub const V1_OPS: [&str; 3] = ["chat", "subscribe", "status"];
 
 /// Every request this version serves, for the unknown-request error.
-pub const OPS: [&str; 16] = [
+pub const OPS: [&str; 18] = [
     "hello",
     "chat",
     "subscribe",
@@ -33,6 +33,8 @@ pub const OPS: [&str; 16] = [
     "schedule",
     "identity",
     "mcp",
+    "doctor",
+    "usage",
 ];
 
 /// What went wrong with a request, as the `code` of an `error` answer.
