@@ -188,7 +188,7 @@ fn every_model_call_is_recorded_and_adds_up_to_what_the_model_reported() {
         "anthropic",
         "[agent]\ncompact_after_messages = 4\nkeep_recent_messages = 2\n",
     ));
-    let _daemon = start(&h);
+    let daemon = start(&h);
     for (text, answer) in [("first", "one"), ("second", "two"), ("third", "three")] {
         assert_eq!(h.chat(text).ok().trim(), answer);
     }
@@ -275,6 +275,10 @@ fn every_model_call_is_recorded_and_adds_up_to_what_the_model_reported() {
         std::fs::read_to_string(h.config()).unwrap()
     );
     h.write_config(&priced);
+    // `hearth usage` asks the running daemon, which prices with the config
+    // it runs: new prices count from the reload on.
+    daemon.signal(libc::SIGHUP);
+    daemon.wait_for_log(|l| l.contains("\"message\":\"config reloaded\""), WAIT);
     let report = usage_json(&h, &["--day"]);
     assert_eq!(report["periods"].as_array().unwrap().len(), 1);
     let cost = report["periods"][0]["cost_usd"].as_f64().unwrap();
