@@ -96,6 +96,19 @@ pub enum StoreError {
         /// The newest this build knows.
         known: usize,
     },
+    /// The copy kept before migrating an older store could not be made;
+    /// the store is left as it was.
+    #[error(
+        "cannot keep a copy of the database before upgrading its schema, at {path}: {source}; \
+         the database is unchanged: free some space (or fix the folder's permissions) and \
+         start again"
+    )]
+    PreUpgradeCopy {
+        /// Where the copy was to go.
+        path: PathBuf,
+        /// SQLite's or the file system's error.
+        source: std::io::Error,
+    },
     /// Any other SQLite error.
     #[error("database error: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -236,6 +249,9 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     if current <= 0 {
         return create_fresh(conn, path);
     }
+    if current < MIGRATIONS.len() as i64 {
+        keep_pre_upgrade_copy(conn, path, current)?;
+    }
     // All pending migrations and the version bump commit together: a crash
     // mid-way leaves the previous version intact.
     let tx = conn
@@ -249,6 +265,42 @@ fn migrate(conn: &Connection, path: &Path) -> Result<(), StoreError> {
     }
     tx.commit()
         .map_err(|source| migration_error(path, MIGRATIONS.len(), source))?;
+    Ok(())
+}
+
+/// The folder, beside the database, where the copy made before each schema
+/// upgrade is kept: an upgrade can be undone by putting it back.
+pub const PRE_UPGRADE_DIR: &str = "backups/pre-upgrade";
+
+/// Copies the store as it is (schema `version`) into [`PRE_UPGRADE_DIR`]
+/// before the migrations change it. `VACUUM INTO` writes a consistent,
+/// compact copy; nothing else writes while the store opens.
+fn keep_pre_upgrade_copy(conn: &Connection, path: &Path, version: i64) -> Result<(), StoreError> {
+    let dir = path
+        .parent()
+        .unwrap_or(Path::new("."))
+        .join(PRE_UPGRADE_DIR);
+    let stamp = jiff::Timestamp::now().strftime("%Y%m%dT%H%M%SZ");
+    let copy = dir.join(format!("hearth-schema{version}-{stamp}.db"));
+    let fail = |source| StoreError::PreUpgradeCopy {
+        path: copy.clone(),
+        source,
+    };
+    std::fs::create_dir_all(&dir).map_err(fail)?;
+    let target = copy.to_str().ok_or_else(|| {
+        fail(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "the path is not UTF-8",
+        ))
+    })?;
+    conn.execute("VACUUM INTO ?1", [target])
+        .map_err(|e| fail(std::io::Error::other(e)))?;
+    tracing::info!(
+        copy = %copy.display(),
+        from = version,
+        to = MIGRATIONS.len(),
+        "kept a copy of the database before upgrading its schema"
+    );
     Ok(())
 }
 
@@ -292,6 +344,59 @@ mod tests {
         };
         assert_eq!(code, rusqlite::ffi::SQLITE_OK);
         highest
+    }
+
+    #[test]
+    fn an_older_store_is_copied_as_it_was_before_its_migrations() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hearth.db");
+        let old = MIGRATIONS.len() - 1;
+        {
+            let conn = Connection::open(&path).unwrap();
+            for sql in &MIGRATIONS[..old] {
+                conn.execute_batch(sql).unwrap();
+            }
+            conn.pragma_update(None, "user_version", old as i64)
+                .unwrap();
+            conn.execute(
+                "INSERT INTO kv (namespace, key, value, updated_at_ms) VALUES ('s', 'k', 'v', 0)",
+                [],
+            )
+            .unwrap();
+        }
+        let store = Store::open(&path).unwrap();
+        assert_eq!(
+            store
+                .conn()
+                .query_row("PRAGMA user_version", [], |r| r.get::<_, i64>(0))
+                .unwrap(),
+            SCHEMA_VERSION
+        );
+        let copies: Vec<_> = std::fs::read_dir(dir.path().join(PRE_UPGRADE_DIR))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(copies.len(), 1, "{copies:?}");
+        let name = copies[0].file_name().unwrap().to_str().unwrap().to_owned();
+        assert!(name.starts_with(&format!("hearth-schema{old}-")), "{name}");
+        let copy = Connection::open(&copies[0]).unwrap();
+        let (version, value): (i64, String) = copy
+            .query_row(
+                "SELECT (SELECT user_version FROM pragma_user_version), value FROM kv",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!((version, value.as_str()), (old as i64, "v"));
+        // A store already current is not copied again.
+        drop(store);
+        Store::open(&path).unwrap();
+        assert_eq!(
+            std::fs::read_dir(dir.path().join(PRE_UPGRADE_DIR))
+                .unwrap()
+                .count(),
+            1
+        );
     }
 
     #[test]
