@@ -15,6 +15,7 @@
 mod inventory;
 pub mod protocol;
 mod tool_call;
+mod wedge;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -254,6 +255,9 @@ async fn handle(
         "contacts" | "agents" => Some(people(control, op, request)),
         "schedule" => Some(schedule(control, request)),
         "identity" => Some(identity(control, request)),
+        // Test only, and so not listed in `protocol::OPS`.
+        "test_wedge" if !session.hello => Some(protocol::hello_first(op)),
+        "test_wedge" => Some(wedge::wedge(request)),
         other => Some(protocol::unknown(other)),
     };
     (answer, false)
