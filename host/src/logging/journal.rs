@@ -8,7 +8,9 @@
 //! `PRIORITY` from the level, `SYSLOG_IDENTIFIER=hearth`, `TARGET`, and
 //! every field of the event as a field of its own, its name in capitals
 //! (`plugin` → `PLUGIN`, `channel` → `CHANNEL`, `agent` → `AGENT`), so
-//! `journalctl PLUGIN=telegram` finds a plugin's lines.
+//! `journalctl PLUGIN=telegram` finds a plugin's lines: a plugin library's
+//! come through the bridge with the `plugin` field; a built-in plugin's,
+//! which reach the host's subscriber directly, are known by their crate.
 //!
 //! Every value passes through the log's secret redaction before it is
 //! encoded, as every text line does. The protocol (systemd's "Native
@@ -174,7 +176,23 @@ pub fn encode(level: Level, target: &str, fields: &Fields) -> Vec<u8> {
     for (name, value, _) in &fields.fields {
         put(&mut entry, &field_name(name), &super::scrub(value));
     }
+    // A plugin linked into hearth logs straight into the host's subscriber,
+    // without the `plugin` field the bridge adds to a library's lines: its
+    // crate, `hearth_plugin_<name>`, names it.
+    if !fields.fields.iter().any(|(name, ..)| *name == "plugin")
+        && let Some(plugin) = built_in_plugin(target)
+    {
+        put(&mut entry, "PLUGIN", plugin);
+    }
     entry
+}
+
+/// The plugin a target's crate is, for `hearth_plugin_<name>[::...]`.
+fn built_in_plugin(target: &str) -> Option<&str> {
+    let krate = target.split("::").next()?;
+    krate
+        .strip_prefix("hearth_plugin_")
+        .filter(|name| !name.is_empty())
 }
 
 /// The fields hearth sets itself, which an event's field may not replace.
@@ -353,6 +371,25 @@ mod tests {
         assert_eq!(get("CHANNEL"), Some("telegram"));
         assert_eq!(get("AGENT"), Some("main"));
         assert_eq!(get("BOOT"), Some("x"), "no trusted `_` field from an event");
+    }
+
+    #[test]
+    fn a_built_in_plugins_lines_are_marked_with_its_name() {
+        let entry = encode(
+            Level::INFO,
+            "hearth_plugin_telegram::poll",
+            &fields("polling", &[]),
+        );
+        assert!(parse(&entry).contains(&("PLUGIN".into(), "telegram".into())));
+        // A library's line carries the field already; the host's own has none.
+        let entry = encode(Level::INFO, "plugin", &fields("x", &[("plugin", "echo")]));
+        let plugins: Vec<_> = parse(&entry)
+            .into_iter()
+            .filter(|(k, _)| k == "PLUGIN")
+            .collect();
+        assert_eq!(plugins, [("PLUGIN".to_owned(), "echo".to_owned())]);
+        let entry = encode(Level::INFO, "hearth::daemon", &fields("ready", &[]));
+        assert!(!parse(&entry).iter().any(|(k, _)| k == "PLUGIN"));
     }
 
     #[test]
