@@ -66,19 +66,23 @@ impl FakeSystemctl {
 
     /// `hearth service ARGS` with this systemctl first on PATH.
     fn run(&self, h: &Hearth, args: &[&str]) -> hearth_tests::Run {
+        self.run_with(h, args, &[])
+    }
+
+    /// As [`FakeSystemctl::run`], with more environment.
+    fn run_with(&self, h: &Hearth, args: &[&str], env: &[(&str, &str)]) -> hearth_tests::Run {
         let path = format!(
             "{}:{}",
             self.dir.path().display(),
             std::env::var("PATH").unwrap_or_default()
         );
-        let output = h
-            .command(args)
+        let mut command = h.command(args);
+        command
             .env("PATH", path)
             .env("XDG_CONFIG_HOME", h.home().join("xdg"))
             .env_remove("SUDO_USER")
-            .output()
-            .unwrap();
-        hearth_tests::Run::from(output)
+            .envs(env.iter().copied());
+        hearth_tests::Run::from(command.output().unwrap())
     }
 }
 
@@ -262,6 +266,19 @@ fn install_writes_the_paths_reloads_and_uninstall_removes() {
     fake.run(&h, &["service", "install", "--unit-dir", units_text])
         .ok();
     assert!(!drop_in.exists());
+    // A mode HEARTH_MODE chose at install is the service's mode too.
+    fake.run_with(
+        &h,
+        &["service", "install", "--unit-dir", units_text],
+        &[("HEARTH_MODE", "production")],
+    )
+    .ok();
+    assert!(drop_in.is_file());
+    let unit = std::fs::read_to_string(units.join("hearth.service")).unwrap();
+    assert!(
+        settings(&unit).contains(&"Environment=HEARTH_MODE=production"),
+        "{unit}"
+    );
 }
 
 #[test]

@@ -82,13 +82,26 @@ pub fn install(config: &Config, target: &Target) -> anyhow::Result<ExitCode> {
         Scope::System => Some(owner(target.owner.as_deref())?),
         Scope::User => None,
     };
-    let unit = fill(&Paths {
+    let mut unit = fill(&Paths {
         binary: &binary,
         config: &config_file,
         home: &home,
         env_file: &env_file,
         owner: owner.as_deref(),
     })?;
+    // A mode chosen by HEARTH_MODE here is the service's too, so that the
+    // daemon runs in the mode its sandbox was chosen for.
+    if std::env::var_os("HEARTH_MODE").is_some_and(|m| !m.is_empty()) {
+        let home_line = format!("Environment=HEARTH_HOME={}\n", unit_path(&home)?);
+        unit = unit.replacen(
+            &home_line,
+            &format!(
+                "{home_line}Environment=HEARTH_MODE={}\n",
+                config.mode.name()
+            ),
+            1,
+        );
+    }
     let dir = unit_dir(target)?;
     let unit_path = dir.join(UNIT_NAME);
     let drop_in = dir.join(DROP_IN);
