@@ -6,6 +6,9 @@
 //! the whole process. Every formatted line passes through [`Scrubbed`] on
 //! its way out, which replaces the owner's secrets' values by
 //! `[secret:NAME]`, whatever logged them.
+//!
+//! Under systemd, when standard error is the journal's stream, events go to
+//! the journal as structured entries instead (`journal`), redacted alike.
 
 use std::io::{IsTerminal, Write};
 use std::sync::{Arc, PoisonError, RwLock};
@@ -19,6 +22,8 @@ use tracing_subscriber::{Layer, Registry, reload};
 use crate::config::{LogFormat, LogLevel};
 use crate::secrets::Secrets;
 
+mod journal;
+
 /// The secrets whose values are scrubbed from every log line, once a
 /// runtime has opened them.
 static SECRETS: RwLock<Option<Arc<Secrets>>> = RwLock::new(None);
@@ -26,6 +31,19 @@ static SECRETS: RwLock<Option<Arc<Secrets>>> = RwLock::new(None);
 /// Scrubs the values of `secrets` from every log line from now on.
 pub fn redact_with(secrets: Arc<Secrets>) {
     *SECRETS.write().unwrap_or_else(PoisonError::into_inner) = Some(secrets);
+}
+
+/// `text` with the secrets' values replaced, once a runtime has opened
+/// them.
+fn scrub(text: &str) -> std::borrow::Cow<'_, str> {
+    let secrets = SECRETS
+        .read()
+        .unwrap_or_else(PoisonError::into_inner)
+        .clone();
+    match secrets {
+        Some(secrets) => secrets.redact_text(text),
+        None => std::borrow::Cow::Borrowed(text),
+    }
 }
 
 /// Standard error, with secrets' values replaced in each formatted line.
@@ -69,6 +87,8 @@ pub struct LogHandle {
 pub fn init(format: LogFormat, level: LogLevel) -> LogHandle {
     let (filter, handle) = reload::Layer::new(targets(level));
     let output: Box<dyn Layer<_> + Send + Sync> = match format {
+        // systemd reads structured entries better than any line format.
+        _ if journal::stderr_is_journal() => journal::Journal::new(journal::socket_path()).boxed(),
         LogFormat::Text => tracing_subscriber::fmt::layer()
             .with_writer(Scrubbed)
             .with_ansi(std::io::stderr().is_terminal())

@@ -254,6 +254,8 @@ impl Hearth {
             .env_remove("HEARTH_CONFIG")
             .env_remove("HEARTH_MODE")
             .env_remove("NOTIFY_SOCKET")
+            .env_remove("WATCHDOG_USEC")
+            .env_remove("WATCHDOG_PID")
             .env_remove("RUST_BACKTRACE");
         cmd
     }

@@ -1,6 +1,6 @@
 //! The command line: `hearth run | check | plugins | tools | tool call |
 //! chat | status | canvas-url | approvals | audit | contacts | agents |
-//! schedule | identity | secret | usage | mcp | doctor`.
+//! schedule | identity | secret | usage | mcp | doctor | service`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
@@ -17,6 +17,7 @@ mod records;
 mod schedule;
 mod scripts;
 mod secret;
+mod service;
 mod tool_call;
 mod usage;
 
@@ -175,6 +176,11 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Install or remove hearth as a systemd service.
+    Service {
+        #[command(subcommand)]
+        action: ServiceAction,
+    },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
     LuaWorker {
@@ -182,6 +188,52 @@ enum Command {
         #[arg(long, default_value_t = 64)]
         memory_mb: u64,
     },
+}
+
+#[derive(Subcommand, Debug)]
+enum ServiceAction {
+    /// Write the unit (this binary, the config, $HEARTH_HOME; the
+    /// production drop-in in production mode), reload systemd, and print
+    /// the command that starts it.
+    Install {
+        #[command(flatten)]
+        target: ServiceTarget,
+        /// The user a system unit runs as [default: $SUDO_USER, else the
+        /// current user].
+        #[arg(long, value_name = "USER", conflicts_with = "user")]
+        owner: Option<String>,
+    },
+    /// Stop and disable the service, remove its unit, reload systemd.
+    Uninstall {
+        #[command(flatten)]
+        target: ServiceTarget,
+    },
+}
+
+#[derive(clap::Args, Debug)]
+struct ServiceTarget {
+    /// A user unit (the owner's own service manager) instead of a system
+    /// unit.
+    #[arg(long)]
+    user: bool,
+    /// Write the unit in DIR instead of systemd's unit directory (for
+    /// packagers and tests; systemctl is still run).
+    #[arg(long, value_name = "DIR")]
+    unit_dir: Option<PathBuf>,
+}
+
+impl ServiceTarget {
+    fn into_target(self, owner: Option<String>) -> service::Target {
+        service::Target {
+            scope: if self.user {
+                service::Scope::User
+            } else {
+                service::Scope::System
+            },
+            unit_dir: self.unit_dir,
+            owner,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -336,6 +388,13 @@ pub fn main() -> ExitCode {
 }
 
 fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
+    // Removing the service needs no config: a broken one must not stop it.
+    if let Command::Service {
+        action: ServiceAction::Uninstall { target },
+    } = cli.command
+    {
+        return service::uninstall(&target.into_target(None));
+    }
     let path = config::resolve_path(cli.config.as_deref());
     let loaded = config::load(path.as_deref());
     let is_daemon = matches!(cli.command, Command::Run);
@@ -493,6 +552,12 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
         } => match Daemon::find(&config.home)? {
             Some(mut daemon) => mcp::list_live(&mut daemon, json),
             None => with_runtime(config, |rt| mcp::list(rt, json)),
+        },
+        Command::Service { action } => match action {
+            ServiceAction::Install { target, owner } => {
+                service::install(&config, &target.into_target(owner))
+            }
+            ServiceAction::Uninstall { target } => service::uninstall(&target.into_target(None)),
         },
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }

@@ -7,11 +7,15 @@
 //! - SIGTERM / SIGINT: graceful stop within `daemon.shutdown_timeout_ms`;
 //! - SIGHUP: re-read the config; a bad file is refused with the reason and
 //!   the running config stays.
+//!
+//! Under systemd with `WatchdogSec=`, the main loop pings the watchdog
+//! (`watchdog`).
 
 pub mod control;
 mod notify;
 mod runners;
 mod services;
+mod watchdog;
 
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -134,6 +138,8 @@ async fn serve(
     };
 
     notify::ready();
+    // systemd arms the watchdog at READY=1, so the pings start here.
+    let pings = watchdog::start();
     tracing::info!(
         startup_ms = started.elapsed().as_secs_f64() * 1000.0,
         plugins = runtime.plugins.active().len(),
@@ -156,6 +162,9 @@ async fn serve(
 
     tracing::info!(signal = signal_name, "stopping");
     drop(watcher);
+    if let Some(pings) = pings {
+        pings.abort();
+    }
     services.stop();
     notify::stopping();
     let stop_started = Instant::now();

@@ -22,6 +22,17 @@ pub fn stopping() {
     send(&[NotifyState::Stopping]);
 }
 
+/// How often systemd wants `WATCHDOG=1`: `WATCHDOG_USEC`, when it is set
+/// (not zero) and `WATCHDOG_PID` is absent or this process.
+pub fn watchdog_interval() -> Option<std::time::Duration> {
+    sd_notify::watchdog_enabled().filter(|d| !d.is_zero())
+}
+
+/// The daemon's main loop is alive.
+pub fn watchdog() {
+    send(&[NotifyState::Watchdog]);
+}
+
 /// `Type=notify-reload` wants `MONOTONIC_USEC` with `RELOADING=1`.
 fn monotonic_now() -> NotifyState<'static> {
     NotifyState::monotonic_usec_now().unwrap_or(NotifyState::Status("reloading"))

@@ -15,6 +15,7 @@
 mod inventory;
 pub mod protocol;
 mod tool_call;
+mod wedge;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -258,6 +259,9 @@ async fn handle(
         "identity" => Some(identity(control, request)),
         "doctor" => Some(doctor(control).await),
         "usage" => Some(usage(control, request).await),
+        // Test only, and so not listed in `protocol::OPS`.
+        "test_wedge" if !session.hello => Some(protocol::hello_first(op)),
+        "test_wedge" => Some(wedge::wedge(request)),
         other => Some(protocol::unknown(other)),
     };
     (answer, false)
