@@ -16,7 +16,7 @@ pub const VERSION: u64 = 2;
 pub const V1_OPS: [&str; 3] = ["chat", "subscribe", "status"];
 
 /// Every request this version serves, for the unknown-request error.
-pub const OPS: [&str; 16] = [
+pub const OPS: [&str; 17] = [
     "hello",
     "chat",
     "subscribe",
@@ -33,6 +33,7 @@ pub const OPS: [&str; 16] = [
     "schedule",
     "identity",
     "mcp",
+    "backup",
 ];
 
 /// What went wrong with a request, as the `code` of an `error` answer.
@@ -58,6 +59,8 @@ pub enum Code {
     NotFound,
     /// The daemon could not read or write its store.
     Store,
+    /// The backup failed.
+    Backup,
 }
 
 impl Code {
@@ -74,6 +77,7 @@ impl Code {
             Code::Withdrawn => "withdrawn",
             Code::NotFound => "not_found",
             Code::Store => "store",
+            Code::Backup => "backup",
         }
     }
 }

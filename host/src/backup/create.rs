@@ -1,0 +1,261 @@
+//! Making one archive: everything is first copied into a staging folder
+//! beside the archive (the databases through the online backup API, the
+//! other files as they are), hashed there, and only then written into
+//! `hearth-backup-<time>.tar.gz` with the manifest first. The archive is
+//! written under a temporary name with mode 0600 and linked to its final
+//! name only when complete, so a crash or a full disk never leaves a
+//! half-written file that looks like a backup.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufReader, BufWriter, Write};
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use jiff::Timestamp;
+
+use super::manifest::{self, FileEntry, Manifest};
+use super::{BackupError, DB_FILES, Made, SECRETS, Sources, TREES, names, snapshot};
+
+/// Makes an archive of `sources` in `dir`, named for `at`.
+pub fn make(sources: &Sources, dir: &Path, at: Timestamp) -> Result<Made, BackupError> {
+    let io = |what: &str, path: &Path| {
+        let (what, path) = (what.to_owned(), path.to_owned());
+        move |source| BackupError::Io { what, path, source }
+    };
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .map_err(io("create the backup folder", dir))?;
+    let name = names::name(at);
+    let path = dir.join(&name);
+    if path.exists() {
+        return Err(BackupError::Exists { path });
+    }
+    let db = sources.home.join(DB_FILES[0]);
+    if !db.is_file() {
+        return Err(BackupError::NoDatabase { path: db });
+    }
+    let mut partial = Partial {
+        staging: dir.join(format!(".{name}.staging")),
+        archive: dir.join(format!(".{name}.partial")),
+    };
+    partial.clean();
+    std::fs::DirBuilder::new()
+        .mode(0o700)
+        .create(&partial.staging)
+        .map_err(io("create a staging folder", &partial.staging))?;
+    let mut staged: Vec<String> = Vec::new();
+    let mut skipped: Vec<String> = Vec::new();
+    let mut schema_version = 0;
+    for (index, file) in DB_FILES.iter().enumerate() {
+        let source = sources.home.join(file);
+        if index > 0 && !source.exists() {
+            continue;
+        }
+        let version = snapshot::copy(&source, &partial.staging.join(file)).map_err(|source| {
+            BackupError::Snapshot {
+                path: sources.home.join(file),
+                source,
+            }
+        })?;
+        if index == 0 {
+            schema_version = version;
+        }
+        staged.push((*file).to_owned());
+    }
+    if let Some(config) = &sources.config_file {
+        stage_file(config, &partial.staging, "hearth.toml")?;
+        staged.push("hearth.toml".to_owned());
+    }
+    let secrets = sources.include_secrets && sources.home.join(SECRETS).is_file();
+    if secrets {
+        stage_file(&sources.home.join(SECRETS), &partial.staging, SECRETS)?;
+        staged.push(SECRETS.to_owned());
+    }
+    for tree in TREES {
+        stage_tree(
+            &sources.home,
+            tree,
+            &partial.staging,
+            &mut staged,
+            &mut skipped,
+        )?;
+    }
+    staged.sort();
+    let mut files = Vec::with_capacity(staged.len());
+    for relative in &staged {
+        let file = partial.staging.join(relative);
+        let reader = File::open(&file).map_err(io("read a staged file", &file))?;
+        let (size, sha256) = manifest::hash_copy(reader, std::io::sink())
+            .map_err(io("read a staged file", &file))?;
+        files.push(FileEntry {
+            path: relative.clone(),
+            size,
+            sha256,
+        });
+    }
+    let manifest = Manifest {
+        format: manifest::FORMAT,
+        hearth: env!("CARGO_PKG_VERSION").to_owned(),
+        schema_version,
+        created: at.to_string(),
+        home: sources.home.display().to_string(),
+        config: sources
+            .config_file
+            .as_ref()
+            .map(|p| p.display().to_string()),
+        secrets,
+        files,
+    };
+    write_archive(&partial, &manifest, at).map_err(io("write the archive", &partial.archive))?;
+    // A hard link fails when the name is taken, where a rename would
+    // replace an archive made in the same second.
+    std::fs::hard_link(&partial.archive, &path).map_err(|source| {
+        if source.kind() == std::io::ErrorKind::AlreadyExists {
+            BackupError::Exists { path: path.clone() }
+        } else {
+            BackupError::Io {
+                what: "name the archive".into(),
+                path: path.clone(),
+                source,
+            }
+        }
+    })?;
+    partial.clean();
+    if let Ok(dir) = File::open(dir) {
+        let _ = dir.sync_all();
+    }
+    let size = std::fs::metadata(&path)
+        .map_err(io("read the archive", &path))?
+        .len();
+    Ok(Made {
+        path,
+        size,
+        manifest,
+        skipped,
+        pruned: Vec::new(),
+    })
+}
+
+/// The staging folder and the archive being written, removed when
+/// dropped (on success they are already gone).
+struct Partial {
+    staging: PathBuf,
+    archive: PathBuf,
+}
+
+impl Partial {
+    fn clean(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.staging);
+        let _ = std::fs::remove_file(&self.archive);
+    }
+}
+
+impl Drop for Partial {
+    fn drop(&mut self) {
+        self.clean();
+    }
+}
+
+/// Copies one file into the staging folder as `relative`.
+fn stage_file(source: &Path, staging: &Path, relative: &str) -> Result<(), BackupError> {
+    let target = staging.join(relative);
+    if let Some(parent) = target.parent() {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(parent)
+            .map_err(|e| BackupError::Io {
+                what: "create a staging folder".into(),
+                path: parent.to_owned(),
+                source: e,
+            })?;
+    }
+    std::fs::copy(source, &target).map_err(|e| BackupError::Io {
+        what: "copy".into(),
+        path: source.to_owned(),
+        source: e,
+    })?;
+    Ok(())
+}
+
+/// Copies the regular files under `home/tree` into the staging folder.
+/// Links and special files are left out (named in `skipped`): a link in
+/// the agent's folders may point anywhere, and a restore writes only
+/// plain files.
+fn stage_tree(
+    home: &Path,
+    tree: &str,
+    staging: &Path,
+    staged: &mut Vec<String>,
+    skipped: &mut Vec<String>,
+) -> Result<(), BackupError> {
+    let mut pending = vec![tree.to_owned()];
+    while let Some(relative) = pending.pop() {
+        let dir = home.join(&relative);
+        let entries = match std::fs::read_dir(&dir) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(source) => {
+                return Err(BackupError::Io {
+                    what: "list".into(),
+                    path: dir,
+                    source,
+                });
+            }
+        };
+        for entry in entries.filter_map(Result::ok) {
+            let Ok(name) = entry.file_name().into_string() else {
+                skipped.push(format!("{relative}/{:?} (not UTF-8)", entry.file_name()));
+                continue;
+            };
+            let child = format!("{relative}/{name}");
+            match entry.file_type() {
+                Ok(t) if t.is_dir() => pending.push(child),
+                Ok(t) if t.is_file() => {
+                    stage_file(&entry.path(), staging, &child)?;
+                    staged.push(child);
+                }
+                Ok(t) if t.is_symlink() => skipped.push(format!("{child} (a symbolic link)")),
+                _ => skipped.push(format!("{child} (not a regular file)")),
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Writes the tar.gz: the manifest first, then every file it lists.
+fn write_archive(partial: &Partial, manifest: &Manifest, at: Timestamp) -> std::io::Result<()> {
+    let file = OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&partial.archive)?;
+    let gz = GzEncoder::new(BufWriter::new(file), Compression::default());
+    let mut tar = tar::Builder::new(gz);
+    let mtime = at.as_second().max(0) as u64;
+    let header = |size: u64| {
+        let mut h = tar::Header::new_gnu();
+        h.set_entry_type(tar::EntryType::Regular);
+        h.set_mode(0o600);
+        h.set_mtime(mtime);
+        h.set_size(size);
+        h
+    };
+    let json = serde_json::to_vec_pretty(manifest).map_err(std::io::Error::other)?;
+    tar.append_data(
+        &mut header(json.len() as u64),
+        manifest::NAME,
+        json.as_slice(),
+    )?;
+    for entry in &manifest.files {
+        let reader = BufReader::new(File::open(partial.staging.join(&entry.path))?);
+        tar.append_data(&mut header(entry.size), &entry.path, reader)?;
+    }
+    let mut writer = tar.into_inner()?.finish()?;
+    writer.flush()?;
+    writer.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
