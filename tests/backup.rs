@@ -502,3 +502,28 @@ fn a_scheduled_backup_fires_at_its_time_once_across_a_restart_and_catches_up_onc
         "{names:?}"
     );
 }
+
+#[test]
+fn backup_config_errors_name_the_file_line_and_key() {
+    let cases = [
+        ("[backup]\nschedul = \"30 3 * * *\"\n", "line 2"),
+        (
+            "[backup]\nschedule = \"61 3 * * *\"\n",
+            "key `backup.schedule`",
+        ),
+        ("[backup]\nschedule = \"0 0 30 2 *\"\n", "never fires"),
+        ("[backup]\nkeep_last = 0\n", "key `backup.keep_last`"),
+        (
+            "[backup]\nkeep_monthly = 5000\n",
+            "key `backup.keep_monthly`",
+        ),
+        ("[backup]\ndir = \"\"\n", "key `backup.dir`"),
+        ("[backup]\nenabled = \"yes\"\n", "line 2"),
+    ];
+    for (config, expected) in cases {
+        let h = Hearth::exact(config);
+        let out = h.cmd(&["check"]).fails();
+        assert!(out.contains("hearth.toml"), "{config}: {out}");
+        assert!(out.contains(expected), "{config}: {out}");
+    }
+}

@@ -225,7 +225,10 @@ impl Backups {
         Backups {
             sources: Sources {
                 home: config.home.clone(),
-                config_file: config.source.clone(),
+                config_file: config
+                    .source
+                    .as_ref()
+                    .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
                 include_secrets: config.backup.include_secrets,
             },
             dir: config.backup.dir_in(&config.home),
