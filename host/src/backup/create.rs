@@ -101,7 +101,7 @@ pub fn make(sources: &Sources, dir: &Path, at: Timestamp) -> Result<Made, Backup
         format: manifest::FORMAT,
         hearth: env!("CARGO_PKG_VERSION").to_owned(),
         schema_version,
-        created: at.to_string(),
+        created: at.strftime("%Y-%m-%dT%H:%M:%SZ").to_string(),
         home: sources.home.display().to_string(),
         config: sources
             .config_file

@@ -7,7 +7,9 @@
 //! only checkpoints wait past the snapshot). Without the pinned snapshot,
 //! each write by another connection would restart the backup, and under
 //! steady load it might never finish. Pages are copied in steps, so the
-//! copy holds no lock of its own for long.
+//! copy holds no lock of its own for long. Both of hearth's databases are
+//! in WAL mode; one in rollback-journal mode would make its writers wait
+//! for the whole copy.
 
 use std::path::Path;
 use std::time::{Duration, Instant};

@@ -80,15 +80,18 @@ pub fn restore(archive: &Path, home: &Path, force: bool) -> anyhow::Result<ExitC
         let now_at = home.join("hearth.toml");
         if Path::new(config) != now_at {
             println!(
-                "the config file was {config}; it is restored as {}: copy it back, or run \
-                 with --config {}",
+                "the config file was {config} when backed up; it is restored as {} (start \
+                 with --config {}, or copy it where you keep it)",
                 now_at.display(),
                 now_at.display()
             );
         }
     }
     if !manifest.secrets {
-        println!("the archive holds no secrets.json: set the secrets again (`hearth secret set`)");
+        println!(
+            "the archive holds no secrets.json (there was none, or [backup] include_secrets = \
+             false): set any secrets again with `hearth secret set`"
+        );
     }
     println!(
         "start the daemon: HEARTH_HOME={} hearth run",
