@@ -33,7 +33,11 @@ pub async fn run(backups: Arc<Backups>, schedule: Schedule) {
     let started = clock.now();
     let mut last_attempt: Option<Timestamp> = None;
     loop {
-        let newest = retention::newest(backups.dir()).map(|(at, _)| at);
+        // An archive named in the future (made while the clock was wrong)
+        // must not hold the schedule back until that day.
+        let newest = retention::newest(backups.dir())
+            .map(|(at, _)| at)
+            .filter(|at| *at <= clock.now());
         let after = newest.max(last_attempt).unwrap_or(started);
         let Some(due) = schedule.next_after(after) else {
             tracing::warn!("the backup schedule never fires again; no scheduled backups");
