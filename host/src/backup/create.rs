@@ -29,6 +29,7 @@ pub fn make(sources: &Sources, dir: &Path, at: Timestamp) -> Result<Made, Backup
         .mode(0o700)
         .create(dir)
         .map_err(io("create the backup folder", dir))?;
+    sweep(dir);
     let name = names::name(at);
     let path = dir.join(&name);
     if path.exists() {
@@ -138,6 +139,47 @@ pub fn make(sources: &Sources, dir: &Path, at: Timestamp) -> Result<Made, Backup
         skipped,
         pruned: Vec::new(),
     })
+}
+
+/// How long a staging folder or partial archive may go unchanged before
+/// it counts as left behind by a backup that was killed.
+const ABANDONED: std::time::Duration = std::time::Duration::from_secs(3600);
+
+/// Removes what a killed backup left in `dir`: the dot-named staging
+/// folders and partial archives untouched for an hour (a running backup
+/// keeps writing to its own).
+fn sweep(dir: &Path) {
+    let Ok(list) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in list.filter_map(Result::ok) {
+        let name = entry.file_name();
+        let name = name.to_string_lossy();
+        let ours = name.starts_with(&format!(".{}", names::PREFIX))
+            && (name.ends_with(".staging") || name.ends_with(".partial"));
+        let idle = || {
+            let path = entry.path();
+            // The folder and what is directly in it (a database being
+            // copied changes its file, not the folder).
+            let children = std::fs::read_dir(&path)
+                .into_iter()
+                .flatten()
+                .filter_map(Result::ok)
+                .map(|e| e.path());
+            std::iter::once(path.clone()).chain(children).all(|p| {
+                std::fs::metadata(&p)
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > ABANDONED)
+            })
+        };
+        if ours && idle() {
+            let path = entry.path();
+            let _ = std::fs::remove_dir_all(&path).or_else(|_| std::fs::remove_file(&path));
+            tracing::info!(path = %path.display(), "removed what an interrupted backup left");
+        }
+    }
 }
 
 /// The staging folder and the archive being written, removed when
@@ -258,4 +300,40 @@ fn write_archive(partial: &Partial, manifest: &Manifest, at: Timestamp) -> std::
     let mut writer = tar.into_inner()?.finish()?;
     writer.flush()?;
     writer.into_inner().map_err(|e| e.into_error())?.sync_all()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn what_a_killed_backup_left_is_swept_once_idle_for_an_hour() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir
+            .path()
+            .join(".hearth-backup-2020-01-01T000000Z.tar.gz.partial");
+        let staging = dir
+            .path()
+            .join(".hearth-backup-2020-01-01T000000Z.tar.gz.staging");
+        let fresh = dir
+            .path()
+            .join(".hearth-backup-2026-01-01T000000Z.tar.gz.partial");
+        let other = dir.path().join(".notes.partial");
+        std::fs::create_dir(&staging).unwrap();
+        for file in [&old, &fresh, &other, &staging.join("hearth.db")] {
+            std::fs::write(file, "x").unwrap();
+        }
+        let two_hours_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(7200);
+        for path in [&old, &other, &staging.join("hearth.db"), &staging] {
+            File::open(path)
+                .unwrap()
+                .set_modified(two_hours_ago)
+                .unwrap();
+        }
+        sweep(dir.path());
+        assert!(!old.exists());
+        assert!(!staging.exists());
+        assert!(fresh.exists(), "a backup still writing is left alone");
+        assert!(other.exists(), "not ours");
+    }
 }
