@@ -146,6 +146,15 @@ fn a_backup_under_write_load_restores_into_a_home_that_answers_with_the_whole_hi
     for text in &before {
         assert!(restored.contains(text), "{text:?} is missing after restore");
     }
+    // A chat that was stored but not yet answered at the backup's instant
+    // is answered by the restored daemon when it starts.
+    let unanswered: i64 = db
+        .query_row(
+            "SELECT count(*) FROM inbox WHERE status != 'done'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
     drop(db);
     assert_eq!(mode(&fresh.path().join("hearth.db")), 0o600);
     assert_eq!(mode(&fresh.path().join("secrets.json")), 0o600);
@@ -157,7 +166,13 @@ fn a_backup_under_write_load_restores_into_a_home_that_answers_with_the_whole_hi
     // The restored home runs, finds the old messages, and answers with
     // the conversation so far in front of the model.
     let r = Hearth::at(fresh);
+    for _ in 0..unanswered {
+        fake.push(anthropic_text("Noted, late."));
+    }
     let _daemon = start(&r);
+    wait_until("the restored daemon's unanswered chats", || {
+        answered(&r.db()).len() == restored.len() + unanswered as usize
+    });
     let found = r
         .cmd(&[
             "tool",
