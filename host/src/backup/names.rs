@@ -11,8 +11,6 @@ use jiff::tz::TimeZone;
 pub const PREFIX: &str = "hearth-backup-";
 /// What every archive's name ends with.
 pub const SUFFIX: &str = ".tar.gz";
-/// The instant's format inside the name.
-const FORMAT: &str = "%Y-%m-%dT%H%M%SZ";
 
 /// The name of an archive made at `at`.
 pub fn name(at: Timestamp) -> String {
@@ -37,6 +35,9 @@ pub fn parse(name: &str) -> Option<Timestamp> {
     let civil = DateTime::strptime(FORMAT, stamp).ok()?;
     civil.to_zoned(TimeZone::UTC).ok().map(|z| z.timestamp())
 }
+
+/// The instant's format inside the name.
+const FORMAT: &str = "%Y-%m-%dT%H%M%SZ";
 
 #[cfg(test)]
 mod tests {

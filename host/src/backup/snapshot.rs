@@ -17,11 +17,6 @@ use std::time::{Duration, Instant};
 use rusqlite::backup::{Backup, StepResult};
 use rusqlite::{Connection, OpenFlags};
 
-/// Pages copied per step (4 MiB at the default page size).
-const STEP_PAGES: i32 = 1024;
-/// How long the copy waits, in all, for a source that answers busy.
-const BUSY_LIMIT: Duration = Duration::from_secs(60);
-
 /// Copies the database at `source` into a new file `target`; returns the
 /// source's `PRAGMA user_version` in the copied snapshot.
 pub fn copy(source: &Path, target: &Path) -> rusqlite::Result<i64> {
@@ -64,6 +59,11 @@ pub fn copy(source: &Path, target: &Path) -> rusqlite::Result<i64> {
     dst.close().map_err(|(_, e)| e)?;
     Ok(version)
 }
+
+/// Pages copied per step (4 MiB at the default page size).
+const STEP_PAGES: i32 = 1024;
+/// How long the copy waits, in all, for a source that answers busy.
+const BUSY_LIMIT: Duration = Duration::from_secs(60);
 
 #[cfg(test)]
 mod tests {
