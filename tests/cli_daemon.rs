@@ -148,13 +148,13 @@ fn each_command_beside_a_daemon_goes_through_the_socket_and_shows_live_state() {
 }
 
 /// The owner's commands added since the control socket (people, agents,
-/// the schedule, usage, MCP, the doctor): each one beside a daemon is
+/// the schedule, usage, MCP, the doctor, backups): each one beside a daemon is
 /// served by it, and none starts a plugin of its own.
 #[test]
 fn the_owners_later_commands_beside_a_daemon_are_served_by_it() {
     let home = Home::new(&[], "");
     let daemon = home.h.daemon();
-    let cases: [(&[&str], &str, &str); 7] = [
+    let cases: [(&[&str], &str, &str); 8] = [
         (&["agents", "--json"], "agents", "main"),
         (&["contacts", "--json"], "contacts", "owner"),
         (&["schedule", "--json"], "schedule", "[]"),
@@ -166,6 +166,7 @@ fn the_owners_later_commands_beside_a_daemon_are_served_by_it() {
         ),
         (&["mcp", "list", "--json"], "mcp", "servers"),
         (&["doctor", "--json"], "doctor", "\"check\": \"daemon\""),
+        (&["backup", "--json"], "backup", "hearth-backup-"),
     ];
     for (args, op, shown) in cases {
         let run = home.cli(args);

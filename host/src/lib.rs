@@ -6,6 +6,7 @@
 //! it owns.
 
 pub mod agent;
+pub mod backup;
 pub mod cli;
 pub mod config;
 pub mod daemon;

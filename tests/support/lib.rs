@@ -196,6 +196,12 @@ impl Hearth {
         Hearth::in_dir(tempfile::tempdir().expect("temp dir"), config)
     }
 
+    /// A home written elsewhere (by `hearth restore`, say), whose config
+    /// is the `hearth.toml` already in it.
+    pub fn at(home: tempfile::TempDir) -> Hearth {
+        Hearth { home }
+    }
+
     fn in_dir(home: tempfile::TempDir, config: &str) -> Hearth {
         std::fs::write(home.path().join("hearth.toml"), config).expect("write config");
         Hearth { home }

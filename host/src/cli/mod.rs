@@ -1,11 +1,13 @@
 //! The command line: `hearth run | check | plugins | tools | tool call |
 //! chat | status | canvas-url | approvals | audit | contacts | agents |
-//! schedule | identity | secret | usage | mcp | doctor | service`.
+//! schedule | identity | secret | usage | mcp | doctor | service | backup |
+//! restore`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
 //! `error: ...` with the causes, and the exit code says whether it worked.
 
+mod backup;
 mod chat;
 mod client;
 mod doctor;
@@ -176,10 +178,32 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Back up the databases (online, the daemon need not stop), the
+    /// agent's files, the config and the secrets into one archive.
+    Backup {
+        /// The folder to write it to [default: `[backup] dir`, else $HEARTH_HOME/backups].
+        #[arg(long, value_name = "DIR")]
+        to: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// Install or remove hearth as a systemd service.
     Service {
         #[command(subcommand)]
         action: ServiceAction,
+    },
+    /// Restore a backup archive into a stopped home.
+    Restore {
+        /// The archive, a `hearth-backup-*.tar.gz`.
+        archive: PathBuf,
+        /// The home to restore into [default: the config's home].
+        #[arg(long, value_name = "DIR")]
+        home: Option<PathBuf>,
+        /// Restore into a home that holds files: those the restore
+        /// replaces are moved into `before-restore-<time>/` in it.
+        #[arg(long)]
+        force: bool,
     },
     /// Internal: a Lua worker process, started by the daemon.
     #[command(name = "__lua-worker", hide = true)]
@@ -559,6 +583,15 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             }
             ServiceAction::Uninstall { target } => service::uninstall(&target.into_target(None)),
         },
+        Command::Backup { to, json } => {
+            let mut daemon = Daemon::find(&config.home)?;
+            backup::backup(&config, daemon.as_mut(), to.as_deref(), json)
+        }
+        Command::Restore {
+            archive,
+            home,
+            force,
+        } => backup::restore(&archive, &backup::home(&config, home)?, force),
         Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
     }
 }

@@ -8,6 +8,7 @@
 //! (`HEARTH_HOME`, `HEARTH_MODE`) so the same file serves several setups.
 
 mod agent;
+mod backup;
 mod plugins;
 mod policy;
 mod prices;
@@ -20,6 +21,7 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use agent::{AgentConfig, CheapConfig, LlmConfig, OwnerConfig, ProviderKind};
+pub use backup::{BackupConfig, DEFAULT_SCHEDULE as DEFAULT_BACKUP_SCHEDULE};
 pub use plugins::{PluginEntry, PluginsConfig};
 pub use policy::PolicyConfig;
 pub use scheduler::SchedulerConfig;
@@ -63,6 +65,8 @@ pub struct Config {
     /// `[prices."MODEL"]`: US dollars per million tokens, over the
     /// built-in estimates.
     pub prices: std::collections::BTreeMap<String, crate::usage::Price>,
+    /// `[backup]`.
+    pub backup: BackupConfig,
 }
 
 /// How much the agent may do without asking.
@@ -273,6 +277,8 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
             &format!("{zone:?} is not a known IANA time zone ({e})"),
         ));
     }
+    let zone = crate::scheduler::schedule::owner_zone(raw.owner.timezone.as_deref());
+    let backup = backup::build(raw.backup, &base, &zone).map_err(invalid_at)?;
     Ok(Config {
         source: path.map(Path::to_owned),
         home,
@@ -289,6 +295,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         stt,
         tts,
         prices,
+        backup,
     })
 }
 
@@ -344,6 +351,8 @@ struct RawConfig {
     tts: Option<speech::RawTts>,
     #[serde(default)]
     prices: std::collections::BTreeMap<String, prices::RawPrice>,
+    #[serde(default)]
+    backup: backup::RawBackup,
 }
 
 impl Mode {

@@ -1,5 +1,6 @@
 //! The daemon's long-running services: the agents' runners, the outbox,
-//! the control socket, the scheduler and the search indexer. Started after the runtime, stopped before it.
+//! the control socket, the scheduler, the search indexer and the scheduled
+//! backups. Started after the runtime, stopped before it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -117,6 +118,11 @@ impl Services {
             runtime.plugins.active(),
             Arc::clone(&hub),
         ));
+        let clock = runtime
+            .scheduler
+            .as_ref()
+            .map_or_else(crate::scheduler::Clock::system, |s| s.jobs().clock());
+        let backups = Arc::new(crate::backup::Backups::new(&runtime.config, clock));
         let control = Arc::new(Control {
             bridge: Arc::clone(&runtime.bridge),
             hub,
@@ -126,6 +132,7 @@ impl Services {
             tools: Arc::clone(&runtime.tools),
             db: db.clone(),
             model_configured: runtime.config.llm.is_some(),
+            backups: Arc::clone(&backups),
         });
         runners.start(agent);
         let mut tasks = vec![
@@ -136,6 +143,9 @@ impl Services {
         tasks.push(tokio::spawn(indexer.run()));
         if let Some(scheduler) = &runtime.scheduler {
             tasks.push(tokio::spawn(Arc::clone(scheduler).run()));
+        }
+        if let Some(task) = scheduled_backups(&runtime.config, backups) {
+            tasks.push(task);
         }
         Ok(Services {
             tasks,
@@ -151,6 +161,28 @@ impl Services {
         }
         self.runners.stop();
         let _ = std::fs::remove_file(&self.socket);
+    }
+}
+
+/// Starts the scheduled backups, when `[backup]` enables them.
+fn scheduled_backups(
+    config: &crate::config::Config,
+    backups: Arc<crate::backup::Backups>,
+) -> Option<JoinHandle<()>> {
+    if !config.backup.enabled {
+        return None;
+    }
+    let zone = crate::scheduler::schedule::owner_zone(config.owner.timezone.as_deref());
+    // Checked when the config was read; a failure here is a zone that
+    // vanished from the system since.
+    match crate::scheduler::schedule::Schedule::cron(&config.backup.schedule, &zone) {
+        Ok(schedule) => Some(tokio::spawn(crate::backup::scheduled::run(
+            backups, schedule,
+        ))),
+        Err(e) => {
+            tracing::error!("no scheduled backups: [backup] schedule: {e}");
+            None
+        }
     }
 }
 

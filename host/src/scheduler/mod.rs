@@ -18,7 +18,7 @@ pub mod clock;
 pub mod fire;
 pub mod jobs;
 pub mod schedule;
-mod timer;
+pub(crate) mod timer;
 
 use std::sync::Arc;
 

@@ -38,7 +38,8 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0016_usage_summary.sql"),
 ];
 
-/// The schema version this build writes: the number of the last migration.
+/// The schema version this build writes and reads: the last migration's
+/// number (`PRAGMA user_version`).
 pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 /// The schema after the last migration, which creates a fresh store.

@@ -1,7 +1,7 @@
 //! The control socket, `$HEARTH_HOME/hearth.sock`: the owner's local channel.
 //!
-//! `hearth chat`, `status`, `plugins`, `tools`, `tool call`, `approvals`
-//! and `audit` talk to the running daemon here, one JSON object per line,
+//! `hearth chat`, `status`, `plugins`, `tools`, `tool call`, `approvals`,
+//! `audit` and `backup` talk to the running daemon here, one JSON object per line,
 //! so that they show its live state and never start a second copy of its
 //! plugins. The socket is created with mode 0600 inside the owner-only
 //! home directory: whoever can open it is the owner.
@@ -63,6 +63,8 @@ pub struct Control {
     pub db: PathBuf,
     /// Whether the config has an `[llm]` section, for `doctor`.
     pub model_configured: bool,
+    /// For `backup`.
+    pub backups: Arc<crate::backup::Backups>,
 }
 
 /// How long a closing connection may take to write its last answers.
@@ -262,6 +264,7 @@ async fn handle(
         // Test only, and so not listed in `protocol::OPS`.
         "test_wedge" if !session.hello => Some(protocol::hello_first(op)),
         "test_wedge" => Some(wedge::wedge(request)),
+        "backup" => Some(backup(control, request).await),
         other => Some(protocol::unknown(other)),
     };
     (answer, false)
@@ -405,6 +408,25 @@ fn identity(control: &Control, request: &Value) -> Value {
     match result {
         Ok(result) => json!({ "op": "identity", "result": result }),
         Err(e) => error(Code::Tool, &e.to_string()),
+    }
+}
+
+/// `backup`: an archive made now on a blocking thread, in `to` (an
+/// absolute folder) or `[backup] dir`; the daemon serves on meanwhile.
+async fn backup(control: &Control, request: &Value) -> Value {
+    let to = match &request["to"] {
+        Value::Null => None,
+        Value::String(dir) if Path::new(dir).is_absolute() => Some(PathBuf::from(dir)),
+        _ => return error(Code::BadRequest, "`to` must be an absolute folder path"),
+    };
+    let backups = Arc::clone(&control.backups);
+    match tokio::task::spawn_blocking(move || backups.run(to.as_deref())).await {
+        Ok(Ok(made)) => {
+            tracing::info!(path = %made.path.display(), size = made.size, "backup made");
+            json!({ "op": "backup", "backup": made })
+        }
+        Ok(Err(e)) => error(Code::Backup, &e.to_string()),
+        Err(e) => error(Code::Backup, &format!("the backup stopped: {e}")),
     }
 }
 

@@ -16,7 +16,7 @@ pub const VERSION: u64 = 2;
 pub const V1_OPS: [&str; 3] = ["chat", "subscribe", "status"];
 
 /// Every request this version serves, for the unknown-request error.
-pub const OPS: [&str; 18] = [
+pub const OPS: [&str; 19] = [
     "hello",
     "chat",
     "subscribe",
@@ -35,6 +35,7 @@ pub const OPS: [&str; 18] = [
     "mcp",
     "doctor",
     "usage",
+    "backup",
 ];
 
 /// What went wrong with a request, as the `code` of an `error` answer.
@@ -60,6 +61,8 @@ pub enum Code {
     NotFound,
     /// The daemon could not read or write its store.
     Store,
+    /// The backup failed.
+    Backup,
 }
 
 impl Code {
@@ -76,6 +79,7 @@ impl Code {
             Code::Withdrawn => "withdrawn",
             Code::NotFound => "not_found",
             Code::Store => "store",
+            Code::Backup => "backup",
         }
     }
 }
