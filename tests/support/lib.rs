@@ -21,6 +21,7 @@ pub mod fake_telegram;
 mod http_server;
 pub mod images;
 pub mod procs;
+pub mod small_fs;
 pub mod telegram_home;
 
 use std::io::{BufRead, BufReader};
