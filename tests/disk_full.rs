@@ -8,7 +8,7 @@
 use std::time::{Duration, Instant};
 
 use hearth_tests::Hearth;
-use hearth_tests::fake_llm::anthropic_text;
+use hearth_tests::fake_llm::{Reply, anthropic_text};
 use hearth_tests::small_fs::with_small_fs;
 use hearth_tests::telegram_home::{OWNER, TelegramHome};
 
@@ -65,6 +65,40 @@ fn a_full_disk_refuses_messages_upstream_and_recovers_when_space_is_freed() {
             s.home.chat("from the terminal, after").ok();
             let logs = daemon.logs().join("\n");
             assert!(logs.contains("inbound messages are stored again"), "{logs}");
+            daemon.signal(libc::SIGTERM);
+            daemon.wait_exit(Duration::from_secs(30));
+            assert_eq!(integrity(&s.home), "ok");
+        },
+    );
+}
+
+#[test]
+fn a_turn_the_disk_filled_under_is_run_again_once_space_is_freed() {
+    with_small_fs(
+        "32m",
+        "a_turn_the_disk_filled_under_is_run_again_once_space_is_freed",
+        |fs| {
+            let s = TelegramHome::inside(fs.path(), "", "");
+            // The first model call waits; its answer cannot be stored.
+            s.llm.push(Reply::Hang);
+            s.llm
+                .push(anthropic_text("an answer the full disk swallowed"));
+            s.llm.respond_with(|_| anthropic_text("got it"));
+            let mut daemon = s.start();
+            push(&s, "a question");
+            assert!(s.llm.wait_for_requests(1, Duration::from_secs(30)));
+            empty_the_log(&s.home);
+            fs.fill();
+            s.llm.release();
+            std::thread::sleep(Duration::from_secs(2));
+            assert!(s.sent_to(OWNER).is_empty());
+            let logs = daemon.logs().join("\n");
+            assert!(logs.contains("cannot store the reply"), "{logs}");
+
+            fs.free();
+            let sent = s.wait_sent_to(OWNER, 1);
+            assert_eq!(sent.len(), 1, "{sent:#?}");
+            assert!(sent[0].text.contains("got it"), "{sent:#?}");
             daemon.signal(libc::SIGTERM);
             daemon.wait_exit(Duration::from_secs(30));
             assert_eq!(integrity(&s.home), "ok");
