@@ -2,29 +2,30 @@
 //! megabytes mounted over a temporary directory, a filler file that takes
 //! every free block, and its removal.
 //!
-//! Mounting needs root (CI runs as root). Otherwise the test re-runs
-//! itself inside `unshare --user --map-root-user --mount`, a private mount
-//! namespace where it is root; if that cannot run either, the test fails
-//! saying so rather than passing without having run.
+//! Mounting needs root (CI runs as root). When the mount is refused, the
+//! test re-runs itself inside `unshare --user --map-root-user --mount`, a
+//! private mount namespace where it is root; if that cannot run either,
+//! the test fails saying so rather than passing without having run.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// Set in the copy of a test that runs inside the private namespace.
-const INSIDE: &str = "HEARTH_SMALL_FS_INSIDE";
-
 /// Runs `scenario` with a tmpfs of `size` (as `mount -o size=` takes it:
 /// `32m`) mounted, unmounted afterwards even when the scenario panics.
 /// `test` is the calling test's name, for re-running it in a namespace.
 pub fn with_small_fs(size: &str, test: &str, scenario: impl FnOnce(&SmallFs)) {
-    // SAFETY: geteuid has no preconditions.
-    let root = unsafe { libc::geteuid() } == 0;
-    if root || std::env::var_os(INSIDE).is_some() {
-        let fs = SmallFs::mount(size);
-        scenario(&fs);
-        return;
-    }
+    let refused = match SmallFs::mount(size) {
+        Ok(fs) => {
+            scenario(&fs);
+            return;
+        }
+        Err(why) => why,
+    };
+    assert!(
+        std::env::var_os(INSIDE).is_none(),
+        "cannot mount a tmpfs even inside a private mount namespace: {refused}"
+    );
     let exe = std::env::current_exe().expect("the test binary's path");
     let status = Command::new("unshare")
         .args(["--user", "--map-root-user", "--mount"])
@@ -34,9 +35,9 @@ pub fn with_small_fs(size: &str, test: &str, scenario: impl FnOnce(&SmallFs)) {
         .status()
         .unwrap_or_else(|e| {
             panic!(
-                "a full disk needs a small tmpfs: this test is not root, and `unshare` \
-                 (for a private mount namespace) cannot run: {e}; run it as root or \
-                 install util-linux"
+                "a full disk needs a small tmpfs: mounting one failed ({refused}), and \
+                 `unshare` (for a private mount namespace) cannot run: {e}; run the test \
+                 as root or install util-linux"
             )
         });
     assert!(
@@ -54,22 +55,24 @@ pub struct SmallFs {
 }
 
 impl SmallFs {
-    fn mount(size: &str) -> SmallFs {
-        let dir = tempfile::tempdir().expect("a mount point");
+    /// Mounts one, or says why it could not.
+    fn mount(size: &str) -> Result<SmallFs, String> {
+        let dir = tempfile::tempdir().map_err(|e| format!("no mount point: {e}"))?;
         let out = Command::new("mount")
             .args(["-t", "tmpfs", "-o", &format!("size={size},mode=0700")])
             .arg("tmpfs")
             .arg(dir.path())
             .output()
-            .expect("run mount");
-        assert!(
-            out.status.success(),
-            "cannot mount a tmpfs on {}: {}",
-            dir.path().display(),
-            String::from_utf8_lossy(&out.stderr)
-        );
+            .map_err(|e| format!("cannot run mount: {e}"))?;
+        if !out.status.success() {
+            return Err(format!(
+                "mount -t tmpfs on {}: {}",
+                dir.path().display(),
+                String::from_utf8_lossy(&out.stderr).trim()
+            ));
+        }
         let filler = dir.path().join("filler");
-        SmallFs { dir, filler }
+        Ok(SmallFs { dir, filler })
     }
 
     /// Where it is mounted.
@@ -100,6 +103,9 @@ impl SmallFs {
         std::fs::remove_file(&self.filler).expect("remove the filler");
     }
 }
+
+/// Set in the copy of a test that runs inside the private namespace.
+const INSIDE: &str = "HEARTH_SMALL_FS_INSIDE";
 
 impl Drop for SmallFs {
     fn drop(&mut self) {
