@@ -105,7 +105,9 @@ impl Agent {
             },
             Err(e) => {
                 tracing::error!(inbox = claimed.id, "cannot store the reply: {e}");
-                self.requeue(claimed.id).await;
+                if passes(&e) {
+                    self.requeue(claimed.id).await;
+                }
             }
         }
         if let Some(job) = claimed.job_id {
@@ -123,7 +125,8 @@ impl Agent {
     }
 
     /// Puts a message whose turn could not be stored (a full disk) back in
-    /// the queue, to be run again once the store takes writes. Until it
+    /// the queue, to be run again once the store takes writes (any other
+    /// failure leaves it in flight, to be re-run after a restart). Until it
     /// does, this agent waits here: its next turn could not be stored
     /// either.
     async fn requeue(&self, inbox_id: i64) {
@@ -699,6 +702,16 @@ impl Agent {
             }
         }
     }
+}
+
+/// Whether a store error is one that passes (a full disk, an I/O error, a
+/// lock), after which the turn is worth running again.
+fn passes(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked, DiskFull, SystemIoFailure};
+    matches!(
+        e.sqlite_error_code(),
+        Some(DiskFull | SystemIoFailure | DatabaseBusy | DatabaseLocked)
+    )
 }
 
 /// A user message with text and no tool results: something the owner typed.
