@@ -3,7 +3,10 @@
 //! API. Inbound messages are then refused upstream (Telegram's updates are
 //! not acknowledged, `hearth chat` gets a clear error), nothing stored is
 //! harmed, the daemon keeps serving and says why in its log, and once the
-//! filler is removed the refused updates are stored and answered.
+//! filler is removed the refused updates are stored and answered. A turn
+//! whose reply the full disk refused runs again once space is back, and a
+//! reply sent while the disk is full is not sent again for want of its
+//! `delivered` mark.
 
 use std::time::{Duration, Instant};
 
@@ -102,6 +105,48 @@ fn a_turn_the_disk_filled_under_is_run_again_once_space_is_freed() {
             daemon.signal(libc::SIGTERM);
             daemon.wait_exit(Duration::from_secs(30));
             assert_eq!(integrity(&s.home), "ok");
+        },
+    );
+}
+
+#[test]
+fn a_reply_sent_while_the_disk_is_full_is_not_sent_again() {
+    with_small_fs(
+        "32m",
+        "a_reply_sent_while_the_disk_is_full_is_not_sent_again",
+        |fs| {
+            let s = TelegramHome::inside(fs.path(), "", "");
+            s.llm.respond_with(|_| anthropic_text("got it"));
+            let mut daemon = s.start();
+            // Telegram holds the send while the disk fills, so the
+            // outbox cannot mark the reply delivered.
+            s.telegram.hang(true);
+            push(&s, "a question");
+            wait_until("the reply's send", || {
+                !s.telegram.requests_for("sendMessage").is_empty()
+            });
+            empty_the_log(&s.home);
+            fs.fill();
+            s.telegram.hang(false);
+            std::thread::sleep(Duration::from_secs(2));
+            let sends = s.telegram.requests_for("sendMessage").len();
+            assert_eq!(sends, 1, "sent {sends} times while the disk was full");
+
+            fs.free();
+            std::thread::sleep(Duration::from_secs(3));
+            assert_eq!(s.sent_to(OWNER).len(), 1, "{:#?}", s.sent_to(OWNER));
+            let undelivered: i64 = s
+                .home
+                .db()
+                .query_row(
+                    "SELECT COUNT(*) FROM outbox WHERE status != 'delivered'",
+                    [],
+                    |r| r.get(0),
+                )
+                .unwrap();
+            assert_eq!(undelivered, 0);
+            daemon.signal(libc::SIGTERM);
+            daemon.wait_exit(Duration::from_secs(30));
         },
     );
 }
