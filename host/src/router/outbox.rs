@@ -107,7 +107,7 @@ impl Outbox {
                 if let Err(e) = self.record(&reply, outcome.clone()) {
                     tracing::error!(
                         outbox = reply.id,
-                        "cannot update the outbox, will try again (the reply is not sent again): {e}"
+                        "cannot record a send's outcome in the outbox, will try again (the reply waits meanwhile): {e}"
                     );
                     unrecorded.push((reply, outcome));
                 }
