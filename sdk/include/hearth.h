@@ -46,7 +46,7 @@ extern "C" {
 #define HEARTH_ERROR 1       /* failure; a sink holds a UTF-8 message */
 #define HEARTH_UNSUPPORTED 2 /* the method or service is not known */
 #define HEARTH_PANIC 3       /* the plugin caught an internal crash */
-#define HEARTH_BUSY 4        /* the host queue stayed full; retry later */
+#define HEARTH_BUSY 4        /* the host queue stayed full, or storing failed; retry later */
 #define HEARTH_CLOSED 5      /* the host is shutting down */
 #define HEARTH_INVALID 6     /* the payload was malformed (see the log) */
 

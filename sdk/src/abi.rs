@@ -32,7 +32,8 @@ pub mod status {
     pub const UNSUPPORTED: i32 = 2;
     /// The plugin caught an internal crash (a Rust panic).
     pub const PANIC: i32 = 3;
-    /// The host queue stayed full for the whole wait bound; retry later.
+    /// The host queue stayed full for the whole wait bound, or storing
+    /// failed (a full disk); retry later.
     pub const BUSY: i32 = 4;
     /// The host is shutting down and takes nothing more.
     pub const CLOSED: i32 = 5;

@@ -39,8 +39,9 @@ pub enum Level {
 /// Why `submit` did not take a submission.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum SubmitError {
-    /// The host's queue stayed full for its whole wait bound. Keep the
-    /// message (do not acknowledge it upstream) and submit it again later.
+    /// The host's queue stayed full for its whole wait bound, or storing
+    /// the message failed (a full disk). Keep the message (do not
+    /// acknowledge it upstream) and submit it again later.
     #[error("the host is busy; submit again later")]
     Busy,
     /// The host is shutting down.

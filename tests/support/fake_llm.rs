@@ -74,7 +74,14 @@ struct State {
     key: Option<String>,
     /// What each completely written stream reported.
     reported: Vec<Tokens>,
+    /// Answers a request once the script has run out, when set.
+    responder: Option<Responder>,
 }
+
+/// Builds the answer to a request when the script has run out: for tests
+/// that cannot know how many requests will come (a daemon killed and
+/// restarted at random).
+pub type Responder = Arc<dyn Fn(&Recorded) -> Reply + Send + Sync>;
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -195,6 +202,12 @@ impl FakeLlm {
         self.shared.lock().script.push_back(reply);
     }
 
+    /// Answers every request the script has no reply left for with
+    /// `responder`'s reply, instead of a 500.
+    pub fn respond_with(&self, responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) {
+        self.shared.lock().responder = Some(Arc::new(responder));
+    }
+
     /// Queues a reply for the next request whose system prompt contains
     /// `marker` (an agent's name, say), ahead of the plain script.
     pub fn push_for(&self, marker: &str, reply: Reply) {
@@ -300,7 +313,11 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             } else if let (true, Some(i)) = (scripted, routed) {
                 state.routed.remove(i).1
             } else if scripted {
-                state.script.pop_front().unwrap_or_else(no_reply_left)
+                match (state.script.pop_front(), &state.responder) {
+                    (Some(reply), _) => reply,
+                    (None, Some(responder)) => responder(&request),
+                    (None, None) => no_reply_left(),
+                }
             } else {
                 let message = format!("fake: no route for {} {}", request.method, request.path);
                 anthropic_error(404, "not_found_error", &message, None)

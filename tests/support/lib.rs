@@ -12,6 +12,7 @@ pub mod audio;
 pub mod bench;
 pub mod browser;
 pub mod canvas;
+pub mod crash;
 pub mod fake_llm;
 pub mod fake_search;
 pub mod fake_signal;
@@ -20,6 +21,7 @@ pub mod fake_telegram;
 mod http_server;
 pub mod images;
 pub mod procs;
+pub mod small_fs;
 pub mod telegram_home;
 
 use std::io::{BufRead, BufReader};

@@ -3,6 +3,7 @@
 //! (contacts, reminders). The owner is [`OWNER`], named in
 //! `[owner.identities]`.
 
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
@@ -36,22 +37,39 @@ impl TelegramHome {
 
     /// As [`TelegramHome::new`], with `allowed` as the allow-list.
     pub fn allowing(allowed: &[i64], telegram_keys: &str, extra: &str) -> TelegramHome {
+        TelegramHome::build(None, allowed, telegram_keys, extra)
+    }
+
+    /// As [`TelegramHome::new`], with the home made inside `parent` (a
+    /// small file system a test fills, say).
+    pub fn inside(parent: &Path, telegram_keys: &str, extra: &str) -> TelegramHome {
+        TelegramHome::build(Some(parent), &[OWNER, 2002], telegram_keys, extra)
+    }
+
+    fn build(
+        parent: Option<&Path>,
+        allowed: &[i64],
+        telegram_keys: &str,
+        extra: &str,
+    ) -> TelegramHome {
         let allowed: Vec<String> = allowed.iter().map(i64::to_string).collect();
         let telegram = FakeTelegram::start(TOKEN);
         let llm = FakeLlm::start();
-        let home = Hearth::with_plugins(
-            &[plugin("telegram")],
-            &format!(
-                "[plugins.telegram]\ntoken = {TOKEN:?}\napi_url = {:?}\n\
-                 allowed_chat_ids = [{}]\npoll_timeout_s = 1\npace_chat_ms = 0\n{telegram_keys}\n\
-                 [owner]\nname = \"Sam\"\n[owner.identities]\ntelegram = [\"{OWNER}\"]\n\
-                 [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-                 api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n{extra}",
-                telegram.url(),
-                allowed.join(", "),
-                llm.url()
-            ),
+        let config = format!(
+            "[plugins.telegram]\ntoken = {TOKEN:?}\napi_url = {:?}\n\
+             allowed_chat_ids = [{}]\npoll_timeout_s = 1\npace_chat_ms = 0\n{telegram_keys}\n\
+             [owner]\nname = \"Sam\"\n[owner.identities]\ntelegram = [\"{OWNER}\"]\n\
+             [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+             api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n{extra}",
+            telegram.url(),
+            allowed.join(", "),
+            llm.url()
         );
+        let plugins = [plugin("telegram")];
+        let home = match parent {
+            Some(parent) => Hearth::with_plugins_in(parent, &plugins, &config),
+            None => Hearth::with_plugins(&plugins, &config),
+        };
         TelegramHome {
             telegram,
             llm,

@@ -131,6 +131,15 @@ impl Conversations {
         )
     }
 
+    /// A message whose turn could not be stored goes back to pending,
+    /// marked retried, so its turn is run again from the start.
+    pub fn requeue(&self, inbox_id: i64) -> rusqlite::Result<usize> {
+        self.conn().execute(
+            "UPDATE inbox SET status = 'pending', retried = 1 WHERE status = 'in_flight' AND id = ?1",
+            [inbox_id],
+        )
+    }
+
     /// Takes agent `agent_id`'s oldest pending message, if any.
     pub fn claim_next(&self, agent_id: i64) -> rusqlite::Result<Option<Claimed>> {
         let conn = self.conn();

@@ -34,6 +34,11 @@ struct Started {
     scope: Arc<CallScope>,
 }
 
+/// The first wait before a turn that could not be stored is queued again.
+const REQUEUE_FIRST_WAIT: std::time::Duration = std::time::Duration::from_millis(250);
+/// The longest wait between those attempts.
+const REQUEUE_MAX_WAIT: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// The most characters of one tool result shown to the model.
 const MAX_TOOL_RESULT_CHARS: usize = 32_000;
 
@@ -98,7 +103,12 @@ impl Agent {
                 Some(answer) => self.base.router.agent(answer.to).wake.notify_one(),
                 None => self.base.router.outbox_wake.notify_one(),
             },
-            Err(e) => tracing::error!(inbox = claimed.id, "cannot store the reply: {e}"),
+            Err(e) => {
+                tracing::error!(inbox = claimed.id, "cannot store the reply: {e}");
+                if passes(&e) {
+                    self.requeue(claimed.id).await;
+                }
+            }
         }
         if let Some(job) = claimed.job_id {
             self.record_job_outcome(job, outcome);
@@ -112,6 +122,32 @@ impl Agent {
             ms = started.elapsed().as_millis() as u64,
             "turn done"
         );
+    }
+
+    /// Puts a message whose turn could not be stored (a full disk) back in
+    /// the queue, to be run again once the store takes writes (any other
+    /// failure leaves it in flight, to be re-run after a restart). Until it
+    /// does, this agent waits here: its next turn could not be stored
+    /// either.
+    async fn requeue(&self, inbox_id: i64) {
+        let mut wait = REQUEUE_FIRST_WAIT;
+        for attempt in 0.. {
+            match self.base.conversations.requeue(inbox_id) {
+                Ok(_) => {
+                    tracing::info!(inbox = inbox_id, "the turn will run again");
+                    if attempt == 0 {
+                        // The store took this small write but not the
+                        // turn's: a nearly full disk. Pause, so it does not
+                        // become a loop of model calls.
+                        tokio::time::sleep(REQUEUE_MAX_WAIT).await;
+                    }
+                    return;
+                }
+                Err(e) => tracing::debug!(inbox = inbox_id, "cannot queue the turn again yet: {e}"),
+            }
+            tokio::time::sleep(wait).await;
+            wait = (wait * 2).min(REQUEUE_MAX_WAIT);
+        }
     }
 
     /// Where the reply of a turn that answers another agent goes: back to
@@ -666,6 +702,16 @@ impl Agent {
             }
         }
     }
+}
+
+/// Whether a store error is one that passes (a full disk, an I/O error, a
+/// lock), after which the turn is worth running again.
+fn passes(e: &rusqlite::Error) -> bool {
+    use rusqlite::ErrorCode::{DatabaseBusy, DatabaseLocked, DiskFull, SystemIoFailure};
+    matches!(
+        e.sqlite_error_code(),
+        Some(DiskFull | SystemIoFailure | DatabaseBusy | DatabaseLocked)
+    )
 }
 
 /// A user message with text and no tool results: something the owner typed.

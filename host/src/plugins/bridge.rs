@@ -7,7 +7,9 @@
 //! `daemon.queue_wait_ms`, then answers `BUSY`, so a flood from one plugin
 //! slows that plugin down instead of the daemon. The waits beyond that are
 //! `submit` of a message, which returns once the message is stored (see
-//! `router::inbox`), bounded by the same wait, and `model.summarize`, which
+//! `router::inbox`), bounded by the same wait (a store that fails, as on a
+//! full disk, answers `BUSY` too: the channel keeps the message and
+//! submits it again), and `model.summarize`, which
 //! a plugin calls to wait for a summary, bounded by `[llm.cheap]
 //! timeout_ms` (see `summary::service`).
 
@@ -207,7 +209,11 @@ impl Bridge {
                 status::OK
             }
             Ok(Ok(Stored::Duplicate)) => status::OK,
-            Ok(Err(_)) => status::ERROR,
+            // The store failed (a full disk, an I/O error): the message is
+            // not stored, so the channel must keep it and submit it again.
+            // `ERROR` would read as a refusal of its shape, which a channel
+            // acknowledges upstream to get past it: the message lost.
+            Ok(Err(_)) => status::BUSY,
             // Still queued or committing: the plugin submits again later and
             // the idempotency key makes that harmless.
             Err(_) => status::BUSY,

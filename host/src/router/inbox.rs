@@ -5,8 +5,15 @@
 //! only after the transaction holding the message has committed. Batching
 //! (one transaction for everything queued) keeps that cheap under load: 100k
 //! messages from 8 threads commit in a few hundred transactions, not 100k.
+//!
+//! A failed commit (a full disk: SQLite answers `SQLITE_FULL` and rolls the
+//! transaction back) answers every job with the error, and the bridge tells
+//! the channel to keep the message and submit it again; the thread goes on.
+//! While it keeps failing, the error is logged once a minute with how many
+//! messages were refused meanwhile, not once per retry.
 
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, select};
 use hearth_sdk::protocol::InboundMessage;
@@ -14,6 +21,8 @@ use rusqlite::Connection;
 
 /// The most messages committed in one transaction.
 const MAX_BATCH: usize = 512;
+/// How often a storage failure that goes on is logged again.
+const REPEAT_LOG_EVERY: Duration = Duration::from_secs(60);
 
 /// Which agent takes a stored message, and who it is from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -67,13 +76,14 @@ pub fn spawn_writer(
     std::thread::Builder::new()
         .name("hearth-inbox".into())
         .spawn(move || {
+            let mut health = Health::default();
             loop {
                 let first = select! {
                     recv(jobs) -> job => match job { Ok(job) => job, Err(_) => return },
                     recv(stop) -> _ => {
                         let rest: Vec<StoreJob> = jobs.try_iter().collect();
                         for chunk in rest.chunks(MAX_BATCH) {
-                            commit(&conn, chunk);
+                            commit(&conn, chunk, &mut health);
                         }
                         return;
                     }
@@ -81,7 +91,7 @@ pub fn spawn_writer(
                 let mut batch = Vec::with_capacity(16);
                 batch.push(first);
                 batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
-                commit(&conn, &batch);
+                commit(&conn, &batch, &mut health);
             }
         })
 }
@@ -129,10 +139,29 @@ fn attachments_json(attachments: &[hearth_sdk::protocol::Attachment]) -> Option<
     serde_json::to_string(attachments).ok()
 }
 
+/// Whether storing has been failing, for logging a lasting failure
+/// without flooding the log.
+#[derive(Default)]
+struct Health {
+    /// When the current run of failures began.
+    failing_since: Option<Instant>,
+    /// When it was last logged.
+    logged: Option<Instant>,
+    /// Messages refused since then.
+    refused: usize,
+}
+
 /// Inserts a batch in one transaction and answers every job.
-fn commit(conn: &Connection, batch: &[StoreJob]) {
+fn commit(conn: &Connection, batch: &[StoreJob], health: &mut Health) {
     match insert_all(conn, batch) {
         Ok(outcomes) => {
+            if let Some(since) = health.failing_since.take() {
+                tracing::info!(
+                    failed_for_s = since.elapsed().as_secs(),
+                    "inbound messages are stored again"
+                );
+                *health = Health::default();
+            }
             for (job, stored) in batch.iter().zip(outcomes) {
                 // The submitter may have given up waiting; the message is
                 // stored all the same and a resubmission is a no-op.
@@ -140,7 +169,22 @@ fn commit(conn: &Connection, batch: &[StoreJob]) {
             }
         }
         Err(e) => {
-            tracing::error!(error = %e, count = batch.len(), "cannot store inbound messages");
+            let now = Instant::now();
+            health.failing_since.get_or_insert(now);
+            health.refused += batch.len();
+            if health
+                .logged
+                .is_none_or(|at| now.duration_since(at) >= REPEAT_LOG_EVERY)
+            {
+                tracing::error!(
+                    error = %e,
+                    refused = health.refused,
+                    "cannot store inbound messages; they are refused, not acknowledged, \
+                     and the channels submit them again until storing works (is the disk full?)"
+                );
+                health.logged = Some(now);
+                health.refused = 0;
+            }
             for job in batch {
                 let _ = job.reply.send(Err(e.to_string()));
             }

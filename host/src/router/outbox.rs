@@ -5,7 +5,9 @@
 //! stays pending and is retried with backoff (1 s doubling to 5 min); after
 //! 20 failures it is marked failed and logged. A send that succeeded is
 //! marked delivered; a crash between the two sends it once more, which is
-//! the one duplicate a channel without idempotent sends can see.
+//! the one duplicate a channel without idempotent sends can see. When the
+//! store refuses the mark (a full disk), the outcome is held in memory and
+//! recorded again each second; the reply is not sent again meanwhile.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -23,6 +25,9 @@ use crate::store::now_ms;
 
 /// Failures after which a reply is given up.
 const MAX_ATTEMPTS: i64 = 20;
+/// How long an outcome the store refused waits before it is recorded
+/// again.
+const RECORD_AGAIN_AFTER: Duration = Duration::from_secs(1);
 
 /// Delivers stored replies.
 pub struct Outbox {
@@ -84,18 +89,34 @@ impl Outbox {
     /// Delivers due replies until the task is aborted; `wake` says there is
     /// something new (a reply, or a client that connected).
     pub async fn run(self: Arc<Self>, wake: Arc<Notify>) {
+        // Sends whose outcome the store refused (a full disk): kept here and
+        // recorded again until it takes them, and never sent meanwhile,
+        // since the row still reads as due.
+        let mut unrecorded: Vec<(Due, Result<(), String>)> = Vec::new();
         loop {
+            unrecorded.retain(|(reply, outcome)| self.record(reply, outcome.clone()).is_err());
             let due = self.due().unwrap_or_else(|e| {
                 tracing::error!("cannot read the outbox: {e}");
                 Vec::new()
             });
             for reply in due {
+                if unrecorded.iter().any(|(held, _)| held.id == reply.id) {
+                    continue;
+                }
                 let outcome = self.send(&reply).await;
-                if let Err(e) = self.record(&reply, outcome) {
-                    tracing::error!("cannot update the outbox: {e}");
+                if let Err(e) = self.record(&reply, outcome.clone()) {
+                    tracing::error!(
+                        outbox = reply.id,
+                        "cannot record a send's outcome in the outbox, will try again (the reply waits meanwhile): {e}"
+                    );
+                    unrecorded.push((reply, outcome));
                 }
             }
-            let next = self.next_due_in().unwrap_or(Duration::from_secs(60));
+            let next = if unrecorded.is_empty() {
+                self.next_due_in().unwrap_or(Duration::from_secs(60))
+            } else {
+                RECORD_AGAIN_AFTER
+            };
             tokio::select! {
                 () = wake.notified() => {}
                 () = tokio::time::sleep(next) => {}
