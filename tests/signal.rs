@@ -5,7 +5,9 @@
 
 use std::time::{Duration, Instant};
 
-use hearth_tests::fake_llm::{FakeLlm, Reply, anthropic_text, anthropic_tool_use};
+use hearth_tests::fake_llm::{
+    FakeLlm, Reply, anthropic_text, anthropic_text_paced, anthropic_tool_use,
+};
 use hearth_tests::fake_signal::{FakeSignal, Sent};
 use hearth_tests::{Daemon, Hearth, plugin, probe};
 use serde_json::json;
@@ -89,7 +91,12 @@ fn model_input(llm: &FakeLlm) -> String {
 #[test]
 fn an_owners_message_is_answered_with_signal_styles() {
     let llm = FakeLlm::start();
-    llm.push(anthropic_text("Hello **there**, `code` 🦀 *you*"));
+    // Streamed over a few hundred milliseconds: a turn over before the
+    // typing thread first looks needs no indicator, and shows none.
+    llm.push(anthropic_text_paced(
+        &["Hello **there**, ", "`code` 🦀 ", "*you*"],
+        Duration::from_millis(150),
+    ));
     let signal = FakeSignal::start(ACCOUNT);
     let h = home(&llm, &signal, "", "");
     let _daemon = start(&h, &signal);
