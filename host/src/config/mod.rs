@@ -8,6 +8,8 @@
 //! (`HEARTH_HOME`, `HEARTH_MODE`) so the same file serves several setups.
 
 mod agent;
+#[cfg(test)]
+mod fuzz;
 mod plugins;
 mod policy;
 mod prices;

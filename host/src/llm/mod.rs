@@ -13,6 +13,8 @@
 //! header, and never logged, stored or shown to the model.
 
 mod anthropic;
+#[cfg(test)]
+mod fuzz;
 mod images;
 mod openai;
 pub mod sse;

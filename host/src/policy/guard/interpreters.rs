@@ -229,11 +229,12 @@ pub fn judge(guard: &Guard, base: &str, args: &[&str], ctx: &Ctx) -> Option<Stri
                     } else {
                         attached
                     };
-                    return python_module(
-                        guard,
-                        module,
-                        &args[i + 1 + usize::from(attached.is_empty())..],
-                    );
+                    // `python3 -m` may end the line (found by fuzzing:
+                    // slicing past it panicked).
+                    let rest = args
+                        .get(i + 1 + usize::from(attached.is_empty())..)
+                        .unwrap_or_default();
+                    return python_module(guard, module, rest);
                 }
                 if family.valued_short.contains(letter) {
                     if cluster[at + letter.len_utf8()..].is_empty() {
