@@ -83,3 +83,15 @@ fn uncommented(text: &str) -> String {
         .collect::<Vec<_>>()
         .join("\n")
 }
+
+#[test]
+fn a_key_of_too_many_parts_is_reported_at_its_line() {
+    let text =
+        include_str!("../../../tests/fixtures/fuzz/regressions/config/dotted_key_too_deep.toml");
+    let error = parse(text, Some(Path::new(FILE))).expect_err("the key is too deep");
+    let shown = error.to_string();
+    assert!(
+        shown.contains("line 2: recursion limit: a key of 91 dotted parts"),
+        "{shown}"
+    );
+}
