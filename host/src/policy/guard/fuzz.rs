@@ -4,9 +4,9 @@
 //! mutated, nested deep, full of odd characters) is judged, in bounded
 //! time, and a line judged harmless stays guarded when a delete of `/` is
 //! added after it. And a deleting `rm` of a protected path, however it is
-//! spelled (quoted, escaped, `$'\x72m'`, through wrappers, `sh -c`, `eval`,
-//! inside pipelines, groups, loops and substitutions), never runs without
-//! asking.
+//! spelled (quoted, escaped, `$'\x72m'`, a variable the tool's `env`
+//! sets, through wrappers, `sh -c`, `eval`, inside pipelines, groups,
+//! loops and substitutions), never runs without asking.
 
 use std::path::Path;
 
@@ -95,8 +95,10 @@ fn a_deleting_rm_of_a_protected_path_always_asks() {
         .generator(|rng| deleting_rm(rng).into_bytes())
         .run(move |input, _| {
             let command = String::from_utf8_lossy(input);
+            // The tool's `env` argument sets `RM`, as a model could.
+            let env = [("RM".to_owned(), "rm".to_owned())];
             assert_ne!(
-                guard.check(&command, Path::new(CWD)),
+                guard.check_in(&command, Path::new(CWD), &env),
                 Verdict::Allow,
                 "this deletes a protected path without asking"
             );
@@ -134,6 +136,9 @@ fn deleting_rm(rng: &mut Rng) -> String {
         "//bin//rm",
         "/bin/../bin/rm",
         "/usr/bin/../../bin/rm",
+        "$RM",
+        "${RM}",
+        "\"$RM\"",
     ];
     const WRAPPERS: &[&str] = &[
         "",
