@@ -269,7 +269,9 @@ fn family_is_perl(base: &str) -> bool {
 fn perl_option(base: &str, a: &str) -> Option<String> {
     let cluster = a.strip_prefix('-')?;
     for (at, letter) in cluster.char_indices() {
-        let rest = &cluster[at + 1..];
+        // Past the whole letter: an option cluster may hold any character
+        // (found by fuzzing: slicing one byte on panicked inside `Ś`).
+        let rest = &cluster[at + letter.len_utf8()..];
         match letter {
             'e' | 'E' => {
                 return Some(format!(
