@@ -334,7 +334,10 @@ impl Writer {
             .into_iter()
             .filter_map(|s| {
                 let end = (s.start + s.length).min(total);
-                (end > s.start).then_some(Style {
+                // `then`: a style starting in the trimmed end must not
+                // have its length computed (found by fuzzing: it
+                // underflowed).
+                (end > s.start).then(|| Style {
                     length: end - s.start,
                     ..s
                 })
@@ -420,6 +423,11 @@ mod tests {
                 "{markdown:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_style_in_the_trimmed_end_is_dropped() {
+        assert_eq!(convert("a\n\n```\n \n```\n"), ("a".to_owned(), Vec::new()));
     }
 
     #[test]

@@ -23,6 +23,7 @@
 mod json;
 mod mutate;
 mod rng;
+pub mod shell;
 
 use std::panic::{AssertUnwindSafe, catch_unwind, resume_unwind};
 use std::path::{Path, PathBuf};
