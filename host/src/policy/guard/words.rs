@@ -97,13 +97,20 @@ pub fn parse(line: &str, home: &str) -> Result<Node, Unresolved> {
             "it nests {depth} levels deep, more than the {MAX_NESTING} the guard reads"
         )));
     }
+    // brush-parser panics on some input (found by fuzzing: a number too
+    // large for its type as a file descriptor, `cat 99999999999999999999>out`,
+    // or after a tilde, `~18446744073709551616`): a line it cannot read is
+    // a line the guard cannot check.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(line, home)))
+        .unwrap_or_else(|_| Err(Unresolved("the shell parser failed on it".into())))
+}
+
+/// [`parse`], once the line is known to nest shallowly enough.
+fn read(line: &str, home: &str) -> Result<Node, Unresolved> {
     let options = brush_parser::ParserOptions::default();
     let mut parser = brush_parser::Parser::new(std::io::Cursor::new(line), &options);
-    // brush-parser panics on some lines (found by fuzzing: a file
-    // descriptor number too large for its type, `cat 99999999999999999999>out`):
-    // a line it cannot read is a line the guard cannot check.
-    let program = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| parser.parse_program()))
-        .map_err(|_| Unresolved("the shell parser failed on it".into()))?
+    let program = parser
+        .parse_program()
         .map_err(|e| Unresolved(format!("the shell parser cannot read it ({e})")))?;
     let walker = Walker { home, options };
     let mut parts = Vec::new();
