@@ -164,6 +164,8 @@ impl Target {
             self.case(&watchdog, &what, &input, &mut rng, &check);
             return;
         }
+        // Before the cases: a crash that aborts the process leaves this.
+        eprintln!("fuzz {}: seed {seed}", self.name);
         let started = Instant::now();
         let deadline = Duration::from_secs_f64(secs);
         let mut cases = 0u64;

@@ -390,20 +390,28 @@ enum Item<'a> {
     Other(&'a CommandPrefixOrSuffixItem),
 }
 
-/// An upper bound of how deep `line` nests: `(`, `{`, a backtick and
+/// An upper bound of how deep `line` nests: `(`, `[`, `{`, a backtick and
 /// the compound-command keywords open a level, which their own closer
-/// (`)`, `}`, a backtick, `fi`, `done`, `esac`) closes. Quotes are not
-/// read, so quoted brackets count too: the bound only errs high, and too
-/// high only means asking.
+/// (`)`, `]`, `}`, a backtick, `fi`, `done`, `esac`) closes; each `!` of
+/// a run of them is a level too (`[[ ! ! ! a ]]` recurses once per `!`).
+/// Quotes are not read, so quoted brackets count too: the bound only errs
+/// high, and too high only means asking.
 fn nesting(line: &str) -> usize {
     let mut open: Vec<&str> = Vec::new();
     let mut deepest = 0;
+    let mut bangs = 0;
     let close = |open: &mut Vec<&str>, closer: &str| {
         if open.last() == Some(&closer) {
             open.pop();
         }
     };
     for word in line.split(|c: char| c.is_whitespace() || ";&|<>".contains(c)) {
+        match word {
+            "" => {}
+            "!" => bangs += 1,
+            _ => bangs = 0,
+        }
+        deepest = deepest.max(open.len() + bangs);
         match word {
             "if" => open.push("fi"),
             "while" | "until" | "for" | "select" => open.push("done"),
@@ -414,12 +422,14 @@ fn nesting(line: &str) -> usize {
         for c in word.chars() {
             match c {
                 '(' => open.push(")"),
+                '[' => open.push("]"),
                 '{' => open.push("}"),
                 '`' if open.last() == Some(&"`") => {
                     open.pop();
                 }
                 '`' => open.push("`"),
                 ')' => close(&mut open, ")"),
+                ']' => close(&mut open, "]"),
                 '}' => close(&mut open, "}"),
                 _ => {}
             }
