@@ -9,6 +9,8 @@
 
 mod agent;
 mod backup;
+#[cfg(test)]
+mod fuzz;
 mod plugins;
 mod policy;
 mod prices;
@@ -214,7 +216,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     let shown = path.map_or_else(|| PathBuf::from("<defaults>"), Path::to_owned);
     let raw: RawConfig = toml::from_str(text).map_err(|e| ConfigError::Parse {
         path: shown.clone(),
-        detail: e.to_string().trim_end().to_owned(),
+        detail: parse_detail(&e, text),
     })?;
     let base = path
         .and_then(Path::parent)
@@ -374,6 +376,32 @@ fn parse_mode(s: &str) -> Option<Mode> {
 }
 
 /// Expands a leading `~/` and anchors a relative path at `base`.
+/// The TOML parser's report, which names the line, or the line found
+/// here where it names none: it reports a key of 80 or more dotted parts
+/// without a position (found by fuzzing).
+fn parse_detail(error: &toml::de::Error, text: &str) -> String {
+    let detail = error.to_string().trim_end().to_owned();
+    if error.span().is_some() {
+        return detail;
+    }
+    let dotted_parts = |line: &str| {
+        let line = line.trim_start();
+        let key = match line.strip_prefix('[') {
+            Some(header) => header.split(']').next().unwrap_or(header),
+            None => line.split('=').next().unwrap_or(line),
+        };
+        key.matches('.').count() + 1
+    };
+    match text.lines().position(|line| dotted_parts(line) >= 80) {
+        Some(at) => format!(
+            "line {}: {detail}: a key of {} dotted parts, more than the parser reads",
+            at + 1,
+            dotted_parts(text.lines().nth(at).unwrap_or_default())
+        ),
+        None => detail,
+    }
+}
+
 fn resolve(base: &Path, value: &str) -> Result<PathBuf, ConfigError> {
     let path = match value.strip_prefix("~/") {
         Some(rest) => user_home()?.join(rest),

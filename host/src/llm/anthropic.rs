@@ -72,6 +72,10 @@ enum Partial {
     },
 }
 
+/// The most content blocks one response may have: far more than a model
+/// writes, few enough that a bogus index cannot exhaust memory.
+const MAX_BLOCKS: usize = 4096;
+
 impl Decoder {
     /// The text that arrived since the last call, for streaming it on.
     pub fn take_fresh_text(&mut self) -> String {
@@ -89,7 +93,19 @@ impl Decoder {
             "message_start" => read_usage(&mut self.usage, &data["message"]["usage"]),
             "content_block_start" => {
                 let block = &data["content_block"];
-                let index = data["index"].as_u64().unwrap_or(self.blocks.len() as u64) as usize;
+                let index = data["index"].as_u64().unwrap_or(self.blocks.len() as u64);
+                // Indices count up from 0; one far ahead would have the
+                // gap before it filled with empty blocks (found by fuzzing:
+                // an index of 2^63 took all memory).
+                let index = match usize::try_from(index) {
+                    Ok(index) if index < MAX_BLOCKS => index,
+                    _ => {
+                        return Err(LlmError::Malformed(format!(
+                            "content block index {index} is beyond the {MAX_BLOCKS} blocks a \
+                             response may have"
+                        )));
+                    }
+                };
                 let partial = match block["type"].as_str() {
                     Some("tool_use") => Partial::Tool {
                         id: block["id"].as_str().unwrap_or_default().to_owned(),

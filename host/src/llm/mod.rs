@@ -14,6 +14,8 @@
 
 mod anthropic;
 mod check;
+#[cfg(test)]
+mod fuzz;
 mod images;
 mod openai;
 pub mod sse;

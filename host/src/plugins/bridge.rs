@@ -13,6 +13,9 @@
 //! a plugin calls to wait for a summary, bounded by `[llm.cheap]
 //! timeout_ms` (see `summary::service`).
 
+#[cfg(test)]
+mod fuzz;
+
 use std::ffi::c_void;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -321,17 +324,10 @@ impl PluginContext {
     }
 
     fn submit(&self, json: &[u8]) -> i32 {
-        if json.len() > MAX_SUBMISSION_BYTES {
-            self.refuse(&format!(
-                "submission of {} bytes is over the {MAX_SUBMISSION_BYTES}-byte limit",
-                json.len()
-            ));
-            return status::INVALID;
-        }
-        let submission: Submission = match serde_json::from_slice(json) {
+        let submission = match read_submission(json) {
             Ok(s) => s,
-            Err(e) => {
-                self.refuse(&format!("malformed submission: {e}"));
+            Err(why) => {
+                self.refuse(&why);
                 return status::INVALID;
             }
         };
@@ -473,6 +469,38 @@ impl PluginContext {
     fn refuse(&self, why: &str) {
         tracing::warn!(plugin = %self.plugin, "submission refused: {why}");
     }
+}
+
+/// A submission's JSON read as `submit` reads it: bounded before it is
+/// parsed; the error says what is wrong and where (the line and column of
+/// a syntax error, the field of a wrong value).
+fn read_submission(json: &[u8]) -> Result<Submission, String> {
+    if json.len() > MAX_SUBMISSION_BYTES {
+        return Err(format!(
+            "submission of {} bytes is over the {MAX_SUBMISSION_BYTES}-byte limit",
+            json.len()
+        ));
+    }
+    let value: serde_json::Value =
+        serde_json::from_slice(json).map_err(|e| format!("malformed submission: {e}"))?;
+    // serde reads a tagged enum through a buffer that forgets which field
+    // failed (found by fuzzing: "invalid type: sequence, expected a
+    // string", and no more), so each kind is read as its own struct.
+    let read = match value.get("type").and_then(serde_json::Value::as_str) {
+        Some("message") => fields::<InboundMessage>(value).map(Submission::Message),
+        Some("channel_status") => fields::<ChannelStatus>(value).map(Submission::ChannelStatus),
+        Some("confirmation") => fields::<ConfirmationAnswer>(value).map(Submission::Confirmation),
+        _ => serde_json::from_value(value).map_err(|e| format!("field `type`: {e}")),
+    };
+    read.map_err(|why| format!("malformed submission: {why}"))
+}
+
+/// `value` as a `T`, or the field it fails at and why.
+fn fields<T: serde::de::DeserializeOwned>(value: serde_json::Value) -> Result<T, String> {
+    serde_path_to_error::deserialize(value).map_err(|e| match e.path().to_string().as_str() {
+        "." => format!("the document: {}", e.inner()),
+        path => format!("field `{path}`: {}", e.inner()),
+    })
 }
 
 /// Checks a message before it is queued; the error says which field is bad.

@@ -20,9 +20,9 @@ use crate::hub::Hub;
 /// Frames a browser may send per second before it is cut off.
 pub const MAX_FRAMES_PER_SECOND: u32 = 200;
 /// The longest message text, in bytes.
-const MAX_TEXT: usize = 64 * 1024;
+pub const MAX_TEXT: usize = 64 * 1024;
 /// The most attachments on one message.
-const MAX_ATTACHMENTS: usize = 10;
+pub const MAX_ATTACHMENTS: usize = 10;
 
 /// Serves one connected browser until it leaves or the plugin stops.
 pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::Receiver<bool>) {
@@ -88,6 +88,76 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
     }
 }
 
+/// What a browser's text frame asks for, once read and checked.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Frame {
+    /// `ping`: answered with `pong`.
+    Ping,
+    /// `send`: a message from the owner.
+    Send {
+        /// The browser's id for it: the idempotency key.
+        id: String,
+        /// Its text, at most [`MAX_TEXT`] bytes.
+        text: String,
+        /// The upload ids of its files, at most [`MAX_ATTACHMENTS`].
+        attachments: Vec<String>,
+    },
+    /// `confirm`: the owner's answer to a confirmation request.
+    Confirm {
+        /// The confirmation's id, at most 64 bytes.
+        id: String,
+        /// Approve, or deny.
+        approve: bool,
+        /// Approve from now on too; only ever with `approve`.
+        always: bool,
+    },
+}
+
+/// Reads one text frame from a browser. The error is the `error` frame to
+/// answer with, naming what was wrong. Public for the fuzz tests.
+pub fn read_frame(text: &str) -> Result<Frame, Value> {
+    let frame: Value = serde_json::from_str(text)
+        .map_err(|e| error(None, &format!("the frame is not JSON: {e}")))?;
+    let id = frame["id"].as_str().map(str::to_owned);
+    match frame["type"].as_str() {
+        Some("ping") => Ok(Frame::Ping),
+        Some("send") => match check_send(&frame) {
+            Ok((id, text, attachments)) => Ok(Frame::Send {
+                id,
+                text,
+                attachments,
+            }),
+            Err(why) => Err(error(id.as_deref(), &why)),
+        },
+        Some("confirm") => {
+            let (Some(id), Some(approve)) = (id.clone(), frame["approve"].as_bool()) else {
+                return Err(error(
+                    id.as_deref(),
+                    "a confirm frame needs `id` (string) and `approve` (true or false)",
+                ));
+            };
+            if id.len() > 64 {
+                return Err(error(None, "field `id` is over 64 bytes"));
+            }
+            // `always` is optional; anything but `true` means "just this once".
+            let always = approve && frame["always"].as_bool() == Some(true);
+            Ok(Frame::Confirm {
+                id,
+                approve,
+                always,
+            })
+        }
+        Some(other) => Err(error(
+            id.as_deref(),
+            &format!(
+                "unknown frame type {:?}; known: send, confirm, ping",
+                other.chars().take(40).collect::<String>()
+            ),
+        )),
+        None => Err(error(id.as_deref(), "the frame has no `type` string")),
+    }
+}
+
 async fn send_hello(
     socket: &mut WebSocket,
     hub: &Arc<Hub>,
@@ -105,18 +175,17 @@ async fn send_hello(
 
 /// Answers one frame from the browser; `None` when there is nothing to say.
 async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
-    let frame: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => return Some(error(None, &format!("the frame is not JSON: {e}"))),
+    let frame = match read_frame(text) {
+        Ok(frame) => frame,
+        Err(error) => return Some(error),
     };
-    let id = frame["id"].as_str().map(str::to_owned);
-    match frame["type"].as_str() {
-        Some("ping") => Some(json!({ "type": "pong" })),
-        Some("send") => {
-            let (id, text, attachments) = match check_send(&frame) {
-                Ok(parts) => parts,
-                Err(why) => return Some(error(id.as_deref(), &why)),
-            };
+    match frame {
+        Frame::Ping => Some(json!({ "type": "pong" })),
+        Frame::Send {
+            id,
+            text,
+            attachments,
+        } => {
             let hub = Arc::clone(hub);
             let stored = id.clone();
             let outcome =
@@ -127,18 +196,11 @@ async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
                 Err(_) => error(Some(&id), "the message was lost; send it again"),
             })
         }
-        Some("confirm") => {
-            let (Some(id), Some(approve)) = (id.clone(), frame["approve"].as_bool()) else {
-                return Some(error(
-                    id.as_deref(),
-                    "a confirm frame needs `id` (string) and `approve` (true or false)",
-                ));
-            };
-            if id.len() > 64 {
-                return Some(error(None, "field `id` is over 64 bytes"));
-            }
-            // `always` is optional; anything but `true` means "just this once".
-            let always = approve && frame["always"].as_bool() == Some(true);
+        Frame::Confirm {
+            id,
+            approve,
+            always,
+        } => {
             let hub = Arc::clone(hub);
             let answered = id.clone();
             let outcome =
@@ -149,14 +211,6 @@ async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
                 Err(_) => Some(error(Some(&id), "the answer was lost; answer again")),
             }
         }
-        Some(other) => Some(error(
-            id.as_deref(),
-            &format!(
-                "unknown frame type {:?}; known: send, confirm, ping",
-                other.chars().take(40).collect::<String>()
-            ),
-        )),
-        None => Some(error(id.as_deref(), "the frame has no `type` string")),
     }
 }
 

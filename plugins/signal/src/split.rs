@@ -30,6 +30,10 @@ pub fn split(text: &str, styles: &[Style], max: usize) -> Vec<Part> {
     let max = max.max(4);
     let mut parts = Vec::new();
     let mut start = 0;
+    // `start` in UTF-16 units, counted as the cuts advance: counting from
+    // the text's beginning for every part made a long text with a small
+    // limit quadratic (found by fuzzing).
+    let mut start_units = 0;
     while start < text.len() {
         let (end, next) = if text.len() - start <= max {
             (text.len(), text.len())
@@ -38,12 +42,14 @@ pub fn split(text: &str, styles: &[Style], max: usize) -> Vec<Part> {
             (start + cut, start + skip)
         };
         let part = &text[start..end];
+        let end_units = start_units + utf16_len(part);
         if !part.trim().is_empty() {
             parts.push(Part {
                 text: part.to_owned(),
-                styles: clip(styles, utf16_len(&text[..start]), utf16_len(&text[..end])),
+                styles: clip(styles, start_units, end_units),
             });
         }
+        start_units = end_units + utf16_len(&text[end..next]);
         start = next;
     }
     parts
@@ -78,7 +84,10 @@ fn clip(styles: &[Style], from: usize, to: usize) -> Vec<Style> {
         .filter_map(|s| {
             let start = s.start.max(from);
             let end = (s.start + s.length).min(to);
-            (start < end).then_some(Style {
+            // `then`, not `then_some`: the lengths may only be computed
+            // for a style that overlaps the part (found by fuzzing: one
+            // wholly before it underflowed).
+            (start < end).then(|| Style {
                 start: start - from,
                 length: end - start,
                 kind: s.kind,
@@ -121,6 +130,15 @@ mod tests {
         for (text, max, want) in cases {
             assert_eq!(texts(&split(text, &[], *max)), *want, "{text:?} by {max}");
         }
+    }
+
+    #[test]
+    fn a_style_wholly_in_an_earlier_part_stays_there() {
+        let (text, styles) = convert("**aaaa** bbbb");
+        let parts = split(&text, &styles, 5);
+        assert_eq!(texts(&parts), ["aaaa", "bbbb"]);
+        assert_eq!(parts[0].styles, styles);
+        assert!(parts[1].styles.is_empty());
     }
 
     #[test]

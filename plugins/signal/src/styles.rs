@@ -71,6 +71,9 @@ pub fn utf16_len(s: &str) -> usize {
     s.encode_utf16().count()
 }
 
+/// The most `> ` markers a quoted line shows.
+const MAX_QUOTE_MARKERS: usize = 8;
+
 /// The text being built and the styles still open.
 #[derive(Default)]
 struct Writer {
@@ -239,7 +242,11 @@ impl Writer {
 
     fn quote_prefix(&mut self) {
         if self.quote_depth > 0 {
-            let prefix = "> ".repeat(self.quote_depth);
+            // Every line of a quote n deep carries n markers, and every
+            // level starts a line: thousands of nested `>` made the text
+            // grow with the square of the depth (found by fuzzing: 31 KB
+            // of markdown took over a GiB). Deeper quotes look the same.
+            let prefix = "> ".repeat(self.quote_depth.min(MAX_QUOTE_MARKERS));
             self.push(&prefix);
             self.fresh = true;
         }
@@ -327,7 +334,10 @@ impl Writer {
             .into_iter()
             .filter_map(|s| {
                 let end = (s.start + s.length).min(total);
-                (end > s.start).then_some(Style {
+                // `then`: a style starting in the trimmed end must not
+                // have its length computed (found by fuzzing: it
+                // underflowed).
+                (end > s.start).then(|| Style {
                     length: end - s.start,
                     ..s
                 })
@@ -413,6 +423,18 @@ mod tests {
                 "{markdown:?}"
             );
         }
+    }
+
+    #[test]
+    fn a_style_in_the_trimmed_end_is_dropped() {
+        assert_eq!(convert("a\n\n```\n \n```\n"), ("a".to_owned(), Vec::new()));
+    }
+
+    #[test]
+    fn deep_quotes_show_a_bounded_prefix() {
+        let (text, _) = convert(&format!("{}deep", "> ".repeat(5_000)));
+        assert!(text.len() < 200_000, "{} bytes", text.len());
+        assert!(text.ends_with(&format!("{}deep", "> ".repeat(MAX_QUOTE_MARKERS))));
     }
 
     #[test]

@@ -22,6 +22,8 @@
 //!    start and closing all of them at its end, so every part stands alone
 //!    (a code block cut in two is two `<pre>` blocks).
 
+#[cfg(test)]
+mod fuzz;
 mod parse;
 mod render;
 mod split;

@@ -121,6 +121,17 @@ pub async fn register(
     }
 }
 
+/// A request body as one update: JSON with a numeric `update_id` (its
+/// idempotency key), or what it is instead. Public for the fuzz tests.
+pub fn read_update(body: &[u8]) -> Result<Value, &'static str> {
+    let update: Value =
+        serde_json::from_slice(body).map_err(|_| "a request body that is not JSON")?;
+    if update["update_id"].as_i64().is_none() {
+        return Err("an update without update_id");
+    }
+    Ok(update)
+}
+
 async fn receive(State(hook): State<Arc<Hook>>, headers: HeaderMap, body: Bytes) -> StatusCode {
     let given = headers
         .get(SECRET_HEADER)
@@ -129,14 +140,13 @@ async fn receive(State(hook): State<Arc<Hook>>, headers: HeaderMap, body: Bytes)
     if !same(given, hook.secret.as_bytes()) {
         return StatusCode::UNAUTHORIZED;
     }
-    let Ok(update) = serde_json::from_slice::<Value>(&body) else {
-        tracing::warn!("telegram webhook: a request body that is not JSON was refused");
-        return StatusCode::BAD_REQUEST;
+    let update = match read_update(&body) {
+        Ok(update) => update,
+        Err(why) => {
+            tracing::warn!("telegram webhook: {why} was refused");
+            return StatusCode::BAD_REQUEST;
+        }
     };
-    if update["update_id"].as_i64().is_none() {
-        tracing::warn!("telegram webhook: an update without update_id was refused");
-        return StatusCode::BAD_REQUEST;
-    }
     match hook.shared.handle(&update).await {
         Ok(()) => StatusCode::OK,
         Err(_) => StatusCode::SERVICE_UNAVAILABLE,

@@ -229,11 +229,12 @@ pub fn judge(guard: &Guard, base: &str, args: &[&str], ctx: &Ctx) -> Option<Stri
                     } else {
                         attached
                     };
-                    return python_module(
-                        guard,
-                        module,
-                        &args[i + 1 + usize::from(attached.is_empty())..],
-                    );
+                    // `python3 -m` may end the line (found by fuzzing:
+                    // slicing past it panicked).
+                    let rest = args
+                        .get(i + 1 + usize::from(attached.is_empty())..)
+                        .unwrap_or_default();
+                    return python_module(guard, module, rest);
                 }
                 if family.valued_short.contains(letter) {
                     if cluster[at + letter.len_utf8()..].is_empty() {
@@ -268,7 +269,9 @@ fn family_is_perl(base: &str) -> bool {
 fn perl_option(base: &str, a: &str) -> Option<String> {
     let cluster = a.strip_prefix('-')?;
     for (at, letter) in cluster.char_indices() {
-        let rest = &cluster[at + 1..];
+        // Past the whole letter: an option cluster may hold any character
+        // (found by fuzzing: slicing one byte on panicked inside `Ś`).
+        let rest = &cluster[at + letter.len_utf8()..];
         match letter {
             'e' | 'E' => {
                 return Some(format!(

@@ -24,6 +24,8 @@
 //! a relative path after an unknowable `cd`) is `Ask`.
 
 mod env;
+#[cfg(test)]
+mod fuzz;
 mod grammars;
 mod interpreters;
 mod options;

@@ -83,8 +83,30 @@ impl Arg {
 #[derive(Debug, PartialEq)]
 pub struct Unresolved(pub String);
 
+/// How deep a command line may nest (substitutions, groups, subshells,
+/// compound commands) for the guard to read it. The shell parser and the
+/// walk recurse once per level; found by fuzzing: 200 unclosed `$(`
+/// overflowed a 2 MiB thread stack and aborted the process.
+pub const MAX_NESTING: usize = 64;
+
 /// The command line `line` as a tree, with `home` for `~`.
 pub fn parse(line: &str, home: &str) -> Result<Node, Unresolved> {
+    let depth = nesting(line);
+    if depth > MAX_NESTING {
+        return Err(Unresolved(format!(
+            "it nests {depth} levels deep, more than the {MAX_NESTING} the guard reads"
+        )));
+    }
+    // brush-parser panics on some input (found by fuzzing: a number too
+    // large for its type as a file descriptor, `cat 99999999999999999999>out`,
+    // or after a tilde, `~18446744073709551616`): a line it cannot read is
+    // a line the guard cannot check.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| read(line, home)))
+        .unwrap_or_else(|_| Err(Unresolved("the shell parser failed on it".into())))
+}
+
+/// [`parse`], once the line is known to nest shallowly enough.
+fn read(line: &str, home: &str) -> Result<Node, Unresolved> {
     let options = brush_parser::ParserOptions::default();
     let mut parser = brush_parser::Parser::new(std::io::Cursor::new(line), &options);
     let program = parser
@@ -366,6 +388,56 @@ impl Walker<'_> {
 enum Item<'a> {
     Word(&'a ast::Word),
     Other(&'a CommandPrefixOrSuffixItem),
+}
+
+/// An upper bound of how deep `line` nests: `(`, `[`, `{`, a backtick and
+/// the compound-command keywords open a level, which their own closer
+/// (`)`, `]`, `}`, a backtick, `fi`, `done`, `esac`) closes; each `!` of
+/// a run of them is a level too (`[[ ! ! ! a ]]` recurses once per `!`).
+/// Quotes are not read, so quoted brackets count too: the bound only errs
+/// high, and too high only means asking.
+fn nesting(line: &str) -> usize {
+    let mut open: Vec<&str> = Vec::new();
+    let mut deepest = 0;
+    let mut bangs = 0;
+    let close = |open: &mut Vec<&str>, closer: &str| {
+        if open.last() == Some(&closer) {
+            open.pop();
+        }
+    };
+    for word in line.split(|c: char| c.is_whitespace() || ";&|<>".contains(c)) {
+        match word {
+            "" => {}
+            "!" => bangs += 1,
+            _ => bangs = 0,
+        }
+        deepest = deepest.max(open.len() + bangs);
+        match word {
+            "if" => open.push("fi"),
+            "while" | "until" | "for" | "select" => open.push("done"),
+            "case" => open.push("esac"),
+            "fi" | "done" | "esac" => close(&mut open, word),
+            _ => {}
+        }
+        for c in word.chars() {
+            match c {
+                '(' => open.push(")"),
+                '[' => open.push("]"),
+                '{' => open.push("}"),
+                '`' if open.last() == Some(&"`") => {
+                    open.pop();
+                }
+                '`' => open.push("`"),
+                ')' => close(&mut open, ")"),
+                ']' => close(&mut open, "]"),
+                '}' => close(&mut open, "}"),
+                _ => {}
+            }
+            deepest = deepest.max(open.len());
+        }
+        deepest = deepest.max(open.len());
+    }
+    deepest
 }
 
 fn unresolvable(raw: &str, piece: &WordPiece) -> Unresolved {

@@ -142,7 +142,9 @@ fn check_all(markdown: &str, messages: &[String], limit: usize) -> String {
         assert_eq!(shown.trim_end(), shown, "blank end in {message:?}");
         // Indentation is kept only where it matters, in code.
         assert!(
-            shown.trim_start() == shown || message.starts_with("<pre>"),
+            shown.trim_start() == shown
+                || message.starts_with("<pre>")
+                || message.starts_with("<blockquote><pre>"),
             "blank start in {message:?}"
         );
         joined.extend(shown.chars().filter(|c| !c.is_whitespace()));
@@ -151,7 +153,7 @@ fn check_all(markdown: &str, messages: &[String], limit: usize) -> String {
 }
 
 /// Checks `markdown` split at `limit` against the same text unsplit.
-fn check_split(markdown: &str, limit: usize) -> Vec<String> {
+pub(super) fn check_split(markdown: &str, limit: usize) -> Vec<String> {
     let whole = messages_within(markdown, usize::MAX);
     assert!(whole.len() <= 1, "unlimited gave {} messages", whole.len());
     let expected = check_all(markdown, &whole, usize::MAX);
