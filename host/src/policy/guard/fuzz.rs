@@ -146,3 +146,16 @@ fn a_line_the_shell_parser_panics_on_asks() {
         );
     }
 }
+
+#[test]
+fn unclosed_parentheses_in_a_row_ask_at_once() {
+    let line = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/fixtures/fuzz/regressions/guard/unclosed_parentheses_in_a_row.txt"),
+    )
+    .expect("the regression is kept");
+    match guard().check(&line, Path::new(CWD)) {
+        Verdict::Ask(why) => assert!(why.contains("parentheses in a row"), "{why}"),
+        Verdict::Allow => panic!("allowed"),
+    }
+}

@@ -89,12 +89,25 @@ pub struct Unresolved(pub String);
 /// overflowed a 2 MiB thread stack and aborted the process.
 pub const MAX_NESTING: usize = 64;
 
+/// How many `(` may open in a row (with only spaces between) for the
+/// guard to read the line. brush-parser backtracks over each one (a
+/// subshell, or arithmetic?), so its time doubles with every `(` it
+/// cannot close: found by fuzzing, 24 took seconds, 50 hung for good.
+pub const MAX_PARENS_IN_A_ROW: usize = 8;
+
 /// The command line `line` as a tree, with `home` for `~`.
 pub fn parse(line: &str, home: &str) -> Result<Node, Unresolved> {
     let depth = nesting(line);
     if depth > MAX_NESTING {
         return Err(Unresolved(format!(
             "it nests {depth} levels deep, more than the {MAX_NESTING} the guard reads"
+        )));
+    }
+    let parens = parens_in_a_row(line);
+    if parens > MAX_PARENS_IN_A_ROW {
+        return Err(Unresolved(format!(
+            "it opens {parens} parentheses in a row, more than the {MAX_PARENS_IN_A_ROW} the \
+             guard reads"
         )));
     }
     // brush-parser panics on some input (found by fuzzing: a number too
@@ -438,6 +451,22 @@ fn nesting(line: &str) -> usize {
         deepest = deepest.max(open.len());
     }
     deepest
+}
+
+/// The longest run of `(` in `line` with nothing but whitespace between.
+fn parens_in_a_row(line: &str) -> usize {
+    let (mut run, mut longest) = (0, 0);
+    for c in line.chars() {
+        match c {
+            '(' => {
+                run += 1;
+                longest = longest.max(run);
+            }
+            c if c.is_whitespace() => {}
+            _ => run = 0,
+        }
+    }
+    longest
 }
 
 fn unresolvable(raw: &str, piece: &WordPiece) -> Unresolved {
