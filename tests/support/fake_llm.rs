@@ -13,7 +13,8 @@
 //! makes a built stream report chosen token counts (cache reads and writes
 //! too), and [`FakeLlm::reported`] adds up what every answer sent
 //! reported, read back from the streams as a client of the real APIs
-//! would.
+//! would. [`FakeLlm::respond_with`] answers from a function of the
+//! request instead of a script, for runs too long to script (the soak).
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
@@ -66,7 +67,12 @@ struct State {
     answered: Vec<Instant>,
     /// What each completely written stream reported.
     reported: Vec<Tokens>,
+    /// Answers requests the script does not, when set.
+    responder: Option<Responder>,
 }
+
+/// A function from a request's body to its answer.
+type Responder = Arc<dyn Fn(&Value) -> Reply + Send + Sync>;
 
 impl Shared {
     fn lock(&self) -> MutexGuard<'_, State> {
@@ -180,6 +186,14 @@ impl FakeLlm {
         self.shared.lock().routed.push((marker.to_owned(), reply));
     }
 
+    /// Answers every request the script and the routed replies leave
+    /// unanswered with `respond(body)`. Such requests are recorded without
+    /// their body: an hour of prompts would otherwise fill the test's
+    /// memory.
+    pub fn respond_with(&self, respond: impl Fn(&Value) -> Reply + Send + Sync + 'static) {
+        self.shared.lock().responder = Some(Arc::new(respond));
+    }
+
     /// When each answer was completely written, in order.
     pub fn answered(&self) -> Vec<Instant> {
         self.shared.lock().answered.clone()
@@ -251,7 +265,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut out = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
-    while let Some((request, keep_alive)) = read_request(&mut reader)? {
+    while let Some((mut request, keep_alive)) = read_request(&mut reader)? {
         if shared.stopping.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -274,6 +288,11 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 refusal
             } else if let (true, Some(i)) = (scripted, routed) {
                 state.routed.remove(i).1
+            } else if let (true, None, Some(respond)) =
+                (scripted, state.script.front(), state.responder.clone())
+            {
+                let body = std::mem::take(&mut request.body);
+                respond(&body)
             } else if scripted {
                 state.script.pop_front().unwrap_or_else(no_reply_left)
             } else {

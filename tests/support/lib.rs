@@ -20,6 +20,7 @@ pub mod fake_telegram;
 mod http_server;
 pub mod images;
 pub mod procs;
+pub mod soak;
 pub mod telegram_home;
 
 use std::io::{BufRead, BufReader};
