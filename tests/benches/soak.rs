@@ -11,7 +11,12 @@
 use hearth_tests::soak::{self, Options};
 
 fn main() {
-    let report = soak::run(&Options::from_env(3600));
+    let options = Options {
+        live: true,
+        ..Options::from_env(3600)
+    };
+    println!("sample: time series (s, RSS MiB, PSS MiB, fds, threads, children, sent, answered)");
+    let report = soak::run(&options);
     report.print();
     let failures = report.failures();
     if !failures.is_empty() {

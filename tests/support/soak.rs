@@ -41,6 +41,9 @@ pub struct Options {
     pub duration: Duration,
     /// Messages per second, over all channels.
     pub rate: f64,
+    /// Print each sample as it is taken (for the long form, so a run cut
+    /// short still shows what it saw).
+    pub live: bool,
 }
 
 /// What `/proc` said about the daemon at one moment.
@@ -129,6 +132,7 @@ impl Options {
         Options {
             duration: Duration::from_secs_f64(secs),
             rate,
+            live: false,
         }
     }
 
@@ -203,6 +207,7 @@ pub fn run(options: &Options) -> Report {
             Arc::clone(&stop),
         );
         let every = options.sample_every();
+        let live = options.live;
         thread::Builder::new()
             .name("soak-sampler".into())
             .spawn(move || {
@@ -210,6 +215,9 @@ pub fn run(options: &Options) -> Report {
                 while !stop.load(Ordering::SeqCst) {
                     if Instant::now() >= next {
                         let sample = sample(pid, started, &tracker);
+                        if live {
+                            println!("sample: {}", row(&sample));
+                        }
                         lock(&samples).push(sample);
                         next += every;
                     }
@@ -449,17 +457,7 @@ impl Report {
         println!("time series (s, RSS MiB, PSS MiB, fds, threads, children, sent, answered):");
         let stride = self.samples.len().div_ceil(60).max(1);
         for s in self.samples.iter().step_by(stride) {
-            println!(
-                "  {:>6.0} {:>7.1} {:>7} {:>4} {:>4} {:>3} {:>7} {:>7}",
-                s.at.as_secs_f64(),
-                mib(s.rss_kib),
-                pss(s.pss_kib),
-                s.fds,
-                s.threads,
-                s.children,
-                s.sent,
-                s.answered
-            );
+            println!("  {}", row(s));
         }
         for w in &self.start_warnings {
             println!("warned before the load (not judged): {w}");
@@ -1100,6 +1098,23 @@ impl Drop for Control {
     fn drop(&mut self) {
         let _ = self.stream.shutdown(std::net::Shutdown::Both);
     }
+}
+
+/// One line of the time series.
+fn row(s: &Sample) -> String {
+    let mib = |kib: u64| kib as f64 / 1024.0;
+    let pss = s.pss_kib.map_or("-".into(), |k| format!("{:.1}", mib(k)));
+    format!(
+        "{:>6.0} {:>7.1} {:>7} {:>4} {:>4} {:>3} {:>7} {:>7}",
+        s.at.as_secs_f64(),
+        mib(s.rss_kib),
+        pss,
+        s.fds,
+        s.threads,
+        s.children,
+        s.sent,
+        s.answered
+    )
 }
 
 /// Reads `/proc/PID` now.
