@@ -529,12 +529,17 @@ impl Rig {
              allowed_chat_ids = [{chats}]\npoll_timeout_s = 10\npace_chat_ms = 0\npace_global_per_s = 1000\n\
              [plugins.signal]\nurl = {sig:?}\naccount = {SIGNAL_ACCOUNT:?}\nallowed_numbers = [{SIGNAL_OWNER:?}]\n\
              [plugins.mcp.servers.soak]\ncommand = \"node\"\nargs = [{mcp:?}]\nrisk = \"read\"\nstart = \"eager\"\n\
+             [scripts]\nbundled_dir = {scripts:?}\n\
              [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = {llm:?}\n\
              api_key_env = \"HEARTH_SOAK_KEY\"\n",
             tg = telegram.url(),
             chats = chats.join(", "),
             sig = signal.url(),
             mcp = mcp_server().display().to_string(),
+            scripts = Path::new(env!("CARGO_MANIFEST_DIR"))
+                .join("../scripts")
+                .display()
+                .to_string(),
             llm = model.url(),
         );
         let home = Hearth::new(&config);
