@@ -404,7 +404,7 @@ impl Report {
         let pss = |f: Option<u64>| f.map_or("-".into(), |k| format!("{:.1}", mib(k)));
         let o = &self.options;
         println!(
-            "soak: {:.0} s at {} msg/s, warm-up {:.0} s, a sample every {:.0} s",
+            "soak: {:.0} s at {} msg/s, warm-up {:.0} s, a sample every {:.1} s",
             o.duration.as_secs_f64(),
             o.rate,
             o.warm_up().as_secs_f64(),
