@@ -75,7 +75,7 @@ pub struct Report {
     pub samples: Vec<Sample>,
     /// One sample once every message was answered and the load had
     /// stopped (shown, not judged).
-    pub idle: Option<Sample>,
+    pub idle: Sample,
     /// Messages sent.
     pub sent: usize,
     /// Messages answered (once each).
@@ -259,6 +259,8 @@ pub fn run(options: &Options) -> Report {
     while tracker.answered() < sent && drained.elapsed() < DRAIN {
         thread::sleep(Duration::from_millis(100));
     }
+    // A moment for an answer sent twice to show.
+    thread::sleep(Duration::from_secs(2));
     let idle = sample(pid, started, &tracker);
     stop.store(true, Ordering::SeqCst);
     for worker in [browser, visitors, replies, sampler] {
@@ -275,7 +277,7 @@ pub fn run(options: &Options) -> Report {
     Report {
         options: options.clone(),
         samples,
-        idle: Some(idle),
+        idle,
         sent,
         answered,
         duplicates,
@@ -437,16 +439,14 @@ impl Report {
                 );
             }
         }
-        if let Some(s) = self.idle {
-            println!(
-                "{:>14}: RSS {:.1} MiB, PSS {} MiB, {} fds, {} threads",
-                "idle after",
-                mib(s.rss_kib),
-                pss(s.pss_kib),
-                s.fds,
-                s.threads
-            );
-        }
+        println!(
+            "{:>14}: RSS {:.1} MiB, PSS {} MiB, {} fds, {} threads",
+            "idle after",
+            mib(self.idle.rss_kib),
+            pss(self.idle.pss_kib),
+            self.idle.fds,
+            self.idle.threads
+        );
         if let Some(drift) = self.rss_drift() {
             println!("RSS drift after warm-up: {drift:+.1}% (at most {RSS_DRIFT_MAX}%)");
             println!(
@@ -496,7 +496,7 @@ const CONTROL_CHATS: usize = 4;
 const TELEGRAM_TOKEN: &str = "4242:soak-token";
 const SIGNAL_ACCOUNT: &str = "+15550000001";
 const SIGNAL_OWNER: &str = "+15550000002";
-/// The fewest problems kept in full.
+/// How many problems are kept in full (the rest are counted).
 const PROBLEMS_KEPT: usize = 30;
 
 /// The daemon, its home and the fakes it talks to.
