@@ -258,6 +258,45 @@ impl Ws {
         }
     }
 
+    /// The next frame if one comes within `timeout`; `None` when none
+    /// did, the socket still usable (for clients that poll several
+    /// sockets, or send between reads).
+    pub fn try_next(&mut self, timeout: Duration) -> Option<Frame> {
+        let _ = self.socket.get_mut().set_read_timeout(Some(timeout));
+        loop {
+            match self.socket.read() {
+                Ok(Message::Text(text)) => {
+                    return Some(Frame::Json(
+                        serde_json::from_str(&text).expect("server frames are JSON"),
+                    ));
+                }
+                Ok(Message::Close(frame)) => {
+                    let (code, reason) = frame
+                        .map_or((u16::from(CloseCode::Status), String::new()), |f| {
+                            (u16::from(f.code), f.reason.to_string())
+                        });
+                    return Some(Frame::Closed(code, reason));
+                }
+                Ok(_) => continue,
+                Err(tungstenite::Error::Io(e))
+                    if matches!(
+                        e.kind(),
+                        std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut
+                    ) =>
+                {
+                    return None;
+                }
+                Err(e) => return Some(Frame::Gone(e.to_string())),
+            }
+        }
+    }
+
+    /// Closes the WebSocket as a browser leaving the page does.
+    pub fn close(mut self) {
+        let _ = self.socket.close(None);
+        let _ = self.socket.flush();
+    }
+
     /// The next JSON frame; panics on anything else.
     pub fn next_json(&mut self, timeout: Duration) -> Value {
         match self.next(timeout) {

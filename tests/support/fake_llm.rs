@@ -17,7 +17,8 @@
 //! makes a built stream report chosen token counts (cache reads and writes
 //! too), and [`FakeLlm::reported`] adds up what every answer sent
 //! reported, read back from the streams as a client of the real APIs
-//! would.
+//! would. [`FakeLlm::respond_with`] answers from a function of the
+//! request instead of a script, for runs too long to script (the soak).
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
@@ -202,8 +203,10 @@ impl FakeLlm {
         self.shared.lock().script.push_back(reply);
     }
 
-    /// Answers every request the script has no reply left for with
-    /// `responder`'s reply, instead of a 500.
+    /// Answers every request the script and the routed replies leave
+    /// unanswered with `responder`'s reply, instead of a 500. Such
+    /// requests are recorded without their body: an hour of prompts would
+    /// otherwise fill the test's memory.
     pub fn respond_with(&self, responder: impl Fn(&Recorded) -> Reply + Send + Sync + 'static) {
         self.shared.lock().responder = Some(Arc::new(responder));
     }
@@ -285,7 +288,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
     stream.set_nodelay(true)?;
     let mut out = stream.try_clone()?;
     let mut reader = BufReader::new(stream);
-    while let Some((request, keep_alive)) = read_request(&mut reader)? {
+    while let Some((mut request, keep_alive)) = read_request(&mut reader)? {
         if shared.stopping.load(Ordering::SeqCst) {
             return Ok(());
         }
@@ -315,7 +318,11 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             } else if scripted {
                 match (state.script.pop_front(), &state.responder) {
                     (Some(reply), _) => reply,
-                    (None, Some(responder)) => responder(&request),
+                    (None, Some(responder)) => {
+                        let reply = responder(&request);
+                        request.body = Value::Null;
+                        reply
+                    }
                     (None, None) => no_reply_left(),
                 }
             } else {

@@ -22,6 +22,7 @@ mod http_server;
 pub mod images;
 pub mod procs;
 pub mod small_fs;
+pub mod soak;
 pub mod telegram_home;
 
 use std::io::{BufRead, BufReader};
