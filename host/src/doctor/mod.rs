@@ -69,12 +69,7 @@ impl Finding {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Finding {
-        Finding {
-            check: check.into(),
-            level: Level::Warn,
-            detail: detail.into(),
-            fix: Some(fix.into()),
-        }
+        Finding::with_fix(Level::Warn, check.into(), detail.into(), fix.into())
     }
 
     /// A FAIL finding with its fix.
@@ -83,11 +78,15 @@ impl Finding {
         detail: impl Into<String>,
         fix: impl Into<String>,
     ) -> Finding {
+        Finding::with_fix(Level::Fail, check.into(), detail.into(), fix.into())
+    }
+
+    fn with_fix(level: Level, check: String, detail: String, fix: String) -> Finding {
         Finding {
-            check: check.into(),
-            level: Level::Fail,
-            detail: detail.into(),
-            fix: Some(fix.into()),
+            check,
+            level,
+            detail,
+            fix: Some(fix),
         }
     }
 }
