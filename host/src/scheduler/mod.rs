@@ -39,7 +39,7 @@ pub struct Scheduler {
     router: Arc<Router>,
     events: Arc<ChannelEvents>,
     /// The upcoming jobs the channels were last told about.
-    shown: std::sync::Mutex<Option<Vec<UpcomingJob>>>,
+    shown: std::sync::Mutex<Vec<UpcomingJob>>,
 }
 
 impl Scheduler {
@@ -50,7 +50,11 @@ impl Scheduler {
             jobs,
             router,
             events,
-            shown: std::sync::Mutex::new(None),
+            // The channels start out showing no jobs (the canvas's hello
+            // carries its list, empty until told), so an empty schedule is
+            // never broadcast: a browser that connects as the daemon starts
+            // gets no frame it did not ask for.
+            shown: std::sync::Mutex::new(Vec::new()),
         }
     }
 
@@ -120,13 +124,13 @@ impl Scheduler {
             }
         };
         let mut shown = self.shown.lock().unwrap_or_else(|p| p.into_inner());
-        if shown.as_ref() == Some(&upcoming) {
+        if *shown == upcoming {
             return;
         }
         self.events.broadcast(&ChannelEvent::Schedule {
             jobs: upcoming.clone(),
         });
-        *shown = Some(upcoming);
+        *shown = upcoming;
     }
 
     /// The jobs.
