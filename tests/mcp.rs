@@ -399,6 +399,11 @@ fn an_exec_server_asks_on_the_canvas_in_development_mode_and_is_audited() {
     let _daemon = h.daemon_with(|cmd| {
         cmd.env("HEARTH_TEST_API_KEY", "sk-test");
     });
+    // The server's tools join the registry once it has listed them; a
+    // turn that starts earlier (a slow machine) would find no such tool.
+    wait_until("the server's tools", || {
+        has_tool(&h, "script", "mcp.script.echo")
+    });
     let canvas = Canvas::of(h.home());
     let (mut ws, _) = canvas.connect();
     let home = h.home().to_owned();
