@@ -40,6 +40,11 @@ fn tools_are_offered_under_mapped_names_and_answer() {
     let risk = |name: &str| tools.iter().find(|t| t.name == name).unwrap().risk;
     assert_eq!(risk("mcp.s.echo"), Risk::Read);
     assert_eq!(risk("mcp.s.fail"), Risk::Write);
+    // The server's thread tells the host just after the plugin's own list
+    // changes: on a loaded machine the call can come a moment later.
+    eventually(Duration::from_secs(10), "the host's tool list", || {
+        f.host.last_tool_set().as_ref() == Some(&names)
+    });
     assert_eq!(
         f.host.last_tool_set().expect("tools.set was called"),
         names,
