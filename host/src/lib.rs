@@ -11,6 +11,7 @@ pub mod cli;
 pub mod config;
 pub mod daemon;
 pub mod doctor;
+pub mod groups;
 pub mod knowledge;
 pub mod llm;
 pub mod logging;

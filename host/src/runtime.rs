@@ -57,6 +57,8 @@ pub struct Runtime {
     pub events: Arc<ChannelEvents>,
     /// The scheduler (the daemon's; one-shot commands have none).
     pub scheduler: Option<Arc<Scheduler>>,
+    /// Agent groups (the daemon's).
+    pub groups: Option<Arc<crate::groups::Groups>>,
     /// Where the owner is reached.
     pub reach: Arc<Reach>,
     /// The shared cold connection (`store::Cold`).
@@ -252,7 +254,20 @@ impl Runtime {
         } else {
             None
         };
+        // Groups run only in the daemon.
+        let groups = daemon.then(|| {
+            crate::groups::Groups::new(crate::groups::Parts {
+                cold: cold.clone(),
+                home: config.home.clone(),
+                config: config.groups.clone(),
+                usage: Arc::clone(&usage),
+                reach: Arc::clone(&reach),
+                router: Arc::clone(&router),
+                events: Arc::clone(&events),
+            })
+        });
         let builtins = BuiltinContext {
+            groups: groups.clone(),
             scripts: Some(scripts),
             notes: Some(Arc::clone(&notes)),
             identity: Some(Arc::clone(&identity)),
@@ -323,6 +338,7 @@ impl Runtime {
             bridge,
             events,
             scheduler,
+            groups,
             reach,
             cold: cold_handle,
             identity,

@@ -198,6 +198,11 @@ pub struct ChannelSpec {
     /// "typing…" up from [`ChannelEvent::Status`] instead.
     #[serde(default, skip_serializing_if = "is_false")]
     pub tool_output: bool,
+    /// Whether the channel shows agent groups live
+    /// ([`ChannelEvent::Group`]; needs `events`). A chat app leaves it
+    /// unset: its owner hears of groups only at milestones.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub groups: bool,
 }
 
 /// What a channel does with a sender inside its allow-list who is neither
@@ -624,6 +629,91 @@ pub enum ChannelEvent {
         /// At most ten, soonest first.
         jobs: Vec<UpcomingJob>,
     },
+    /// An agent group changed (a member's state, a deliverable, a post):
+    /// the whole group as it stands now. Sent only to channels that set
+    /// [`ChannelSpec::groups`].
+    Group(GroupView),
+}
+
+/// An agent group as a channel shows it.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupView {
+    /// Its unique name (`brisk-crew`).
+    pub name: String,
+    /// `idle`, `planning`, `awaiting-approval`, `executing`, `complete`,
+    /// `failed` or `archived`.
+    pub status: String,
+    /// The mission, if it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mission: Option<String>,
+    /// The plan's summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_summary: Option<String>,
+    /// The plan's problems, when the owner must assign it by hand.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub plan_errors: Vec<String>,
+    /// The leader's final summary.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+    /// The members, the leader marked.
+    pub members: Vec<GroupMemberView>,
+    /// The deliverables, in plan order.
+    pub deliverables: Vec<DeliverableView>,
+    /// The newest entries of the comms log, oldest first.
+    pub posts: Vec<GroupPostView>,
+}
+
+/// A member of a [`GroupView`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupMemberView {
+    /// The agent's name.
+    pub name: String,
+    /// What the owner said its role is.
+    #[serde(default)]
+    pub role: String,
+    /// Whether it leads the group.
+    #[serde(default)]
+    pub leader: bool,
+    /// `idle`, `working`, `blocked` or `errored`.
+    pub state: String,
+    /// Its last progress report.
+    #[serde(default)]
+    pub progress: String,
+}
+
+/// A deliverable of a [`GroupView`].
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliverableView {
+    /// Its id in the plan (`D1`).
+    pub id: String,
+    /// Its title.
+    pub title: String,
+    /// The member doing it.
+    pub assignee: String,
+    /// `planned` (in a plan waiting for approval), `pending`, `running`,
+    /// `complete`, `failed` or `blocked`.
+    pub status: String,
+    /// The ids it waits for.
+    #[serde(default)]
+    pub depends_on: Vec<String>,
+}
+
+/// An entry of a [`GroupView`]'s comms log.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct GroupPostView {
+    /// When, in ms since the epoch.
+    pub at_ms: i64,
+    /// The agent that posted; empty for hearth itself.
+    #[serde(default)]
+    pub who: String,
+    /// The deliverable it is about.
+    #[serde(default)]
+    pub deliverable: String,
+    /// `status`, `finding`, `change`, `question`, `complete`, `decision`,
+    /// `interface` or `system`.
+    pub kind: String,
+    /// What it says (cut at 2,000 characters).
+    pub content: String,
 }
 
 /// A job the scheduler will fire.

@@ -12,6 +12,7 @@ pub mod audio;
 pub mod bench;
 pub mod browser;
 pub mod canvas;
+pub mod control;
 pub mod crash;
 pub mod fake_llm;
 pub mod fake_search;

@@ -17,6 +17,8 @@ const HELP: &str = "Commands:
 /contacts - the people I may talk to, and pairing codes waiting
 /contacts approve CODE [NAME] - let a stranger who got CODE in
 /schedule - reminders and scheduled tasks, soonest first
+/groups [NAME] - agent groups; one group's members, deliverables and plan
+/groups NAME approve | reject REASON | assign ID MEMBER - decide a group's plan
 /usage - tokens and estimated cost today and this month, and the budgets
 /tool NAME {json} - call a tool directly
 /stop - stop what I am doing";
@@ -74,13 +76,17 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
         "/agents" if owner => agents(agent),
         "/contacts" if owner => contacts(agent, rest),
         "/schedule" if owner => schedule(agent),
+        "/groups" if owner => match agent.base.tools.groups() {
+            Some(groups) => groups.slash(rest),
+            None => "Groups run in the daemon.".into(),
+        },
         "/usage" if owner => usage(agent).await,
         "/stop" => "Stopped (any turn that was running has been cancelled).".into(),
         // A command typed in a sub-agent's conversation reaches only the
         // tools that agent may use.
         "/tool" if owner || !agent.profile.is_main() => call_tool(agent, claimed, rest).await,
         "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" | "/schedule"
-        | "/usage" => "That command is for the owner. Try /help.".into(),
+        | "/usage" | "/groups" => "That command is for the owner. Try /help.".into(),
         other => format!("Unknown command {other}. Try /help."),
     }
 }

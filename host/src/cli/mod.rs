@@ -1,7 +1,7 @@
 //! The command line: `hearth run | check | plugins | tools | tool call |
 //! chat | status | canvas-url | approvals | audit | contacts | agents |
 //! schedule | identity | secret | usage | mcp | doctor | service | backup |
-//! restore`.
+//! restore | groups`.
 //!
 //! This is the top of the program, the one place that uses `anyhow`: every
 //! library error arrives here with its own message and is printed as
@@ -11,6 +11,7 @@ mod backup;
 mod chat;
 mod client;
 mod doctor;
+mod groups;
 mod identity;
 mod inventory;
 mod mcp;
@@ -131,6 +132,15 @@ enum Command {
         #[command(subcommand)]
         action: Option<ScheduleAction>,
         /// Print JSON instead of a table.
+        #[arg(long, global = true)]
+        json: bool,
+    },
+    /// Agent groups: list and show them, create and staff them, give one
+    /// a mission, approve or reject its plan, assign a plan by hand.
+    Groups {
+        #[command(subcommand)]
+        action: Option<GroupsAction>,
+        /// Print JSON instead of text.
         #[arg(long, global = true)]
         json: bool,
     },
@@ -355,6 +365,98 @@ enum SecretAction {
 }
 
 #[derive(Subcommand, Debug)]
+enum GroupsAction {
+    /// Every group with its status (the default).
+    List,
+    /// One group: members, deliverables, the plan's problems, the summary.
+    Show {
+        /// The group's name.
+        group: String,
+    },
+    /// A new group, named or given a random name.
+    Create {
+        /// Its name (lower-case letters, digits, hyphens).
+        name: Option<String>,
+        /// Run its plans without asking for approval.
+        #[arg(long)]
+        auto_execute: bool,
+    },
+    /// Rename a group.
+    Rename {
+        /// The group.
+        group: String,
+        /// Its new name.
+        new_name: String,
+    },
+    /// An agent joins a group (the first one leads).
+    Add {
+        /// The group.
+        group: String,
+        /// The agent's name.
+        agent: String,
+        /// What it does in the group.
+        #[arg(long, default_value = "")]
+        role: String,
+    },
+    /// A member leaves a group.
+    Remove {
+        /// The group.
+        group: String,
+        /// The member.
+        agent: String,
+    },
+    /// A member leads the group.
+    Leader {
+        /// The group.
+        group: String,
+        /// The member.
+        agent: String,
+    },
+    /// Put a group away.
+    Archive {
+        /// The group.
+        group: String,
+    },
+    /// Give a group its mission: its leader plans it.
+    Mission {
+        /// The group.
+        group: String,
+        /// The mission, in words.
+        #[arg(required = true, num_args = 1..)]
+        mission: Vec<String>,
+    },
+    /// Approve the plan waiting for you: the members start.
+    Approve {
+        /// The group.
+        group: String,
+    },
+    /// Send the plan back to the leader, with your reason.
+    Reject {
+        /// The group.
+        group: String,
+        /// Why, in words (the leader reads it).
+        reason: Vec<String>,
+    },
+    /// Assign a deliverable of the waiting plan to a member.
+    Assign {
+        /// The group.
+        group: String,
+        /// The deliverable's id (D2).
+        deliverable: String,
+        /// The member.
+        agent: String,
+    },
+    /// Give the whole plan yourself (markdown with YAML frontmatter); it
+    /// runs at once.
+    Plan {
+        /// The group.
+        group: String,
+        /// The plan file.
+        file: PathBuf,
+    },
+}
+
+#[derive(Subcommand, Debug)]
 enum ScheduleAction {
     /// Every job, soonest first (the default).
     List,
@@ -520,6 +622,10 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 }
                 Some(ScheduleAction::Remove { id }) => schedule::act(daemon.as_mut(), "remove", id),
             }
+        }
+        Command::Groups { action, json } => {
+            let mut daemon = Daemon::find(&config.home)?;
+            groups::run(daemon.as_mut(), groups::request(action)?, json)
         }
         Command::Identity { action } => {
             let mut daemon = Daemon::find(&config.home)?;

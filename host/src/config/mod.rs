@@ -11,6 +11,7 @@ mod agent;
 mod backup;
 #[cfg(test)]
 mod fuzz;
+mod groups;
 mod plugins;
 mod policy;
 mod prices;
@@ -24,6 +25,7 @@ use serde::Deserialize;
 
 pub use agent::{AgentConfig, CheapConfig, LlmConfig, OwnerConfig, ProviderKind};
 pub use backup::{BackupConfig, DEFAULT_SCHEDULE as DEFAULT_BACKUP_SCHEDULE};
+pub use groups::GroupsConfig;
 pub use plugins::{PluginEntry, PluginsConfig};
 pub use policy::PolicyConfig;
 pub use scheduler::SchedulerConfig;
@@ -69,6 +71,8 @@ pub struct Config {
     pub prices: std::collections::BTreeMap<String, crate::usage::Price>,
     /// `[backup]`.
     pub backup: BackupConfig,
+    /// `[groups]`.
+    pub groups: GroupsConfig,
 }
 
 /// How much the agent may do without asking.
@@ -281,6 +285,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     }
     let zone = crate::scheduler::schedule::owner_zone(raw.owner.timezone.as_deref());
     let backup = backup::build(raw.backup, &base, &zone).map_err(invalid_at)?;
+    let groups = groups::build(raw.groups).map_err(invalid_at)?;
     Ok(Config {
         source: path.map(Path::to_owned),
         home,
@@ -298,6 +303,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         tts,
         prices,
         backup,
+        groups,
     })
 }
 
@@ -355,6 +361,8 @@ struct RawConfig {
     prices: std::collections::BTreeMap<String, prices::RawPrice>,
     #[serde(default)]
     backup: backup::RawBackup,
+    #[serde(default)]
+    groups: groups::RawGroups,
 }
 
 impl Mode {

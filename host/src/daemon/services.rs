@@ -104,6 +104,7 @@ impl Services {
         // Summaries of long output run on this runtime, from any thread.
         runtime.summaries.connect(tokio::runtime::Handle::current());
         connect_workers(runtime, &base.llm, &activity);
+        let base_llm = base.llm.clone();
         let main = runtime
             .people
             .read(|conn| profiles::get(conn, MAIN_AGENT))
@@ -143,6 +144,10 @@ impl Services {
         tasks.push(tokio::spawn(indexer.run()));
         if let Some(scheduler) = &runtime.scheduler {
             tasks.push(tokio::spawn(Arc::clone(scheduler).run()));
+        }
+        if let Some(groups) = &runtime.groups {
+            groups.connect(base_llm, &runtime.tools);
+            tasks.push(tokio::spawn(Arc::clone(groups).run()));
         }
         if let Some(task) = scheduled_backups(&runtime.config, backups) {
             tasks.push(task);

@@ -35,7 +35,14 @@ use crate::tools::scope;
 #[derive(Default)]
 pub struct Board {
     waiting: Mutex<HashMap<String, Sender<Reply>>>,
+    /// Takes answers no blocked call waits for (a group plan's card):
+    /// whether it knew the id.
+    otherwise: std::sync::OnceLock<Otherwise>,
 }
+
+/// A taker of answers no blocked call waits for: `(id, approve, by)`,
+/// whether it knew the id.
+pub type Otherwise = Box<dyn Fn(&str, bool, &str) -> bool + Send + Sync>;
 
 /// Asks the owner, and waits.
 pub struct ConfirmGate {
@@ -153,8 +160,16 @@ impl Board {
                     by: by.to_owned(),
                 })
                 .is_ok(),
-            None => false,
+            None => self
+                .otherwise
+                .get()
+                .is_some_and(|take| take(id, approve, by)),
         }
+    }
+
+    /// Sets where answers go that no blocked call waits for.
+    pub fn otherwise(&self, take: Otherwise) {
+        let _ = self.otherwise.set(take);
     }
 }
 

@@ -36,6 +36,8 @@ pub struct ChannelEvents {
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// The channels that show live tool output (`ChannelSpec::tool_output`).
     tool_output: Vec<String>,
+    /// The channels that show agent groups (`ChannelSpec::groups`).
+    groups: Vec<String>,
 }
 
 impl ChannelEvents {
@@ -71,6 +73,9 @@ impl ChannelEvents {
                 Ok(thread) => {
                     if channel.tool_output {
                         events.tool_output.push(channel.name.clone());
+                    }
+                    if channel.groups {
+                        events.groups.push(channel.name.clone());
                     }
                     lock(&events.queues).push((channel.name.clone(), tx));
                     lock(&events.threads).push(thread);
@@ -109,6 +114,14 @@ impl ChannelEvents {
     /// Queues `event` for `channel`, if it takes events.
     pub fn send(&self, channel: &str, event: &ChannelEvent) {
         self.queue(event, |name| name == channel);
+    }
+
+    /// Queues a group's view for every channel that shows groups.
+    pub fn group(&self, view: hearth_sdk::protocol::GroupView) {
+        let groups = &self.groups;
+        self.queue(&ChannelEvent::Group(view), |name| {
+            groups.iter().any(|g| g == name)
+        });
     }
 
     /// Queues `event` for every channel that takes events.

@@ -43,6 +43,8 @@ pub struct BuiltinContext {
     pub secrets: Option<Arc<crate::secrets::Secrets>>,
     /// Speech-to-text and text-to-speech, as configured.
     pub speech: Option<Arc<crate::speech::Speech>>,
+    /// Agent groups (a daemon's).
+    pub groups: Option<Arc<crate::groups::Groups>>,
 }
 
 /// The built-in tools.
@@ -94,6 +96,10 @@ pub enum Builtin {
     Workshop(WorkshopTool),
     /// Speak the reply.
     ReplyWithVoice,
+    /// Agent groups.
+    ManageGroups,
+    /// A group's mission.
+    AssignMission,
 }
 
 /// The session notepad's tool, the one tool of the step before a
@@ -125,7 +131,7 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 26] = [
+    pub const ALL: [Builtin; 28] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
@@ -152,6 +158,8 @@ impl Builtin {
         Builtin::Workshop(WorkshopTool::ScriptRollback),
         Builtin::Workshop(WorkshopTool::ManagePages),
         Builtin::ReplyWithVoice,
+        Builtin::ManageGroups,
+        Builtin::AssignMission,
     ];
 
     /// Whether `context` has what this tool needs.
@@ -179,6 +187,7 @@ impl Builtin {
             }
             Builtin::Workshop(tool) => tool.available(context),
             Builtin::ReplyWithVoice => context.speech.as_ref().is_some_and(|s| s.tts().is_some()),
+            Builtin::ManageGroups | Builtin::AssignMission => context.groups.is_some(),
         }
     }
 
@@ -204,6 +213,8 @@ impl Builtin {
         match self {
             Builtin::Workshop(tool) => tool.spec(),
             Builtin::ReplyWithVoice => super::voice::spec(),
+            Builtin::ManageGroups => super::groups::manage_spec(),
+            Builtin::AssignMission => super::groups::mission_spec(),
             Builtin::ReadSkill => ToolSpec {
                 name: "read_skill".into(),
                 description: "Returns the full instructions of a skill, by name, from the skills index.".into(),
@@ -626,6 +637,15 @@ impl Builtin {
                 args,
             ),
             Builtin::Workshop(tool) => tool.call(context, caller, args),
+            Builtin::ManageGroups | Builtin::AssignMission => super::groups::call(
+                context
+                    .groups
+                    .as_deref()
+                    .ok_or("groups run in the daemon")?,
+                caller,
+                args,
+                self == Builtin::AssignMission,
+            ),
             Builtin::ManageContacts => people()?.manage_contacts(args),
             Builtin::SendMessage => people()?.send_message(args),
             Builtin::ManageAgents => people()?.manage_agents(caller, args),

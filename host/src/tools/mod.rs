@@ -7,6 +7,7 @@
 
 mod agent_tools;
 mod builtin;
+mod groups;
 mod knowledge;
 mod names;
 mod pages;

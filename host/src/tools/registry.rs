@@ -215,6 +215,11 @@ impl ToolRegistry {
         self.builtins.schedule.as_ref()
     }
 
+    /// The agent groups, in a daemon.
+    pub fn groups(&self) -> Option<&Arc<crate::groups::Groups>> {
+        self.builtins.groups.as_ref()
+    }
+
     /// Whether `name` is a native plugin's tool: code the owner installed,
     /// trusted to name an image file it read for the model to see.
     pub fn is_plugin_tool(&self, name: &str) -> bool {

@@ -50,6 +50,8 @@ pub enum Kind {
     Worker,
     /// A summary of long output by the cheap model (`[llm.cheap]`).
     Summary,
+    /// A step of a group's leader or member (`groups`).
+    Group,
 }
 
 impl Kind {
@@ -61,6 +63,7 @@ impl Kind {
             Kind::Compaction => "compaction",
             Kind::Worker => "worker",
             Kind::Summary => "summary",
+            Kind::Group => "group",
         }
     }
 }

@@ -8,15 +8,15 @@
 //! host's store, read through `channel.history` when a browser connects,
 //! so a restart loses nothing.
 
-use std::collections::{HashMap, VecDeque};
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use axum::extract::ws::Utf8Bytes;
 use hearth_sdk::protocol::{
     ChannelEvent, ChannelHistory, ConfirmationAnswer, ConfirmationRecord, ConfirmationState,
-    HistoryMessage, InboundMessage, OWNER_SENDER, OutboundMessage, PageAnswer, PageRequest,
-    Submission, UpcomingJob, service,
+    GroupView, HistoryMessage, InboundMessage, OWNER_SENDER, OutboundMessage, PageAnswer,
+    PageRequest, Submission, UpcomingJob, service,
 };
 use hearth_sdk::{Host, SubmitError};
 use serde_json::{Value, json};
@@ -48,6 +48,8 @@ pub struct Hub {
     status: Mutex<(bool, Option<String>, Vec<String>)>,
     /// The scheduler's next jobs, as last heard.
     schedule: Mutex<Vec<UpcomingJob>>,
+    /// Each agent group as last heard, by name.
+    groups: Mutex<BTreeMap<String, GroupView>>,
     confirmations: Mutex<VecDeque<ConfirmationRecord>>,
     /// The text streamed so far of each reply being generated. Deltas are
     /// broadcast while this lock is held, so a browser that subscribes
@@ -77,6 +79,7 @@ impl Hub {
             elements: Mutex::new(elements),
             status: Mutex::new((false, None, Vec::new())),
             schedule: Mutex::new(Vec::new()),
+            groups: Mutex::new(BTreeMap::new()),
             confirmations: Mutex::new(VecDeque::new()),
             streaming: Mutex::new(HashMap::new()),
             outputs: Mutex::new(Outputs::default()),
@@ -129,6 +132,7 @@ impl Hub {
             "streaming": streaming,
             "tool_output": outputs,
             "schedule": lock(&self.schedule).clone(),
+            "groups": lock(&self.groups).values().cloned().collect::<Vec<_>>(),
         })
     }
 
@@ -268,6 +272,11 @@ impl Hub {
                 }
                 self.broadcast(&frame);
                 return;
+            }
+            ChannelEvent::Group(view) => {
+                let frame = json!({ "type": "group", "group": view });
+                lock(&self.groups).insert(view.name.clone(), view);
+                frame
             }
             ChannelEvent::Schedule { jobs } => {
                 let frame = json!({ "type": "schedule", "jobs": jobs });

@@ -147,6 +147,7 @@ impl Plugin for Canvas {
                 events: true,
                 authenticates_owner: true,
                 tool_output: true,
+                groups: true,
                 ..ChannelSpec::default()
             }),
         }

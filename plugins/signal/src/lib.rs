@@ -252,7 +252,8 @@ impl Plugin for Signal {
             ChannelEvent::Delta { .. }
             | ChannelEvent::DeltaReset { .. }
             | ChannelEvent::Schedule { .. }
-            | ChannelEvent::ToolOutput { .. } => {}
+            | ChannelEvent::ToolOutput { .. }
+            | ChannelEvent::Group(_) => {}
         }
         Ok(())
     }

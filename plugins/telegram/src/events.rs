@@ -61,7 +61,8 @@ pub async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver<Channe
             ChannelEvent::Delta { .. }
             | ChannelEvent::DeltaReset { .. }
             | ChannelEvent::Schedule { .. }
-            | ChannelEvent::ToolOutput { .. } => {}
+            | ChannelEvent::ToolOutput { .. }
+            | ChannelEvent::Group(_) => {}
         }
     }
     if let Some(ticker) = typing {

@@ -258,6 +258,7 @@ async fn handle(
         "approvals" | "revoke" | "audit" => Some(records(control, op, request).await),
         "contacts" | "agents" => Some(people(control, op, request)),
         "schedule" => Some(schedule(control, request)),
+        "groups" => Some(groups(control, request)),
         "identity" => Some(identity(control, request)),
         "doctor" => Some(doctor(control).await),
         "usage" => Some(usage(control, request).await),
@@ -314,6 +315,24 @@ fn schedule(control: &Control, request: &Value) -> Value {
     let args = json!({ "action": action, "id": request["id"] });
     match tools.call(&Caller::owner_cli(), None, &args) {
         Ok(result) => json!({ "op": "schedule", "result": result }),
+        Err(message) => error(Code::Tool, &message),
+    }
+}
+
+/// `groups`: every action of `manage_groups` and the owner's own
+/// (`approve`, `reject`, `assign`, `plan`); `list` when none is named.
+fn groups(control: &Control, request: &Value) -> Value {
+    let Some(groups) = control.tools.groups() else {
+        return error(Code::Store, "this daemon runs no groups");
+    };
+    let mut args = request.clone();
+    if let Some(object) = args.as_object_mut() {
+        object.remove("op");
+        object.retain(|_, v| !v.is_null());
+        object.entry("action").or_insert_with(|| "list".into());
+    }
+    match groups.act(crate::groups::actions::Actor::Owner, &args) {
+        Ok(result) => json!({ "op": "groups", "result": result }),
         Err(message) => error(Code::Tool, &message),
     }
 }

@@ -16,7 +16,7 @@ pub const VERSION: u64 = 2;
 pub const V1_OPS: [&str; 3] = ["chat", "subscribe", "status"];
 
 /// Every request this version serves, for the unknown-request error.
-pub const OPS: [&str; 19] = [
+pub const OPS: [&str; 20] = [
     "hello",
     "chat",
     "subscribe",
@@ -36,6 +36,7 @@ pub const OPS: [&str; 19] = [
     "doctor",
     "usage",
     "backup",
+    "groups",
 ];
 
 /// What went wrong with a request, as the `code` of an `error` answer.

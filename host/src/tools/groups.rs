@@ -1,0 +1,80 @@
+//! The built-in tools about agent groups: `manage_groups` and
+//! `assign_mission`, the main agent's (the actions are in
+//! `groups/actions.rs`, shared with `/groups` and `hearth groups`).
+
+use hearth_sdk::protocol::{Risk, ToolSpec};
+use serde_json::{Value, json};
+
+use crate::agent::history::MAIN_AGENT;
+use crate::groups::Groups;
+use crate::groups::actions::Actor;
+use crate::policy::Caller;
+
+/// `manage_groups`' spec.
+pub fn manage_spec() -> ToolSpec {
+    ToolSpec {
+        name: "manage_groups".into(),
+        description: "Manages agent groups: named teams of your agents that take one mission \
+                      together; the first member leads and plans it, the owner approves the \
+                      plan, the members carry it out. Create, rename, add or remove members \
+                      (each with a role), set the leader, archive, list, show. Main agent only. \
+                      Call with action \"help\" for the actions."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "action": { "type": "string", "enum": ["help", "list", "show", "create", "rename", "add_member", "remove_member", "set_leader", "archive"] },
+                "group": { "type": "string", "maxLength": 80 },
+                "name": { "type": "string", "maxLength": 40 },
+                "new_name": { "type": "string", "maxLength": 40 },
+                "agent": { "type": "string", "maxLength": 40 },
+                "role": { "type": "string", "maxLength": 2000 },
+                "auto_execute": { "type": "boolean" }
+            },
+            "required": ["action"],
+            "additionalProperties": false
+        }),
+        risk: Risk::Write,
+        targets: Default::default(),
+    }
+}
+
+/// `assign_mission`'s spec.
+pub fn mission_spec() -> ToolSpec {
+    ToolSpec {
+        name: "assign_mission".into(),
+        description: "Gives a group its mission. The group's leader plans it into deliverables \
+                      for the members; the owner approves the plan; the members carry it out \
+                      and the owner hears of each milestone. Main agent only."
+            .into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {
+                "group": { "type": "string", "minLength": 1, "maxLength": 80 },
+                "mission": { "type": "string", "minLength": 1, "maxLength": 20000 }
+            },
+            "required": ["group", "mission"],
+            "additionalProperties": false
+        }),
+        risk: Risk::Write,
+        targets: Default::default(),
+    }
+}
+
+/// Runs `manage_groups` (`mission`: `assign_mission`) for `caller`.
+pub fn call(
+    groups: &Groups,
+    caller: &Caller,
+    args: &Value,
+    mission: bool,
+) -> Result<Value, String> {
+    if caller.agent_id().is_some_and(|id| id != MAIN_AGENT) || caller.is_scoped() {
+        return Err("only the main agent manages groups".into());
+    }
+    if mission {
+        let mut args = args.clone();
+        args["action"] = json!("mission");
+        return groups.act(Actor::Agent, &args);
+    }
+    groups.act(Actor::Agent, args)
+}

@@ -1,0 +1,620 @@
+//! Agent groups end to end: the real daemon, sub-agents as members, the
+//! fake model playing the leader (by its planning prompt) and the members
+//! (by the deliverable their prompt names), the owner at `hearth groups`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use hearth_tests::control::Control;
+use hearth_tests::fake_llm::{
+    FakeLlm, Recorded, Reply, anthropic_error, anthropic_text, anthropic_tool_use,
+};
+use hearth_tests::{Daemon, Hearth};
+use serde_json::{Value, json};
+
+const WAIT: Duration = Duration::from_secs(60);
+
+/// A member's model call: which deliverable, how many messages it sent,
+/// and when it arrived.
+#[derive(Clone, Debug)]
+struct Seen {
+    key: String,
+    messages: usize,
+    at: Instant,
+}
+
+/// What a script saw.
+struct Played {
+    seen: Arc<Mutex<Vec<Seen>>>,
+    leader: Arc<Mutex<Vec<String>>>,
+}
+
+/// What the fake model does for a group.
+struct Script {
+    /// The leader's plans: `[round][try]`, a reply for each.
+    plans: Vec<Vec<Reply>>,
+    /// The deliverable whose member's model call fails.
+    failing: Option<&'static str>,
+    /// The pause before each event of a member's first answer.
+    pace: Duration,
+    /// While set, a member's second call is answered slowly (a kill
+    /// lands in it).
+    stall: Arc<AtomicBool>,
+    /// Every member call, in arrival order.
+    seen: Arc<Mutex<Vec<Seen>>>,
+    /// The messages of every leader call, in arrival order.
+    leader: Arc<Mutex<Vec<String>>>,
+}
+
+impl Script {
+    fn new(plans: Vec<Vec<Reply>>) -> Script {
+        Script {
+            plans,
+            failing: None,
+            pace: Duration::from_millis(250),
+            stall: Arc::new(AtomicBool::new(false)),
+            seen: Arc::new(Mutex::new(Vec::new())),
+            leader: Arc::new(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// Answers every request of `fake` by this script.
+    fn play(self, fake: &FakeLlm) -> Played {
+        let played = Played {
+            seen: Arc::clone(&self.seen),
+            leader: Arc::clone(&self.leader),
+        };
+        fake.respond_with(move |r| self.answer(r));
+        played
+    }
+
+    fn answer(&self, r: &Recorded) -> Reply {
+        let system = r.body["system"].as_str().unwrap_or_default();
+        let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
+        let first = messages.first().map(Value::to_string).unwrap_or_default();
+        if system.starts_with("You lead an agent group") {
+            self.leader
+                .lock()
+                .unwrap()
+                .push(Value::Array(messages.clone()).to_string());
+            if first.contains("Every deliverable of group") {
+                return anthropic_text("SUMMARY: the mission is done.");
+            }
+            let round = usize::from(first.contains("Why you plan again"));
+            let tries = &self.plans[round.min(self.plans.len() - 1)];
+            let attempt = usize::from(messages.len() > 1);
+            return tries[attempt.min(tries.len() - 1)].clone();
+        }
+        if system.starts_with("You are a member of an agent group") {
+            let key = system
+                .split("Your deliverable: ")
+                .nth(1)
+                .and_then(|rest| rest.split_whitespace().next())
+                .unwrap_or("?")
+                .to_owned();
+            self.seen.lock().unwrap().push(Seen {
+                key: key.clone(),
+                messages: messages.len(),
+                at: Instant::now(),
+            });
+            if self.failing == Some(key.as_str()) {
+                return anthropic_error(
+                    400,
+                    "invalid_request_error",
+                    "the fake model refuses D2",
+                    None,
+                );
+            }
+            if messages.len() == 1 {
+                let status = json!({ "state": "working", "progress": format!("on {key}") });
+                return paced(
+                    anthropic_tool_use(None, "toolu_status", "group_status", &status),
+                    self.pace,
+                );
+            }
+            let done = json!({ "type": "complete", "content": format!("result of {key}") });
+            let reply = anthropic_tool_use(None, "toolu_done", "group_post", &done);
+            if self.stall.load(Ordering::SeqCst) {
+                return paced(reply, Duration::from_secs(20));
+            }
+            return reply;
+        }
+        anthropic_text("ok")
+    }
+}
+
+fn paced(reply: Reply, gap: Duration) -> Reply {
+    match reply {
+        Reply::Sse(sse) => Reply::Paced { sse, gap },
+        other => other,
+    }
+}
+
+/// The leader hands in `deliverables` through `submit_plan`.
+fn submit(deliverables: Value) -> Reply {
+    anthropic_tool_use(
+        None,
+        "toolu_plan",
+        "submit_plan",
+        &json!({ "summary": "Build the thing", "deliverables": deliverables }),
+    )
+}
+
+/// D1 → D2, D1 → D3, (D2, D3) → D4.
+fn diamond() -> Value {
+    json!([
+        { "id": "D1", "title": "Design", "assignee": "ada" },
+        { "id": "D2", "title": "Backend", "assignee": "bob", "depends_on": ["D1"] },
+        { "id": "D3", "title": "Frontend", "assignee": "cyd", "depends_on": ["D1"] },
+        { "id": "D4", "title": "Ship", "assignee": "ada", "depends_on": ["D2", "D3"] }
+    ])
+}
+
+fn home(fake: &FakeLlm) -> Hearth {
+    Hearth::new(&format!(
+        "[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n",
+        fake.url()
+    ))
+}
+
+fn start(h: &Hearth) -> Daemon {
+    h.daemon_with(|cmd| {
+        cmd.env("HEARTH_TEST_API_KEY", "sk-test");
+    })
+}
+
+/// Three sub-agents in group `crew`, ada leading.
+fn staff(h: &Hearth) {
+    for name in ["ada", "bob", "cyd"] {
+        let args = json!({
+            "action": "create", "name": name,
+            "system_prompt": format!("You are the {name} test agent."),
+            "allowed_tools": [],
+        });
+        h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
+            .ok();
+    }
+    h.cmd(&["groups", "create", "crew"]).ok();
+    for (name, role) in [
+        ("ada", "architect"),
+        ("bob", "backend"),
+        ("cyd", "frontend"),
+    ] {
+        h.cmd(&["groups", "add", "crew", name, "--role", role]).ok();
+    }
+}
+
+fn status(h: &Hearth) -> String {
+    h.db()
+        .query_row("SELECT status FROM groups WHERE name = 'crew'", [], |r| {
+            r.get(0)
+        })
+        .unwrap()
+}
+
+fn wait_status(h: &Hearth, want: &str) {
+    let started = Instant::now();
+    loop {
+        let now = status(h);
+        if now == want {
+            return;
+        }
+        assert!(
+            started.elapsed() < WAIT,
+            "the group stayed {now}, never {want}:\n{}",
+            h.cmd(&["groups", "show", "crew"]).stdout
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let started = Instant::now();
+    while !done() {
+        assert!(started.elapsed() < WAIT, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// What the owner was told, in order.
+fn told(h: &Hearth) -> Vec<String> {
+    let conn = h.db();
+    let mut stmt = conn.prepare("SELECT text FROM outbox ORDER BY id").unwrap();
+    stmt.query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect()
+}
+
+fn deliverable(h: &Hearth, key: &str) -> (String, i64) {
+    h.db()
+        .query_row(
+            "SELECT status, starts FROM group_deliverables WHERE key = ?1",
+            [key],
+            |r| Ok((r.get(0)?, r.get(1)?)),
+        )
+        .unwrap()
+}
+
+fn first(seen: &[Seen], key: &str, messages: usize) -> Instant {
+    seen.iter()
+        .find(|s| s.key == key && s.messages == messages)
+        .unwrap_or_else(|| panic!("no call of {key} with {messages} messages: {seen:?}"))
+        .at
+}
+
+#[test]
+fn a_plan_is_approved_and_carried_out_in_dependency_order_in_parallel() {
+    let fake = FakeLlm::start();
+    let seen = Script::new(vec![vec![submit(diamond())]]).play(&fake).seen;
+    let h = home(&fake);
+    let _daemon = start(&h);
+    staff(&h);
+
+    h.cmd(&["groups", "mission", "crew", "Build", "the", "thing"])
+        .ok();
+    wait_status(&h, "awaiting-approval");
+    let shown = h.cmd(&["groups", "show", "crew"]).ok().to_owned();
+    for line in [
+        "D2 Backend — bob ← D1",
+        "D4 Ship — ada ← D2, D3",
+        "/groups crew approve",
+    ] {
+        assert!(shown.contains(line), "{line:?} not in\n{shown}");
+    }
+    assert!(
+        told(&h)[0].contains("Group crew has a plan"),
+        "{:?}",
+        told(&h)
+    );
+    let plan = std::fs::read_to_string(h.home().join("groups/crew/plan.md")).unwrap();
+    assert!(
+        plan.starts_with("---\n") && plan.contains("depends_on:"),
+        "{plan}"
+    );
+
+    h.cmd(&["groups", "approve", "crew"]).ok();
+    wait_status(&h, "complete");
+
+    let seen = seen.lock().unwrap().clone();
+    let (d1_done, d2, d3) = (
+        first(&seen, "D1", 3),
+        first(&seen, "D2", 1),
+        first(&seen, "D3", 1),
+    );
+    let (d2_done, d3_done, d4) = (
+        first(&seen, "D2", 3),
+        first(&seen, "D3", 3),
+        first(&seen, "D4", 1),
+    );
+    assert!(
+        d1_done < d2 && d1_done < d3,
+        "D2 or D3 started before D1 was done"
+    );
+    // Both started before either finished: they ran at the same time.
+    assert!(
+        d2 < d3_done && d3 < d2_done,
+        "D2 and D3 ran one after the other: {seen:?}"
+    );
+    assert!(
+        d4 > d2_done && d4 > d3_done,
+        "D4 started before D2 and D3 were done"
+    );
+    for key in ["D1", "D2", "D3", "D4"] {
+        assert_eq!(deliverable(&h, key), ("complete".into(), 1), "{key}");
+    }
+    // Milestones only: the plan, four deliverables, the summary.
+    let told = told(&h);
+    assert_eq!(told.len(), 6, "{told:#?}");
+    assert!(
+        told[5].contains("completed its mission")
+            && told[5].contains("SUMMARY: the mission is done.")
+    );
+    // The shared folder mirrors the tables.
+    let dir = h.home().join("groups/crew");
+    let d2 = std::fs::read_to_string(dir.join("assignments/D2.md")).unwrap();
+    assert!(
+        d2.contains("Status: complete") && d2.contains("result of D2"),
+        "{d2}"
+    );
+    let bob: Value =
+        serde_json::from_str(&std::fs::read_to_string(dir.join("status/bob.json")).unwrap())
+            .unwrap();
+    assert_eq!(bob["state"], "idle");
+    let log = std::fs::read_to_string(dir.join("comms/log.md")).unwrap();
+    assert!(log.contains("bob [status D2] working: on D2"), "{log}");
+}
+
+#[test]
+fn a_refused_plan_gets_one_more_try_then_goes_to_the_owner_to_assign() {
+    let bad = json!([
+        { "id": "D1", "title": "One", "assignee": "zed" },
+        { "id": "D2", "title": "Two", "assignee": "bob", "depends_on": ["D9"] },
+        { "id": "A", "title": "Loop a", "assignee": "bob", "depends_on": ["B"] },
+        { "id": "B", "title": "Loop b", "assignee": "cyd", "depends_on": ["A"] }
+    ]);
+    let good_markdown = "Here it is.\n---\nsummary: Two steps\ndeliverables:\n  - id: D1\n    title: One\n    assignee: bob\n  - id: D2\n    title: Two\n    assignee: cyd\n    depends_on: [D1]\n---\n";
+    let fake = FakeLlm::start();
+    let leader = Script::new(vec![
+        vec![submit(bad.clone()), anthropic_text(good_markdown)],
+        vec![submit(bad.clone()), submit(bad)],
+    ])
+    .play(&fake)
+    .leader;
+    let h = home(&fake);
+    let _daemon = start(&h);
+    staff(&h);
+
+    // The first try is refused with every problem named; the second (a
+    // markdown answer) is the plan.
+    h.cmd(&["groups", "mission", "crew", "two", "steps"]).ok();
+    wait_status(&h, "awaiting-approval");
+    let refusal = leader.lock().unwrap()[1].clone();
+    for problem in [
+        "assignee \\\"zed\\\" is not a member",
+        "dependency \\\"D9\\\" is not a deliverable",
+        "cycle: A → B → A",
+        "last try",
+    ] {
+        assert!(refusal.contains(problem), "{problem} not in {refusal}");
+    }
+    let shown = h.cmd(&["groups", "show", "crew"]).ok().to_owned();
+    assert!(
+        shown.contains("D2 Two — cyd ← D1") && !shown.contains("! "),
+        "{shown}"
+    );
+
+    // A second failure in the next round: the owner assigns by hand.
+    h.cmd(&["groups", "reject", "crew", "use", "ada", "too"])
+        .ok();
+    wait_until("the second round's plan", || {
+        h.db()
+            .query_row("SELECT plan_errors IS NOT NULL FROM groups", [], |r| {
+                r.get::<_, bool>(0)
+            })
+            .unwrap()
+    });
+    assert_eq!(status(&h), "awaiting-approval");
+    let replan = leader.lock().unwrap().last().cloned().unwrap();
+    assert!(
+        replan.contains("The owner rejected the plan: use ada too"),
+        "{replan}"
+    );
+    let shown = h.cmd(&["groups", "show", "crew"]).ok().to_owned();
+    assert!(
+        shown.contains("! deliverable D1: assignee \"zed\" is not a member"),
+        "{shown}"
+    );
+    assert!(
+        h.cmd(&["groups", "approve", "crew"])
+            .fails()
+            .contains("assign it by hand first")
+    );
+    let told = told(&h);
+    assert!(
+        told.last().unwrap().contains("could not make a valid plan"),
+        "{told:#?}"
+    );
+    let plan =
+        "---\nsummary: by hand\ndeliverables:\n  - {id: D1, title: One, assignee: bob}\n---\n";
+    let file = h.write("plan.md", plan);
+    h.cmd(&["groups", "plan", "crew", file.to_str().unwrap()])
+        .ok();
+    wait_status(&h, "complete");
+}
+
+#[test]
+fn a_failed_deliverable_blocks_what_follows_and_the_leader_plans_the_rest() {
+    let rest = json!([
+        { "id": "D5", "title": "Backend again", "assignee": "bob", "depends_on": ["D1"] },
+        { "id": "D6", "title": "Ship", "assignee": "ada", "depends_on": ["D5", "D3"] }
+    ]);
+    let fake = FakeLlm::start();
+    let mut script = Script::new(vec![vec![submit(diamond())], vec![submit(rest)]]);
+    script.failing = Some("D2");
+    let leader = script.play(&fake).leader;
+    let h = home(&fake);
+    let _daemon = start(&h);
+    staff(&h);
+    h.cmd(&["groups", "mission", "crew", "Build"]).ok();
+    wait_status(&h, "awaiting-approval");
+    h.cmd(&["groups", "approve", "crew"]).ok();
+
+    // D3 finishes; D2 failed and D4 is blocked; the leader plans again.
+    wait_until("the second plan", || {
+        status(&h) == "awaiting-approval"
+            && h.db()
+                .query_row("SELECT plan_round FROM groups", [], |r| r.get::<_, i64>(0))
+                .unwrap()
+                == 2
+    });
+    assert_eq!(deliverable(&h, "D2").0, "failed");
+    assert_eq!(deliverable(&h, "D3").0, "complete");
+    assert_eq!(deliverable(&h, "D4").0, "blocked");
+    let errored: String = h
+        .db()
+        .query_row(
+            "SELECT m.state FROM group_members m JOIN agents a ON a.id = m.agent_id WHERE a.name = 'bob'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(errored, "errored");
+    let told = told(&h);
+    assert!(
+        told.iter()
+            .any(|t| t.contains("D2 \"Backend\" failed") && t.contains("refuses D2")),
+        "{told:#?}"
+    );
+    let replan = leader.lock().unwrap().last().cloned().unwrap();
+    assert!(
+        replan.contains("D2 \\\"Backend\\\" (bob)") && replan.contains("Blocked by it: D4"),
+        "{replan}"
+    );
+
+    h.cmd(&["groups", "approve", "crew"]).ok();
+    wait_status(&h, "complete");
+    let keys: Vec<String> = {
+        let conn = h.db();
+        let mut stmt = conn
+            .prepare("SELECT key FROM group_deliverables WHERE status = 'complete' ORDER BY key")
+            .unwrap();
+        stmt.query_map([], |r| r.get(0))
+            .unwrap()
+            .map(Result::unwrap)
+            .collect()
+    };
+    assert_eq!(keys, ["D1", "D3", "D5", "D6"]);
+}
+
+#[test]
+fn after_kill_9_no_deliverable_runs_twice_and_the_group_completes() {
+    let fake = FakeLlm::start();
+    let script = Script::new(vec![vec![submit(diamond())]]);
+    let stall = Arc::clone(&script.stall);
+    let seen = script.play(&fake).seen;
+    let h = home(&fake);
+    let mut daemon = start(&h);
+    staff(&h);
+    h.cmd(&["groups", "mission", "crew", "Build"]).ok();
+    wait_status(&h, "awaiting-approval");
+    stall.store(false, Ordering::SeqCst);
+    h.cmd(&["groups", "approve", "crew"]).ok();
+    // D1 done, D2 and D3 in their second step, slowed: kill there.
+    wait_until("D1 to complete", || deliverable(&h, "D1").0 == "complete");
+    stall.store(true, Ordering::SeqCst);
+    wait_until("D2 and D3 to be in their second step", || {
+        let seen = seen.lock().unwrap();
+        ["D2", "D3"]
+            .iter()
+            .all(|k| seen.iter().any(|s| s.key == *k && s.messages == 3))
+    });
+    daemon.kill9();
+    stall.store(false, Ordering::SeqCst);
+    let _daemon = start(&h);
+    wait_status(&h, "complete");
+
+    let seen = seen.lock().unwrap().clone();
+    for key in ["D1", "D2", "D3", "D4"] {
+        let fresh = seen
+            .iter()
+            .filter(|s| s.key == key && s.messages == 1)
+            .count();
+        assert_eq!(fresh, 1, "{key} started afresh {fresh} times: {seen:?}");
+        assert_eq!(deliverable(&h, key), ("complete".into(), 1), "{key}");
+    }
+    assert_eq!(
+        seen.iter().filter(|s| s.key == "D1").count(),
+        2,
+        "D1 ran again: {seen:?}"
+    );
+    let completes: i64 = h
+        .db()
+        .query_row(
+            "SELECT count(*) FROM group_posts WHERE kind = 'complete'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(completes, 4);
+}
+
+#[test]
+fn six_hundred_groups_have_unique_names_and_the_next_is_numbered() {
+    let fake = FakeLlm::start();
+    let h = home(&fake);
+    let _daemon = start(&h);
+    let mut control = Control::open(h.home());
+    let mut names = std::collections::BTreeSet::new();
+    for _ in 0..600 {
+        let answer = control.ask(&json!({ "op": "groups", "action": "create" }));
+        let name = answer["result"]["group"].as_str().unwrap().to_owned();
+        assert!(name.split('-').count() == 2, "{name}");
+        assert!(names.insert(name.clone()), "{name} twice");
+    }
+    let next = control.ask(&json!({ "op": "groups", "action": "create" }));
+    let next = next["result"]["group"].as_str().unwrap();
+    assert!(next.ends_with("-2") && !names.contains(next), "{next}");
+}
+
+#[test]
+fn bad_requests_are_refused_with_what_is_wrong() {
+    let fake = FakeLlm::start();
+    let h = home(&fake);
+    let _daemon = start(&h);
+    let args =
+        json!({ "action": "create", "name": "bob", "system_prompt": "b", "allowed_tools": [] });
+    h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
+        .ok();
+    h.cmd(&["groups", "create", "empty-team"]).ok();
+    let cases: [(&[&str], &str); 9] = [
+        (
+            &["groups", "mission", "empty-team", "do", "it"],
+            "empty-team has no members",
+        ),
+        (
+            &["groups", "add", "empty-team", "nobody"],
+            "\"nobody\" is not an agent (agents: main, bob)",
+        ),
+        (
+            &["groups", "leader", "empty-team", "bob"],
+            "\"bob\" is not a member of empty-team",
+        ),
+        (&["groups", "create", "Bad Name"], "is not a group name"),
+        (&["groups", "create", "empty-team"], "already exists"),
+        (
+            &["groups", "approve", "empty-team"],
+            "there is no plan waiting for approval",
+        ),
+        (&["groups", "show", "nope"], "no group named \"nope\""),
+        (
+            &["groups", "assign", "empty-team", "D1", "bob"],
+            "while they wait for approval",
+        ),
+        (
+            &["groups", "plan", "empty-team", "/nonexistent/plan.md"],
+            "/nonexistent/plan.md",
+        ),
+    ];
+    for (args, expected) in cases {
+        let error = h.cmd(args).fails();
+        assert!(error.contains(expected), "{args:?}: {error}");
+    }
+    h.cmd(&["groups", "add", "empty-team", "bob"]).ok();
+    let long = "x".repeat(20_001);
+    assert!(
+        h.cmd(&["groups", "mission", "empty-team", &long])
+            .fails()
+            .contains("at most 20000")
+    );
+    let mut control = Control::open(h.home());
+    for (request, expected) in [
+        (
+            json!({ "op": "groups", "action": "explode" }),
+            "unknown action \"explode\"",
+        ),
+        (
+            json!({ "op": "groups", "action": "add_member", "group": "empty-team" }),
+            "field `agent`: required",
+        ),
+        (
+            json!({ "op": "groups", "action": "show", "group": 7 }),
+            "field `group`: required",
+        ),
+    ] {
+        let answer = control.ask(&request);
+        assert_eq!(answer["op"], "error", "{answer}");
+        assert!(
+            answer["message"].as_str().unwrap().contains(expected),
+            "{answer}"
+        );
+    }
+    // The daemon keeps serving.
+    assert!(
+        h.cmd(&["groups"])
+            .ok()
+            .contains("empty-team — idle (1 member)")
+    );
+}
