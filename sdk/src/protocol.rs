@@ -439,6 +439,10 @@ pub struct ConfirmationAnswer {
     /// asking (a grant, listed and revoked with `hearth approvals`).
     #[serde(default)]
     pub always: bool,
+    /// With a denial: why, in the owner's words (a group's plan sent back
+    /// to its leader carries it; a tool call's denial ignores it).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
 }
 
 /// An inbound message.

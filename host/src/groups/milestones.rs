@@ -194,7 +194,13 @@ impl Groups {
     }
 
     /// The owner answered a card: whether it was a plan card still open.
-    pub(super) fn answer_card(&self, id: &str, approve: bool, by: &str) -> bool {
+    pub(super) fn answer_card(
+        &self,
+        id: &str,
+        approve: bool,
+        reason: Option<&str>,
+        by: &str,
+    ) -> bool {
         let Some((group, round)) = id
             .strip_prefix(CARD)
             .and_then(|rest| rest.split_once('-'))
@@ -211,7 +217,7 @@ impl Groups {
         let outcome = if approve {
             self.approve(&group, by)
         } else {
-            self.reject(&group, "", by)
+            self.reject(&group, reason.unwrap_or_default(), by)
         };
         match outcome {
             Ok(()) => true,

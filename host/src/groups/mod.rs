@@ -166,9 +166,10 @@ impl Groups {
         groups
             .router
             .confirmations
-            .otherwise(Box::new(move |id, approve, by| {
-                weak.upgrade()
-                    .is_some_and(|g| g.answer_card(id, approve, by))
+            .otherwise(Box::new(move |answer, by| {
+                weak.upgrade().is_some_and(|g| {
+                    g.answer_card(&answer.id, answer.approve, answer.reason.as_deref(), by)
+                })
             }));
         groups
     }

@@ -22,7 +22,8 @@ use std::time::Duration;
 
 use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, never, select};
 use hearth_sdk::protocol::{
-    ChannelEvent, ConfirmationRequest, ConfirmationState, DECIDED_BY_STOP, DECIDED_BY_WITHDRAWAL,
+    ChannelEvent, ConfirmationAnswer, ConfirmationRequest, ConfirmationState, DECIDED_BY_STOP,
+    DECIDED_BY_WITHDRAWAL,
 };
 use rusqlite::params;
 use serde_json::Value;
@@ -40,9 +41,9 @@ pub struct Board {
     otherwise: std::sync::OnceLock<Otherwise>,
 }
 
-/// A taker of answers no blocked call waits for: `(id, approve, by)`,
-/// whether it knew the id.
-pub type Otherwise = Box<dyn Fn(&str, bool, &str) -> bool + Send + Sync>;
+/// A taker of answers no blocked call waits for (the answer, who gave
+/// it): whether it knew the id.
+pub type Otherwise = Box<dyn Fn(&ConfirmationAnswer, &str) -> bool + Send + Sync>;
 
 /// Asks the owner, and waits.
 pub struct ConfirmGate {
@@ -150,20 +151,17 @@ struct Reply {
 impl Board {
     /// Hands the owner's answer to the call waiting for it. Returns whether
     /// one was waiting (an answer to a decided or unknown id is ignored).
-    pub fn answer(&self, id: &str, approve: bool, always: bool, by: &str) -> bool {
-        let waiting = super::lock(&self.waiting).remove(id);
+    pub fn answer(&self, answer: &ConfirmationAnswer, by: &str) -> bool {
+        let waiting = super::lock(&self.waiting).remove(&answer.id);
         match waiting {
             Some(tx) => tx
                 .try_send(Reply {
-                    approve,
-                    always,
+                    approve: answer.approve,
+                    always: answer.always,
                     by: by.to_owned(),
                 })
                 .is_ok(),
-            None => self
-                .otherwise
-                .get()
-                .is_some_and(|take| take(id, approve, by)),
+            None => self.otherwise.get().is_some_and(|take| take(answer, by)),
         }
     }
 

@@ -84,8 +84,7 @@ impl Router {
         if !self.gate.is_owner(channel, &answer.sender, spec) {
             return false;
         }
-        self.confirmations
-            .answer(&answer.id, answer.approve, answer.always, &answer.sender)
+        self.confirmations.answer(answer, &answer.sender)
     }
 
     /// Called once a message for agent `agent_id` is stored.

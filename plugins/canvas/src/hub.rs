@@ -339,13 +339,21 @@ impl Hub {
     }
 
     /// Hands the owner's answer to a confirmation to the host; `always`
-    /// asks for a standing grant of the exact call. Blocks.
-    pub fn answer(&self, id: &str, approve: bool, always: bool) -> Result<(), String> {
+    /// asks for a standing grant of the exact call; `reason` says why a
+    /// denial. Blocks.
+    pub fn answer(
+        &self,
+        id: &str,
+        approve: bool,
+        always: bool,
+        reason: Option<String>,
+    ) -> Result<(), String> {
         let answer = Submission::Confirmation(ConfirmationAnswer {
             id: id.to_owned(),
             sender: OWNER_SENDER.into(),
             approve,
             always,
+            reason,
         });
         submit_until_taken(&self.host, &answer)
     }

@@ -110,6 +110,8 @@ pub enum Frame {
         approve: bool,
         /// Approve from now on too; only ever with `approve`.
         always: bool,
+        /// With a denial, why (a group's plan goes back with it).
+        reason: Option<String>,
     },
 }
 
@@ -141,10 +143,23 @@ pub fn read_frame(text: &str) -> Result<Frame, Value> {
             }
             // `always` is optional; anything but `true` means "just this once".
             let always = approve && frame["always"].as_bool() == Some(true);
+            let reason = match &frame["reason"] {
+                Value::Null => None,
+                Value::String(r) if r.chars().count() <= 2000 => {
+                    Some(r.trim().to_owned()).filter(|r| !r.is_empty() && !approve)
+                }
+                _ => {
+                    return Err(error(
+                        Some(&id),
+                        "field `reason`: a string of at most 2000 characters",
+                    ));
+                }
+            };
             Ok(Frame::Confirm {
                 id,
                 approve,
                 always,
+                reason,
             })
         }
         Some(other) => Err(error(
@@ -200,11 +215,13 @@ async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
             id,
             approve,
             always,
+            reason,
         } => {
             let hub = Arc::clone(hub);
             let answered = id.clone();
             let outcome =
-                tokio::task::spawn_blocking(move || hub.answer(&answered, approve, always)).await;
+                tokio::task::spawn_blocking(move || hub.answer(&answered, approve, always, reason))
+                    .await;
             match outcome {
                 Ok(Ok(())) => None,
                 Ok(Err(why)) => Some(error(Some(&id), &why)),

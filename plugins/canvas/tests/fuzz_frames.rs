@@ -41,9 +41,14 @@ fn a_frame_is_read_within_its_bounds_or_answered_with_an_error() {
                     id,
                     approve,
                     always,
+                    reason,
                 }) => {
                     assert!(id.len() <= 64, "{id:?}");
                     assert!(approve || !always, "`always` without an approval");
+                    assert!(
+                        reason.is_none_or(|r| !approve && r.chars().count() <= 2000),
+                        "a reason with an approval, or too long"
+                    );
                 }
                 Err(error) => {
                     assert_eq!(error["type"], "error", "{error}");

@@ -130,6 +130,7 @@ fn envelope_in(core: &Core, envelope: &Value) {
             sender: number.to_owned(),
             approve: answer.approve,
             always: false,
+            reason: None,
         });
         submit(core, &answer, &format!("{number}:{timestamp}"));
         return;

@@ -118,6 +118,7 @@ impl Shared {
                     sender: from.to_string(),
                     approve,
                     always: false,
+                    reason: None,
                 }))
                 .await
             }

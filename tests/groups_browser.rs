@@ -1,0 +1,1 @@
+//! The canvas's group view in headless Chromium (written next).
