@@ -6,11 +6,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use hearth_tests::canvas::{self, Canvas};
 use hearth_tests::control::Control;
 use hearth_tests::fake_llm::{
     FakeLlm, Recorded, Reply, anthropic_error, anthropic_text, anthropic_tool_use,
 };
-use hearth_tests::{Daemon, Hearth};
+use hearth_tests::{Daemon, Hearth, plugin};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
@@ -157,6 +158,19 @@ fn home(fake: &FakeLlm) -> Hearth {
          api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n",
         fake.url()
     ))
+}
+
+/// As [`home`], with the canvas: a channel that shows cards and groups.
+fn home_with_canvas(fake: &FakeLlm) -> Hearth {
+    Hearth::with_plugins(
+        &[plugin("canvas")],
+        &format!(
+            "{}[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+             api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n",
+            canvas::CONFIG,
+            fake.url()
+        ),
+    )
 }
 
 fn start(h: &Hearth) -> Daemon {
@@ -616,5 +630,123 @@ fn bad_requests_are_refused_with_what_is_wrong() {
         h.cmd(&["groups"])
             .ok()
             .contains("empty-team — idle (1 member)")
+    );
+}
+
+#[test]
+fn the_plan_card_goes_back_with_a_reason_and_the_view_follows_live_on_the_canvas() {
+    let fake = FakeLlm::start();
+    let leader = Script::new(vec![vec![submit(diamond())], vec![submit(diamond())]])
+        .play(&fake)
+        .leader;
+    let h = home_with_canvas(&fake);
+    let _daemon = start(&h);
+    let canvas = Canvas::of(h.home());
+    staff(&h);
+    let (mut ws, hello) = canvas.connect();
+    assert_eq!(hello["groups"][0]["name"], "crew", "{hello}");
+    h.cmd(&["groups", "mission", "crew", "Build"]).ok();
+
+    // The card: the plan in lines; denied with a reason, it goes back.
+    let card = ws.wait_for(WAIT, |f| f["type"] == "confirmation");
+    let card = &card["confirmation"];
+    assert_eq!(card["tool"], "group plan");
+    assert_eq!(
+        card["args"]["deliverables"][3]["depends_on"],
+        json!(["D2", "D3"])
+    );
+    assert!(
+        card["command"]
+            .as_str()
+            .unwrap()
+            .contains("D2: Backend — bob (after D1)")
+    );
+    let reason = "split the backend in two";
+    ws.send(
+        &json!({ "type": "confirm", "id": card["id"], "approve": false, "reason": reason })
+            .to_string(),
+    );
+    let decided = ws.wait_for(WAIT, |f| {
+        f["type"] == "confirmation" && f["confirmation"]["state"] == "denied"
+    });
+    assert_eq!(decided["confirmation"]["id"], card["id"]);
+    let card = ws.wait_for(WAIT, |f| {
+        f["type"] == "confirmation" && f["confirmation"]["state"] == "pending"
+    });
+    let again = leader.lock().unwrap().last().cloned().unwrap();
+    assert!(
+        again.contains(&format!("The owner rejected the plan: {reason}")),
+        "{again}"
+    );
+
+    // Approved on the canvas, the group view follows the work.
+    ws.send(
+        &json!({ "type": "confirm", "id": card["confirmation"]["id"], "approve": true })
+            .to_string(),
+    );
+    let running = ws.wait_for(WAIT, |f| {
+        f["type"] == "group" && f["group"]["deliverables"][0]["status"] == "running"
+    });
+    assert_eq!(
+        running["group"]["members"][0]["state"], "working",
+        "{running}"
+    );
+    let done = ws.wait_for(WAIT, |f| {
+        f["type"] == "group" && f["group"]["status"] == "complete"
+    });
+    let view = &done["group"];
+    assert!(
+        view["deliverables"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|d| d["status"] == "complete")
+    );
+    assert_eq!(view["summary"], "SUMMARY: the mission is done.");
+    assert!(
+        view["posts"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|p| p["kind"] == "complete" && p["who"] == "bob")
+    );
+    // A browser that connects now gets the same view.
+    let (_, hello) = canvas.connect();
+    assert_eq!(hello["groups"][0]["status"], "complete");
+}
+
+#[test]
+fn the_owner_reads_and_decides_a_group_in_chat() {
+    let fake = FakeLlm::start();
+    Script::new(vec![vec![submit(diamond())]]).play(&fake);
+    let h = home(&fake);
+    let _daemon = start(&h);
+    staff(&h);
+    assert_eq!(h.chat("/groups").ok().trim(), "crew — idle (3 members)");
+    h.cmd(&["groups", "mission", "crew", "Build"]).ok();
+    wait_status(&h, "awaiting-approval");
+    let shown = h.chat("/groups crew").ok().to_owned();
+    assert!(shown.contains("· D3 Frontend — cyd ← D1"), "{shown}");
+    assert!(
+        h.chat("/groups crew assign D9 bob")
+            .ok()
+            .contains("no deliverable \"D9\"")
+    );
+    assert!(
+        h.chat("/groups crew assign D3 bob")
+            .ok()
+            .contains("D3 is bob's")
+    );
+    assert!(
+        h.chat("/groups crew approve")
+            .ok()
+            .contains("crew is executing its plan")
+    );
+    wait_status(&h, "complete");
+    assert!(h.chat("/groups crew").ok().contains("✓ D3 Frontend — bob"));
+    assert!(
+        h.chat("/groups crew dance")
+            .ok()
+            .starts_with("Usage: /groups")
     );
 }
