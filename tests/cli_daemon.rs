@@ -154,7 +154,7 @@ fn each_command_beside_a_daemon_goes_through_the_socket_and_shows_live_state() {
 fn the_owners_later_commands_beside_a_daemon_are_served_by_it() {
     let home = Home::new(&[], "");
     let daemon = home.h.daemon();
-    let cases: [(&[&str], &str, &str); 8] = [
+    let cases: [(&[&str], &str, &str); 10] = [
         (&["agents", "--json"], "agents", "main"),
         (&["contacts", "--json"], "contacts", "owner"),
         (&["schedule", "--json"], "schedule", "[]"),
@@ -167,6 +167,8 @@ fn the_owners_later_commands_beside_a_daemon_are_served_by_it() {
         (&["mcp", "list", "--json"], "mcp", "servers"),
         (&["doctor", "--json"], "doctor", "\"check\": \"daemon\""),
         (&["backup", "--json"], "backup", "hearth-backup-"),
+        (&["groups", "create", "night-shift"], "groups", "created night-shift"),
+        (&["groups", "--json"], "groups", "\"night-shift\""),
     ];
     for (args, op, shown) in cases {
         let run = home.cli(args);
