@@ -19,6 +19,8 @@
 
 pub mod actions;
 mod engine;
+#[cfg(test)]
+mod fuzz;
 mod milestones;
 mod mirror;
 pub mod names;

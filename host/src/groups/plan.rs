@@ -92,6 +92,9 @@ pub fn validate(plan: &Plan, context: &Context) -> Vec<String> {
             plan.deliverables.len()
         ));
     }
+    if plan.summary.chars().count() > 4000 {
+        errors.push("`summary` is over 4,000 characters".to_owned());
+    }
     let mut ids = BTreeSet::new();
     for (i, d) in plan.deliverables.iter().enumerate() {
         let at = if d.id.trim().is_empty() {
@@ -113,6 +116,16 @@ pub fn validate(plan: &Plan, context: &Context) -> Vec<String> {
         }
         if d.title.trim().is_empty() {
             errors.push(format!("{at}: `title` is empty"));
+        } else if d.title.chars().count() > 200 {
+            errors.push(format!("{at}: `title` is over 200 characters"));
+        }
+        if d.description.chars().count() > 8000 {
+            errors.push(format!("{at}: `description` is over 8,000 characters"));
+        }
+        if d.depends_on.len() > MAX_DELIVERABLES {
+            errors.push(format!(
+                "{at}: `depends_on` names over {MAX_DELIVERABLES} ids"
+            ));
         }
         if !context
             .members
