@@ -167,7 +167,11 @@ fn the_owners_later_commands_beside_a_daemon_are_served_by_it() {
         (&["mcp", "list", "--json"], "mcp", "servers"),
         (&["doctor", "--json"], "doctor", "\"check\": \"daemon\""),
         (&["backup", "--json"], "backup", "hearth-backup-"),
-        (&["groups", "create", "night-shift"], "groups", "created night-shift"),
+        (
+            &["groups", "create", "night-shift"],
+            "groups",
+            "created night-shift",
+        ),
         (&["groups", "--json"], "groups", "\"night-shift\""),
     ];
     for (args, op, shown) in cases {

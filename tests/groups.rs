@@ -750,3 +750,10 @@ fn the_owner_reads_and_decides_a_group_in_chat() {
             .starts_with("Usage: /groups")
     );
 }
+
+#[test]
+fn without_a_daemon_hearth_groups_says_to_start_one() {
+    let h = Hearth::new("");
+    let error = h.cmd(&["groups", "show", "crew"]).fails();
+    assert!(error.contains("hearth is not running"), "{error}");
+}

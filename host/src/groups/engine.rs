@@ -48,13 +48,18 @@ impl Groups {
         }
     }
 
-    /// One look at every active group.
+    /// One look at every active group; one group's trouble does not hold
+    /// up the others.
     fn pass(self: &Arc<Self>) -> Result<(), super::GroupError> {
         let groups = store::active(&self.cold.lock())?;
         for group in groups {
             match group.status {
                 Status::Planning => self.start(Job::Plan(group.id)),
-                Status::Executing => self.advance(&group)?,
+                Status::Executing => {
+                    if let Err(e) = self.advance(&group) {
+                        tracing::error!(group = %group.name, "cannot advance the group: {e}");
+                    }
+                }
                 _ => {}
             }
         }
@@ -101,11 +106,13 @@ impl Groups {
         Ok(())
     }
 
-    /// The agents working on a deliverable now, in any group.
+    /// The agents working on a deliverable now, in any executing group (a
+    /// group archived mid-work holds no one).
     fn busy_agents(&self) -> Result<BTreeSet<i64>, super::GroupError> {
         let conn = self.cold.lock();
         let mut stmt = conn.prepare_cached(
-            "SELECT DISTINCT assignee FROM group_deliverables WHERE status = 'running'",
+            "SELECT DISTINCT d.assignee FROM group_deliverables d JOIN groups g ON g.id = d.group_id \
+             WHERE d.status = 'running' AND g.status = 'executing'",
         )?;
         let busy = stmt
             .query_map([], |r| r.get(0))?
