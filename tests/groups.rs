@@ -153,9 +153,14 @@ fn diamond() -> Value {
 }
 
 fn home(fake: &FakeLlm) -> Hearth {
+    home_with(fake, "")
+}
+
+/// As [`home`], with `extra` config.
+fn home_with(fake: &FakeLlm, extra: &str) -> Hearth {
     Hearth::new(&format!(
         "[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-         api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n",
+         api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n{extra}",
         fake.url()
     ))
 }
@@ -756,4 +761,35 @@ fn without_a_daemon_hearth_groups_says_to_start_one() {
     let h = Hearth::new("");
     let error = h.cmd(&["groups", "show", "crew"]).fails();
     assert!(error.contains("hearth is not running"), "{error}");
+}
+
+#[test]
+fn a_member_over_its_budget_fails_its_deliverable_and_the_owner_hears_why() {
+    let fake = FakeLlm::start();
+    Script::new(vec![vec![submit(diamond())]]).play(&fake);
+    let h = home_with(&fake, "[groups]\nmax_steps = 1\n");
+    let _daemon = start(&h);
+    staff(&h);
+    h.cmd(&["groups", "mission", "crew", "Build"]).ok();
+    wait_status(&h, "awaiting-approval");
+    h.cmd(&["groups", "approve", "crew"]).ok();
+    wait_until("D1 to fail", || deliverable(&h, "D1").0 == "failed");
+    for key in ["D2", "D3", "D4"] {
+        wait_until("the rest to be blocked", || {
+            deliverable(&h, key).0 == "blocked"
+        });
+    }
+    let why = "its member hit its 1 model calls ([groups] max_steps)";
+    wait_until("the owner to hear", || {
+        told(&h).iter().any(|t| t.contains(why))
+    });
+    let error: String = h
+        .db()
+        .query_row(
+            "SELECT error FROM group_deliverables WHERE key = 'D1'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(error, why);
 }

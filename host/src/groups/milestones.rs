@@ -24,6 +24,15 @@ const CARD_DAYS: i64 = 7;
 impl Groups {
     /// After any change to group `id`: the folder and the live view.
     pub(super) fn changed(&self, id: i64) {
+        self.refresh(id, true);
+    }
+
+    /// Writes the folder of group `id` (with `files`) and pushes its view
+    /// to the channels that show groups.
+    fn refresh(&self, id: i64, files: bool) {
+        if !files && !self.events.shows_groups() {
+            return;
+        }
         let read = {
             let conn = self.cold.lock();
             store::by_id(&conn, id).and_then(|g| {
@@ -42,19 +51,24 @@ impl Groups {
                 return;
             }
         };
-        if let Err(e) = mirror::write(&self.dir, &group, &members, &deliverables, &posts) {
-            tracing::warn!(group = %group.name, "cannot write the group's folder: {e}");
+        if files {
+            if let Err(e) = mirror::write(&self.dir, &group, &members, &deliverables, &posts) {
+                tracing::warn!(group = %group.name, "cannot write the group's folder: {e}");
+            }
         }
-        self.events
-            .group(view::of(&group, &members, &deliverables, &posts));
+        if self.events.shows_groups() {
+            self.events
+                .group(view::of(&group, &members, &deliverables, &posts));
+        }
     }
 
-    /// At start: every group's view again (a channel keeps the last one it
-    /// was sent), and the cards of plans still waiting.
+    /// At start: the view of every group not archived (a channel keeps
+    /// the last one it was sent), and the cards of plans still waiting.
+    /// The folders are as the last change left them.
     pub(super) fn announce_all(&self) {
         let groups = store::list(&self.cold.lock()).unwrap_or_default();
-        for group in groups {
-            self.changed(group.id);
+        for group in groups.into_iter().filter(|g| g.status != Status::Archived) {
+            self.refresh(group.id, false);
             if group.status == Status::AwaitingApproval && group.plan_errors.is_empty() {
                 if let Some(plan) = &group.plan {
                     self.card(&group, plan);

@@ -116,6 +116,11 @@ impl ChannelEvents {
         self.queue(event, |name| name == channel);
     }
 
+    /// Whether any channel shows agent groups.
+    pub fn shows_groups(&self) -> bool {
+        !self.groups.is_empty()
+    }
+
     /// Queues a group's view for every channel that shows groups.
     pub fn group(&self, view: hearth_sdk::protocol::GroupView) {
         let groups = &self.groups;
