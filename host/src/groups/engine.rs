@@ -398,16 +398,12 @@ impl Groups {
             tracing::warn!(group = %group.name, "the leader wrote no summary: {why}");
             prompts::fallback_summary(&group, &deliverables, &why)
         });
-        {
-            let conn = self.cold.lock();
-            store::complete(&conn, id, &summary)?;
-            store::post(&conn, id, None, None, "system", "The mission is complete.")?;
-        }
+        let told = format!("Group {} completed its mission.\n\n{summary}", group.name);
+        self.milestone(&told, |conn| {
+            store::complete(conn, id, &summary)?;
+            store::post(conn, id, None, None, "system", "The mission is complete.")
+        })?;
         self.changed(id);
-        self.tell_owner(&format!(
-            "Group {} completed its mission.\n\n{summary}",
-            group.name
-        ));
         Ok(())
     }
 
@@ -488,11 +484,14 @@ impl Groups {
     /// A deliverable failed: its member errored, what waits on it is
     /// blocked, the leader and the owner are told.
     fn fail(&self, group: &Group, d: &Deliverable, why: &str) -> Result<(), super::GroupError> {
-        {
-            let conn = self.cold.lock();
-            store::finish_deliverable(&conn, group.id, d, Err(why))?;
+        let told = format!(
+            "Group {}: {} \"{}\" failed ({}): {why}",
+            group.name, d.key, d.title, d.assignee_name
+        );
+        self.milestone(&told, |conn| {
+            store::finish_deliverable(conn, group.id, d, Err(why))?;
             store::post(
-                &conn,
+                conn,
                 group.id,
                 None,
                 Some(&d.key),
@@ -502,35 +501,30 @@ impl Groups {
                      the rest once the running work settles.",
                     d.key, d.assignee_name
                 ),
-            )?;
-        }
+            )
+        })?;
         self.changed(group.id);
-        self.tell_owner(&format!(
-            "Group {}: {} \"{}\" failed ({}): {why}",
-            group.name, d.key, d.title, d.assignee_name
-        ));
         Ok(())
     }
 
     /// The leader could not plan: the mission stops; the owner is told.
     fn planning_failed(&self, group: &Group, why: &str) -> Result<(), super::GroupError> {
-        {
-            let conn = self.cold.lock();
-            store::set_status(&conn, group.id, Status::Failed)?;
+        let told = format!(
+            "Group {} could not plan its mission: {why}. Give it the mission again when this is fixed.",
+            group.name
+        );
+        self.milestone(&told, |conn| {
+            store::set_status(conn, group.id, Status::Failed)?;
             store::post(
-                &conn,
+                conn,
                 group.id,
                 None,
                 None,
                 "system",
                 &format!("Planning failed: {why}"),
-            )?;
-        }
+            )
+        })?;
         self.changed(group.id);
-        self.tell_owner(&format!(
-            "Group {} could not plan its mission: {why}. Give it the mission again when this is fixed.",
-            group.name
-        ));
         Ok(())
     }
 

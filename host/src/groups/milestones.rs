@@ -77,6 +77,26 @@ impl Groups {
         }
     }
 
+    /// Makes `change` and queues `told` for the owner in one transaction:
+    /// a milestone is never lost to a crash between the two.
+    pub(super) fn milestone(
+        &self,
+        told: &str,
+        change: impl FnOnce(&rusqlite::Connection) -> Result<(), super::GroupError>,
+    ) -> Result<(), super::GroupError> {
+        let (channel, chat) = self.reach.owner_address_or_later();
+        {
+            let conn = self.cold.lock();
+            store::atomic(&conn, || {
+                change(&conn)?;
+                crate::router::outbox::enqueue(&conn, &channel, &chat, told, &[])?;
+                Ok(())
+            })?;
+        }
+        self.router.outbox_wake.notify_one();
+        Ok(())
+    }
+
     /// A message for the owner, through the outbox.
     pub(super) fn tell_owner(&self, text: &str) {
         let (channel, chat) = self.reach.owner_address_or_later();
@@ -90,29 +110,31 @@ impl Groups {
     /// The leader's plan passed the checks: it runs at once with
     /// `auto_execute`, else it waits for the owner.
     pub(super) fn plan_ready(&self, group: &Group, plan: Plan) -> Result<(), super::GroupError> {
-        {
-            let conn = self.cold.lock();
-            store::store_plan(&conn, group.id, Some(&plan), &[], Status::AwaitingApproval)?;
+        let store = |conn: &rusqlite::Connection| {
+            store::store_plan(conn, group.id, Some(&plan), &[], Status::AwaitingApproval)?;
             store::post(
-                &conn,
+                conn,
                 group.id,
                 None,
                 None,
                 "system",
                 "The leader's plan is ready.",
-            )?;
-        }
-        let group = store::by_id(&self.cold.lock(), group.id)?;
+            )
+        };
         if group.auto_execute {
+            store(&self.cold.lock())?;
+            let group = store::by_id(&self.cold.lock(), group.id)?;
             return self.approve(&group, "auto_execute");
         }
-        self.changed(group.id);
-        self.tell_owner(&format!(
+        let told = format!(
             "Group {} has a plan for its mission:\n{}\n\nApprove it with /groups {0} approve, or \
              send it back with /groups {0} reject REASON.",
             group.name,
             plan_lines(&plan)
-        ));
+        );
+        self.milestone(&told, store)?;
+        self.changed(group.id);
+        let group = store::by_id(&self.cold.lock(), group.id)?;
         self.card(&group, &plan);
         Ok(())
     }
@@ -125,17 +147,24 @@ impl Groups {
         plan: Option<Plan>,
         errors: &[String],
     ) -> Result<(), super::GroupError> {
-        {
-            let conn = self.cold.lock();
+        let shown = plan.as_ref().map(plan_lines).unwrap_or_default();
+        let told = format!(
+            "Group {0}'s leader could not make a valid plan. Problems:\n- {1}\n{shown}\n\nAssign \
+             it by hand (/groups {0} assign ID MEMBER, or hearth groups plan {0} FILE), then \
+             approve it with /groups {0} approve.",
+            group.name,
+            errors.join("\n- ")
+        );
+        self.milestone(&told, |conn| {
             store::store_plan(
-                &conn,
+                conn,
                 group.id,
                 plan.as_ref(),
                 errors,
                 Status::AwaitingApproval,
             )?;
             store::post(
-                &conn,
+                conn,
                 group.id,
                 None,
                 None,
@@ -144,17 +173,9 @@ impl Groups {
                     "The leader's plan was refused twice; it needs assigning by hand:\n- {}",
                     errors.join("\n- ")
                 ),
-            )?;
-        }
+            )
+        })?;
         self.changed(group.id);
-        let shown = plan.as_ref().map(plan_lines).unwrap_or_default();
-        self.tell_owner(&format!(
-            "Group {0}'s leader could not make a valid plan. Problems:\n- {1}\n{shown}\n\nAssign \
-             it by hand (/groups {0} assign ID MEMBER, or hearth groups plan {0} FILE), then \
-             approve it with /groups {0} approve.",
-            group.name,
-            errors.join("\n- ")
-        ));
         Ok(())
     }
 

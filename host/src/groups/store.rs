@@ -167,6 +167,25 @@ pub struct Post {
     pub at_ms: i64,
 }
 
+/// Runs `change` all or nothing: inside a savepoint, so it nests in a
+/// caller's (a milestone stored with the message that tells the owner).
+pub fn atomic<T>(
+    conn: &Connection,
+    change: impl FnOnce() -> Result<T, GroupError>,
+) -> Result<T, GroupError> {
+    conn.execute_batch("SAVEPOINT group_change")?;
+    match change() {
+        Ok(value) => {
+            conn.execute_batch("RELEASE group_change")?;
+            Ok(value)
+        }
+        Err(e) => {
+            conn.execute_batch("ROLLBACK TO group_change; RELEASE group_change")?;
+            Err(e)
+        }
+    }
+}
+
 /// Creates a group, named `name` or given a free random name.
 pub fn create(conn: &Connection, name: Option<&str>, random: u64) -> Result<Group, GroupError> {
     let name = match name {
@@ -274,36 +293,36 @@ pub fn add_member(
 /// Removes a member; when it led, the next member leads.
 pub fn remove_member(conn: &Connection, group: &Group, agent: &str) -> Result<(), GroupError> {
     let member = member_named(conn, group, agent)?;
-    let tx = conn.unchecked_transaction()?;
-    tx.execute(
-        "DELETE FROM group_members WHERE group_id = ?1 AND agent_id = ?2",
-        params![group.id, member.agent_id],
-    )?;
-    if member.leader {
-        tx.execute(
-            "UPDATE group_members SET leader = 1 WHERE group_id = ?1 AND position = \
-             (SELECT min(position) FROM group_members WHERE group_id = ?1)",
-            [group.id],
+    atomic(conn, || {
+        conn.execute(
+            "DELETE FROM group_members WHERE group_id = ?1 AND agent_id = ?2",
+            params![group.id, member.agent_id],
         )?;
-    }
-    tx.commit()?;
-    Ok(())
+        if member.leader {
+            conn.execute(
+                "UPDATE group_members SET leader = 1 WHERE group_id = ?1 AND position = \
+             (SELECT min(position) FROM group_members WHERE group_id = ?1)",
+                [group.id],
+            )?;
+        }
+        Ok(())
+    })
 }
 
 /// Makes member `agent` the leader.
 pub fn set_leader(conn: &Connection, group: &Group, agent: &str) -> Result<(), GroupError> {
     let member = member_named(conn, group, agent)?;
-    let tx = conn.unchecked_transaction()?;
-    tx.execute(
-        "UPDATE group_members SET leader = 0 WHERE group_id = ?1",
-        [group.id],
-    )?;
-    tx.execute(
-        "UPDATE group_members SET leader = 1 WHERE group_id = ?1 AND agent_id = ?2",
-        params![group.id, member.agent_id],
-    )?;
-    tx.commit()?;
-    Ok(())
+    atomic(conn, || {
+        conn.execute(
+            "UPDATE group_members SET leader = 0 WHERE group_id = ?1",
+            [group.id],
+        )?;
+        conn.execute(
+            "UPDATE group_members SET leader = 1 WHERE group_id = ?1 AND agent_id = ?2",
+            params![group.id, member.agent_id],
+        )?;
+        Ok(())
+    })
 }
 
 /// The members, in the order they joined.
@@ -364,24 +383,24 @@ pub fn set_status(conn: &Connection, group: i64, status: Status) -> Result<(), G
 
 /// Starts a mission: a fresh plan round, nothing left of the last mission.
 pub fn start_mission(conn: &Connection, group: i64, mission: &str) -> Result<(), GroupError> {
-    let tx = conn.unchecked_transaction()?;
-    tx.execute(
-        "DELETE FROM group_deliverables WHERE group_id = ?1",
-        [group],
-    )?;
-    tx.execute("DELETE FROM group_posts WHERE group_id = ?1", [group])?;
-    tx.execute(
+    atomic(conn, || {
+        conn.execute(
+            "DELETE FROM group_deliverables WHERE group_id = ?1",
+            [group],
+        )?;
+        conn.execute("DELETE FROM group_posts WHERE group_id = ?1", [group])?;
+        conn.execute(
         "UPDATE group_members SET state = 'idle', progress = '', blockers = '' WHERE group_id = ?1",
         [group],
     )?;
-    tx.execute(
-        "UPDATE groups SET status = 'planning', mission = ?2, plan = NULL, plan_errors = NULL, \
+        conn.execute(
+            "UPDATE groups SET status = 'planning', mission = ?2, plan = NULL, plan_errors = NULL, \
          plan_tries = 0, plan_round = 1, replan_reason = NULL, summary = NULL, updated_at_ms = ?3 \
          WHERE id = ?1",
-        params![group, mission, now_ms()],
-    )?;
-    tx.commit()?;
-    Ok(())
+            params![group, mission, now_ms()],
+        )?;
+        Ok(())
+    })
 }
 
 /// Records a failed plan check of this round; returns the tries so far.
@@ -426,20 +445,20 @@ pub fn replan(conn: &Connection, group: i64, reason: &str) -> Result<(), GroupEr
 /// complete, and starts executing.
 pub fn execute(conn: &Connection, group: &Group, plan: &Plan) -> Result<(), GroupError> {
     let members = members(conn, group.id)?;
-    let tx = conn.unchecked_transaction()?;
-    tx.execute(
-        "DELETE FROM group_deliverables WHERE group_id = ?1 AND status != 'complete'",
-        [group.id],
-    )?;
-    for d in &plan.deliverables {
-        let assignee = members
-            .iter()
-            .find(|m| m.name.eq_ignore_ascii_case(d.assignee.trim()))
-            .ok_or_else(|| GroupError::NotAMember {
-                agent: d.assignee.clone(),
-                group: group.name.clone(),
-            })?;
-        tx.execute(
+    atomic(conn, || {
+        conn.execute(
+            "DELETE FROM group_deliverables WHERE group_id = ?1 AND status != 'complete'",
+            [group.id],
+        )?;
+        for d in &plan.deliverables {
+            let assignee = members
+                .iter()
+                .find(|m| m.name.eq_ignore_ascii_case(d.assignee.trim()))
+                .ok_or_else(|| GroupError::NotAMember {
+                    agent: d.assignee.clone(),
+                    group: group.name.clone(),
+                })?;
+            conn.execute(
             "INSERT INTO group_deliverables (group_id, key, round, title, description, assignee, depends_on) \
              VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)",
             params![
@@ -452,18 +471,18 @@ pub fn execute(conn: &Connection, group: &Group, plan: &Plan) -> Result<(), Grou
                 serde_json::to_string(&d.depends_on).unwrap_or_else(|_| "[]".into())
             ],
         )?;
-    }
-    tx.execute(
-        "UPDATE group_members SET state = 'idle', blockers = '' WHERE group_id = ?1",
-        [group.id],
-    )?;
-    tx.execute(
-        "UPDATE groups SET status = 'executing', plan_errors = NULL, replan_reason = NULL, \
+        }
+        conn.execute(
+            "UPDATE group_members SET state = 'idle', blockers = '' WHERE group_id = ?1",
+            [group.id],
+        )?;
+        conn.execute(
+            "UPDATE groups SET status = 'executing', plan_errors = NULL, replan_reason = NULL, \
          updated_at_ms = ?2 WHERE id = ?1",
-        params![group.id, now_ms()],
-    )?;
-    tx.commit()?;
-    Ok(())
+            params![group.id, now_ms()],
+        )?;
+        Ok(())
+    })
 }
 
 /// The deliverables, in plan order.
@@ -511,23 +530,23 @@ pub fn start_deliverable(
     group: &Group,
     d: &Deliverable,
 ) -> Result<i64, GroupError> {
-    let tx = conn.unchecked_transaction()?;
-    tx.execute(
+    atomic(conn, || {
+        conn.execute(
         "INSERT INTO sessions (agent_id, channel, chat, started_at_ms) VALUES (?1, 'group', ?2, ?3)",
         params![d.assignee, format!("{}/{}", group.name, d.key), now_ms()],
     )?;
-    let session = tx.last_insert_rowid();
-    tx.execute(
+        let session = conn.last_insert_rowid();
+        conn.execute(
         "UPDATE group_deliverables SET status = 'running', session_id = ?3, starts = starts + 1, \
          started_at_ms = ?4 WHERE group_id = ?1 AND key = ?2",
         params![group.id, d.key, session, now_ms()],
     )?;
-    tx.execute(
+        conn.execute(
         "UPDATE group_members SET state = 'working', blockers = '' WHERE group_id = ?1 AND agent_id = ?2",
         params![group.id, d.assignee],
     )?;
-    tx.commit()?;
-    Ok(session)
+        Ok(session)
+    })
 }
 
 /// Ends a running deliverable: `complete` with its result, or `failed`
@@ -538,46 +557,46 @@ pub fn finish_deliverable(
     d: &Deliverable,
     outcome: Result<&str, &str>,
 ) -> Result<(), GroupError> {
-    let tx = conn.unchecked_transaction()?;
-    let (status, result, error, member) = match outcome {
-        Ok(result) => ("complete", Some(result), None, "idle"),
-        Err(why) => ("failed", None, Some(why), "errored"),
-    };
-    tx.execute(
+    atomic(conn, || {
+        let (status, result, error, member) = match outcome {
+            Ok(result) => ("complete", Some(result), None, "idle"),
+            Err(why) => ("failed", None, Some(why), "errored"),
+        };
+        conn.execute(
         "UPDATE group_deliverables SET status = ?3, result = ?4, error = ?5, finished_at_ms = ?6 \
          WHERE group_id = ?1 AND key = ?2 AND status = 'running'",
         params![group, d.key, status, result, error, now_ms()],
     )?;
-    tx.execute(
-        "UPDATE group_members SET state = ?3 WHERE group_id = ?1 AND agent_id = ?2",
-        params![group, d.assignee, member],
-    )?;
-    if outcome.is_err() {
-        // Everything that waits on it, directly or not, is blocked.
-        let all = deliverables(&tx, group)?;
-        let mut blocked: BTreeSet<&str> = [d.key.as_str()].into();
-        loop {
-            let more: Vec<&str> = all
-                .iter()
-                .filter(|x| x.status == "pending" && !blocked.contains(x.key.as_str()))
-                .filter(|x| x.depends_on.iter().any(|k| blocked.contains(k.as_str())))
-                .map(|x| x.key.as_str())
-                .collect();
-            if more.is_empty() {
-                break;
-            }
-            for key in more {
-                tx.execute(
-                    "UPDATE group_deliverables SET status = 'blocked', error = ?3 \
+        conn.execute(
+            "UPDATE group_members SET state = ?3 WHERE group_id = ?1 AND agent_id = ?2",
+            params![group, d.assignee, member],
+        )?;
+        if outcome.is_err() {
+            // Everything that waits on it, directly or not, is blocked.
+            let all = deliverables(conn, group)?;
+            let mut blocked: BTreeSet<&str> = [d.key.as_str()].into();
+            loop {
+                let more: Vec<&str> = all
+                    .iter()
+                    .filter(|x| x.status == "pending" && !blocked.contains(x.key.as_str()))
+                    .filter(|x| x.depends_on.iter().any(|k| blocked.contains(k.as_str())))
+                    .map(|x| x.key.as_str())
+                    .collect();
+                if more.is_empty() {
+                    break;
+                }
+                for key in more {
+                    conn.execute(
+                        "UPDATE group_deliverables SET status = 'blocked', error = ?3 \
                      WHERE group_id = ?1 AND key = ?2",
-                    params![group, key, format!("blocked: {} failed", d.key)],
-                )?;
-                blocked.insert(key);
+                        params![group, key, format!("blocked: {} failed", d.key)],
+                    )?;
+                    blocked.insert(key);
+                }
             }
         }
-    }
-    tx.commit()?;
-    Ok(())
+        Ok(())
+    })
 }
 
 /// Adds an entry to the comms log.

@@ -175,26 +175,24 @@ impl Groups {
             }
             "group_post" => match (args["type"].as_str(), text("content")) {
                 (Some("complete"), Ok(result)) => {
-                    let done = {
-                        let conn = self.cold.lock();
-                        store::finish_deliverable(&conn, group.id, d, Ok(&result)).and_then(|()| {
-                            store::post(
-                                &conn,
-                                group.id,
-                                Some(d.assignee),
-                                Some(&d.key),
-                                "complete",
-                                &result,
-                            )
-                        })
-                    };
+                    let told = format!(
+                        "Group {}: {} \"{}\" is complete ({}).",
+                        group.name, d.key, d.title, d.assignee_name
+                    );
+                    let done = self.milestone(&told, |conn| {
+                        store::finish_deliverable(conn, group.id, d, Ok(&result))?;
+                        store::post(
+                            conn,
+                            group.id,
+                            Some(d.assignee),
+                            Some(&d.key),
+                            "complete",
+                            &result,
+                        )
+                    });
                     return Some(match done {
                         Ok(()) => {
                             self.changed(group.id);
-                            self.tell_owner(&format!(
-                                "Group {}: {} \"{}\" is complete ({}).",
-                                group.name, d.key, d.title, d.assignee_name
-                            ));
                             Handled {
                                 result: Ok(
                                     json!({ "ok": true, "deliverable": d.key, "status": "complete" }),
