@@ -40,6 +40,8 @@ fn the_group_view_follows_a_mission_live_in_chromium() {
     );
     let _daemon = start(&h);
     staff(&h);
+    // A second group, to pick between.
+    h.cmd(&["groups", "create", "spare"]).ok();
     let canvas = Canvas::of(h.home());
 
     browser.run("groups.test.mjs", &canvas, &[], |step| match step {

@@ -180,6 +180,13 @@ async function main() {
   assertEq(await groupsTab.getAttribute("aria-selected"), "true", "the Groups tab is selected");
   await waitVisible(groupView(page), "the view of crew");
   {
+    const picks = await page.getByTestId("group-pick").evaluateAll((els) => els.map((e) => [e.getAttribute("aria-label"), e.getAttribute("aria-pressed")]));
+    assertEq(picks, [["crew: idle", "true"], ["spare: idle", "false"]], "the groups listed with their status, crew shown");
+    await page.getByRole("button", { name: "spare: idle" }).click();
+    await waitVisible(page.getByRole("tabpanel", { name: "Groups" }).getByRole("article", { name: "spare" }), "the view of spare");
+    assertEq((await snapshot(page)).members, [], "spare has no members");
+    await page.getByRole("button", { name: "crew: idle" }).click();
+    await waitVisible(groupView(page), "the view of crew again");
     const g = await snapshot(page);
     assertEq(g.status, "idle", "a new group is idle");
     assertEq(g.members.map((m) => [m.name, m.leader]), [["ada", true], ["bob", false], ["cyd", false]], "members, ada leading");
@@ -221,6 +228,7 @@ async function main() {
   await second.card.getByRole("button", { name: "Approve" }).click();
   await waitVisible(page.locator(`[data-testid="confirmation"][data-id="${second.id}"][data-state="approved"]`), "the second card to turn approved");
   await waitUntil(page, "a deliverable to run", () => !!document.querySelector('[data-testid="deliverable"][data-status="running"]'));
+  await groupView(page).screenshot({ path: path.join(ARTIFACTS, "group-view-running.png") });
   await waitUntil(page, "a member at work", () => !!document.querySelector('[data-testid="member"][data-state="working"]'));
   await waitUntil(page, "the group to complete", () => document.querySelector('[data-testid="group"]')?.dataset.status === "complete");
   const done = await snapshot(page);
@@ -228,6 +236,7 @@ async function main() {
     const rec = await page.evaluate(() => window.groupRecorder);
     log("recorded:", JSON.stringify(rec));
     assertEq(done.summary, "SUMMARY: the mission is done.", "the leader's summary");
+    assertEq(await page.getByRole("button", { name: "crew: complete" }).getAttribute("aria-pressed"), "true", "the list shows crew complete");
     assertEq(done.deliverables.map((d) => d.status), ["complete", "complete", "complete", "complete"], "every deliverable complete");
     for (const id of ["D1", "D2", "D3", "D4"]) {
       const seen = rec.deliverables[id] || [];

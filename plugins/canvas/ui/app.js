@@ -78,8 +78,8 @@
  *   [data-testid="tab-groups"]    "Groups"), shown once a group is known; the
  *                                 open tab is kept per browser tab
  *   [data-testid="groups"]        the groups panel (role=tabpanel "Groups")
- *   [data-testid="group-pick"]    a group to show (a button, data-name,
- *                                 aria-pressed), listed when there are two or more
+ *   [data-testid="group-pick"]    a group to show: a button, data-name,
+ *                                 aria-pressed, named "NAME: STATUS"
  *   [data-testid="group"]         the shown group (role=article, named by the
  *                                 group): data-name, data-status; inside:
  *                                 "group-name", "group-status", "mission",
@@ -1708,7 +1708,6 @@
     renderTabs();
     for (const name of groupPicks.keys()) if (!state.groups.has(name)) groupPicks.delete(name);
     reconcile(ui.groupList, names.map(groupPick));
-    ui.groupList.hidden = names.length < 2;
     renderGroup(state.pane.group === null ? null : state.groups.get(state.pane.group));
   }
 
