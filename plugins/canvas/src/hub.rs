@@ -6,7 +6,9 @@
 //! behind gets the whole state again (`hello`) instead of a gap. The
 //! transcript and the confirmations are not kept here: they live in the
 //! host's store, read through `channel.history` when a browser connects,
-//! so a restart loses nothing.
+//! so a restart loses nothing; only the cards the host does not store (a
+//! group's plan, which the host announces again when it starts) are
+//! remembered here. So are the agent groups' last views.
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -123,11 +125,29 @@ impl Hub {
             .unwrap_or_default();
         let messages: Vec<Value> = history.messages.iter().map(history_frame).collect();
         let elements = lock(&self.elements).clone();
+        let mut confirmations: Vec<Value> = history
+            .confirmations
+            .iter()
+            .map(confirmation_json)
+            .collect();
+        // Cards the host does not store (a group's plan) are only known
+        // from their events: a browser that connects later sees them too.
+        confirmations.extend(
+            lock(&self.confirmations)
+                .iter()
+                .filter(|r| {
+                    !history
+                        .confirmations
+                        .iter()
+                        .any(|h| h.request.id == r.request.id)
+                })
+                .map(confirmation_json),
+        );
         json!({
             "type": "hello",
             "history": messages,
             "canvas": elements,
-            "confirmations": history.confirmations.iter().map(confirmation_json).collect::<Vec<_>>(),
+            "confirmations": confirmations,
             "status": self.status_json(),
             "streaming": streaming,
             "tool_output": outputs,

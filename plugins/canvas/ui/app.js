@@ -52,7 +52,15 @@
  *                                 [data-testid="tool"], "command" (when set),
  *                                 "cwd" and "mode" (when set),
  *                                 "args" (pretty JSON), "reason", "fingerprint",
- *                                 "countdown" (while pending), "outcome" (after)
+ *                                 "countdown" (while pending), "outcome" (after).
+ *                                 A card whose tool is "group plan" shows the
+ *                                 plan instead of the command: [data-testid=
+ *                                 "plan"] with "plan-group", "plan-summary" and
+ *                                 one "plan-deliverable" (data-id) a line; the
+ *                                 args JSON in a closed <details>; no "always";
+ *                                 while pending a [data-testid="deny-reason"]
+ *                                 text box (named "Why send it back? …") whose
+ *                                 text Deny sends as the frame's `reason`
  *   [data-testid="composer"]      the textarea
  *   [data-testid="send"]          the send button (disabled while uploading)
  *   [data-testid="stop"]          sends /stop; shown only while the agent is busy
@@ -66,6 +74,28 @@
  *   [data-testid="job"]           one of them; data-id, data-kind ("reminder"/
  *                                 "task"); inside: [data-testid="when"] (its next
  *                                 run in the owner's zone) and "text"
+ *   [data-testid="tab-canvas"]    the side pane's tabs (role=tab "Canvas" and
+ *   [data-testid="tab-groups"]    "Groups"), shown once a group is known; the
+ *                                 open tab is kept per browser tab
+ *   [data-testid="groups"]        the groups panel (role=tabpanel "Groups")
+ *   [data-testid="group-pick"]    a group to show: a button, data-name,
+ *                                 aria-pressed, named "NAME: STATUS"
+ *   [data-testid="group"]         the shown group (role=article, named by the
+ *                                 group): data-name, data-status; inside:
+ *                                 "group-name", "group-status", "mission",
+ *                                 "plan-summary", "plan-errors", "summary" (its
+ *                                 section hidden until the leader's summary);
+ *                                 "members": [data-testid="member"] (data-name,
+ *                                 data-state, data-leader; named "NAME[, leader]:
+ *                                 STATE[, PROGRESS]") with "name", "leader",
+ *                                 "state", "progress"; "deliverables":
+ *                                 [data-testid="deliverable"] (data-id,
+ *                                 data-status; named "ID TITLE, ASSIGNEE: STATUS
+ *                                 [, after IDS]") with "id", "title", "assignee",
+ *                                 "status", "after"; "comms" (role=log "Comms
+ *                                 log", oldest first): [data-testid="post"]
+ *                                 (data-kind, data-who: "hearth" for its own)
+ *                                 with "text". Updated in place, node by node
  *   [data-testid="canvas"]        the canvas pane's element list, oldest first
  *   [data-testid="element"]       a canvas element; data-id, data-type (the
  *                                 element's type as sent, also when unsupported);
@@ -83,6 +113,8 @@
   const LOGIN_CHECK_AFTER = 3;
   const OFFLINE_AFTER = 5;
   const PENDING_STORE = "hearth.canvas.pending";
+  const PANE_STORE = "hearth.canvas.pane";
+  const MAX_REASON_CHARS = 2000;
   const MAX_OUTPUT_CHARS = 64 * 1024;
   const VIDEO_EXT = /\.(mp4|m4v|webm|ogv|ogg|mov)$/i;
 
@@ -122,6 +154,9 @@
     answered: new Set(),
     pending: loadPending(),
     answers: new Map(),
+    reasons: new Map(),
+    groups: new Map(),
+    pane: loadPane(),
     status: { agent: "idle", model: null, working: [], connected: true },
     chips: [],
   };
@@ -252,6 +287,24 @@
       else sessionStorage.removeItem(PENDING_STORE);
     } catch {
       /* storage full or disabled: the pending list still lives in memory */
+    }
+  }
+
+  /* The side pane's open tab and chosen group, kept per tab across reloads. */
+  function loadPane() {
+    try {
+      const v = JSON.parse(sessionStorage.getItem(PANE_STORE) || "{}");
+      return { tab: v && v.tab === "groups" ? "groups" : "canvas", group: v && typeof v.group === "string" ? v.group : null };
+    } catch {
+      return { tab: "canvas", group: null };
+    }
+  }
+
+  function savePane() {
+    try {
+      sessionStorage.setItem(PANE_STORE, JSON.stringify(state.pane));
+    } catch {
+      /* storage full or disabled: the choice lasts until the reload */
     }
   }
 
@@ -411,6 +464,9 @@
       case "schedule":
         renderUpcoming(f.jobs);
         break;
+      case "group":
+        onGroup(f.group);
+        break;
       case "error":
         onError(f);
         break;
@@ -446,6 +502,8 @@
     state.status = { agent: "idle", model: null, working: [], connected: true };
     onStatus(f.status || {});
     renderUpcoming(f.schedule);
+    state.groups = new Map();
+    for (const g of Array.isArray(f.groups) ? f.groups : []) if (g && typeof g.name === "string") state.groups.set(g.name, g);
 
     conn.ready = true;
     conn.hellos++;
@@ -458,11 +516,12 @@
     state.pending = state.pending.filter((p) => !stored.has(p.id) && p.state !== "sent");
     for (const p of state.pending) if (p.state === "sending") transmit(p);
     savePending();
-    for (const [id, approve] of state.answers) sendFrame({ type: "confirm", id, approve });
+    for (const [id, a] of state.answers) sendFrame({ type: "confirm", id, ...a });
 
     stickChat = true;
     renderChat();
     renderCanvas(null);
+    renderGroups();
   }
 
   function onAck(id) {
@@ -534,6 +593,8 @@
       if (i >= 0) state.elements[i] = f.element;
       else state.elements.push(f.element);
       renderCanvas(f.element.id);
+      if (!ui.canvasPanel.hidden) return;
+      ui.tabCanvas.classList.add("fresh");
     } else if (f.op === "remove") {
       state.elements = state.elements.filter((e) => e.id !== f.id);
       renderCanvas(null);
@@ -548,8 +609,17 @@
     const id = String(c.id);
     const known = state.confirmations.get(id);
     state.confirmations.set(id, known ? { ...known, ...c } : c);
-    if (c.state !== "pending") state.answers.delete(id);
+    if (c.state !== "pending") {
+      state.answers.delete(id);
+      state.reasons.delete(id);
+    }
     scheduleChat();
+  }
+
+  function onGroup(g) {
+    if (!g || typeof g.name !== "string") return;
+    state.groups.set(g.name, g);
+    renderGroups();
   }
 
   function onError(f) {
@@ -616,9 +686,13 @@
     scheduleChat();
   }
 
-  function answer(id, approve, always) {
-    state.answers.set(id, approve);
-    sendFrame({ type: "confirm", id, approve, always: Boolean(always) });
+  /* `reason` goes only with a denial: a group's plan goes back to its leader with it. */
+  function answer(id, approve, always, reason) {
+    const a = { approve, always: Boolean(always) };
+    const why = !approve && typeof reason === "string" ? reason.trim().slice(0, MAX_REASON_CHARS) : "";
+    if (why) a.reason = why;
+    state.answers.set(id, a);
+    sendFrame({ type: "confirm", id, ...a });
     scheduleChat();
   }
 
@@ -1065,6 +1139,8 @@
     return `${OUTCOME[st]}${by}`;
   }
 
+  const GROUP_PLAN = "group plan";
+
   function confirmationNode(src) {
     const c = src.c;
     const id = String(c.id);
@@ -1085,10 +1161,15 @@
         h("code", { class: "tool", "data-testid": "tool", text: tool }),
       ),
     ];
-    if (typeof c.command === "string") {
-      parts.push(h("div", { class: "field-label", text: "Command" }), h("pre", { class: "command", "data-testid": "command" }, h("code", { text: c.command })));
+    const plan = tool === GROUP_PLAN && c.args && typeof c.args === "object" ? c.args : null;
+    if (plan) {
+      parts.push(planNode(plan), h("details", { class: "raw-args" }, h("summary", { text: "Arguments" }), h("pre", { class: "args", "data-testid": "args" }, h("code", { text: argsText }))));
+    } else {
+      if (typeof c.command === "string") {
+        parts.push(h("div", { class: "field-label", text: "Command" }), h("pre", { class: "command", "data-testid": "command" }, h("code", { text: c.command })));
+      }
+      parts.push(h("div", { class: "field-label", text: "Arguments" }), h("pre", { class: "args", "data-testid": "args" }, h("code", { text: argsText })));
     }
-    parts.push(h("div", { class: "field-label", text: "Arguments" }), h("pre", { class: "args", "data-testid": "args" }, h("code", { text: argsText })));
     if (c.reason) parts.push(h("p", { class: "reason", "data-testid": "reason", text: String(c.reason) }));
     const facts = h("dl", { class: "facts" });
     if (typeof c.cwd === "string") facts.append(h("dt", { text: "Directory" }), h("dd", null, h("code", { "data-testid": "cwd", text: c.cwd })));
@@ -1097,7 +1178,9 @@
     facts.append(h("dt", { text: "Fingerprint" }), h("dd", null, h("code", { "data-testid": "fingerprint", title: print, text: print.length > 16 ? `${print.slice(0, 16)}…` : print })));
     if (st === "pending") facts.append(h("dt", { text: "Time" }), h("dd", null, countdown));
     parts.push(facts);
-    if (st === "pending") {
+    if (st === "pending" && plan) {
+      parts.push(planActions(id, src.answering));
+    } else if (st === "pending") {
       const busy = src.answering;
       parts.push(
         h(
@@ -1115,6 +1198,70 @@
     const node = h("article", { class: `card confirm ${st}`, "data-testid": "confirmation", "data-id": id, "data-state": st, role: "group", "aria-label": `${st === "pending" ? "Approval needed" : OUTCOME[st]}: ${tool}` }, parts);
     node.hearthCountdown = st === "pending" ? { el: countdown, at: Number(c.expires_at_ms) } : null;
     return node;
+  }
+
+  /* A group's plan, from its card's args: {group, mission, summary, deliverables}. Text from agents: textContent only. */
+  function planNode(p) {
+    const list = Array.isArray(p.deliverables) ? p.deliverables.filter((d) => d && typeof d === "object") : [];
+    return h(
+      "div",
+      { class: "plan", "data-testid": "plan" },
+      h("div", { class: "field-label", text: "Group" }),
+      h("p", { class: "plan-group", "data-testid": "plan-group", text: cellText(p.group) }),
+      p.mission ? [h("div", { class: "field-label", text: "Mission" }), h("p", { class: "plan-mission", text: cellText(p.mission) })] : null,
+      h("div", { class: "field-label", text: "Summary" }),
+      h("p", { class: "plan-summary", "data-testid": "plan-summary", text: cellText(p.summary) }),
+      h("div", { class: "field-label", text: `Deliverables (${list.length})` }),
+      h(
+        "ol",
+        { class: "plan-list", "aria-label": "Planned deliverables" },
+        list.map((d) => {
+          const deps = Array.isArray(d.depends_on) ? d.depends_on.map(cellText) : [];
+          return h(
+            "li",
+            { class: "plan-item", "data-testid": "plan-deliverable", "data-id": cellText(d.id) },
+            h("code", { class: "d-id", text: cellText(d.id) }),
+            " ",
+            h("span", { class: "d-title", text: cellText(d.title) }),
+            " ",
+            h("span", { class: "d-assignee", text: `— ${cellText(d.assignee)}` }),
+            deps.length ? [" ", h("span", { class: "d-after", text: `(after ${deps.join(", ")})` })] : null,
+          );
+        }),
+      ),
+    );
+  }
+
+  /* Approve, or deny with an optional reason that goes back to the group's leader. */
+  function planActions(id, busy) {
+    const input = h("input", {
+      type: "text",
+      class: "reason-input",
+      "data-testid": "deny-reason",
+      maxlength: String(MAX_REASON_CHARS),
+      placeholder: "e.g. split the backend in two",
+      disabled: busy,
+    });
+    input.value = state.reasons.get(id) || "";
+    input.addEventListener("input", () => state.reasons.set(id, input.value));
+    const deny = () => answer(id, false, false, input.value);
+    input.addEventListener("keydown", (e) => {
+      if (e.key !== "Enter" || e.isComposing) return;
+      e.preventDefault();
+      deny();
+    });
+    return h(
+      "div",
+      { class: "plan-actions" },
+      h("label", { class: "reason-label" }, h("span", { text: "Why send it back? (optional, goes to the leader)" }), input),
+      h(
+        "div",
+        { class: "actions" },
+        h("button", { type: "button", class: "btn approve", "data-testid": "approve", disabled: busy, text: "Approve", title: "Start carrying out the plan", onclick: () => answer(id, true) }),
+        h("button", { type: "button", class: "btn deny", "data-testid": "deny", disabled: busy, text: "Deny", title: "Send the plan back to the leader, with the reason, to plan again", onclick: deny }),
+        busy ? h("span", { class: "answering", text: "sending…" }) : null,
+      ),
+    );
   }
 
   function tickCountdowns() {
@@ -1489,6 +1636,300 @@
     return legend ? [svg, legend] : [svg];
   }
 
+  /* ---------- groups ---------- */
+
+  // The side pane shows the canvas or, once a group is known, the agent
+  // groups (tabs). A group's view is built once and updated in place on
+  // every `group` frame: members, deliverables and comms entries keep
+  // their nodes, keyed, so a live change is a change of text and
+  // attributes, not a new page. Everything from the agents goes in as text.
+
+  const GROUP_STATUS = {
+    idle: "idle",
+    planning: "planning",
+    "awaiting-approval": "waiting for approval",
+    executing: "executing",
+    complete: "complete",
+    failed: "failed",
+    archived: "archived",
+  };
+  const DELIVERABLE_MARK = { planned: "○", pending: "·", running: "▶", complete: "✓", failed: "✗", blocked: "⊘" };
+  const groupPicks = new Map();
+  const shown = { name: null, parts: null, members: new Map(), deliverables: new Map(), posts: new Map() };
+
+  function setText(el, text) {
+    if (el.textContent !== text) el.textContent = text;
+  }
+
+  function setData(el, key, value) {
+    if (el.dataset[key] !== value) el.dataset[key] = value;
+  }
+
+  function setLabel(el, label) {
+    if (el.getAttribute("aria-label") !== label) el.setAttribute("aria-label", label);
+  }
+
+  function groupsTab() {
+    return state.groups.size > 0 && state.pane.tab === "groups";
+  }
+
+  function selectTab(tab, focus) {
+    state.pane.tab = tab;
+    savePane();
+    renderTabs();
+    if (tab === "canvas") ui.tabCanvas.classList.remove("fresh");
+    if (focus) (tab === "groups" ? ui.tabGroups : ui.tabCanvas).focus();
+  }
+
+  function selectGroup(name) {
+    state.pane.group = name;
+    savePane();
+    renderGroups();
+  }
+
+  function renderTabs() {
+    const groups = groupsTab();
+    ui.paneTabs.hidden = state.groups.size === 0;
+    for (const [tab, on] of [[ui.tabCanvas, !groups], [ui.tabGroups, groups]]) {
+      tab.setAttribute("aria-selected", String(on));
+      tab.tabIndex = on ? 0 : -1;
+    }
+    ui.canvasPanel.hidden = groups;
+    ui.groupsPanel.hidden = !groups;
+  }
+
+  function renderGroups() {
+    const names = [...state.groups.keys()].sort(collator.compare);
+    if (!state.groups.has(state.pane.group)) {
+      const open = names.find((n) => state.groups.get(n).status !== "archived");
+      state.pane.group = open || names[0] || null;
+    }
+    setText(ui.groupsCount, names.length ? String(names.length) : "");
+    renderTabs();
+    for (const name of groupPicks.keys()) if (!state.groups.has(name)) groupPicks.delete(name);
+    reconcile(ui.groupList, names.map(groupPick));
+    renderGroup(state.pane.group === null ? null : state.groups.get(state.pane.group));
+  }
+
+  function groupPick(name) {
+    let e = groupPicks.get(name);
+    if (!e) {
+      const status = h("span", { class: "group-status" });
+      const btn = h("button", { type: "button", class: "group-pick", "data-testid": "group-pick", "data-name": name, onclick: () => selectGroup(name) }, h("span", { class: "group-pick-name", text: name }), status);
+      e = { li: h("li", null, btn), btn, status };
+      groupPicks.set(name, e);
+    }
+    const st = String(state.groups.get(name).status || "");
+    setText(e.status, GROUP_STATUS[st] || st);
+    setData(e.status, "status", st);
+    e.btn.setAttribute("aria-pressed", String(name === state.pane.group));
+    setLabel(e.btn, `${name}: ${GROUP_STATUS[st] || st}`);
+    return e.li;
+  }
+
+  function groupSkeleton() {
+    const p = {
+      title: h("h2", { class: "group-title", id: "group-title", "data-testid": "group-name" }),
+      status: h("span", { class: "group-status badge", "data-testid": "group-status" }),
+      mission: h("p", { class: "group-mission", "data-testid": "mission" }),
+      planSummary: h("p", { class: "group-plan", "data-testid": "plan-summary" }),
+      errors: h("ul", { class: "group-errors", "data-testid": "plan-errors", "aria-label": "Problems with the plan" }),
+      summaryText: h("p", { class: "group-summary-text", "data-testid": "summary" }),
+      members: h("ul", { class: "members", "data-testid": "members", "aria-labelledby": "group-members-head" }),
+      deliverables: h("ol", { class: "deliverables", "data-testid": "deliverables", "aria-labelledby": "group-deliverables-head" }),
+      posts: h("ol", { class: "comms", "data-testid": "comms", role: "log", "aria-labelledby": "group-comms-head", "aria-live": "polite", tabindex: "0" }),
+      empty: h("p", { class: "muted comms-empty", text: "Nothing posted yet." }),
+    };
+    p.missionBlock = h("section", { class: "group-block", "aria-label": "Mission" }, h("div", { class: "field-label", text: "Mission" }), p.mission);
+    p.planBlock = h("section", { class: "group-block", "aria-label": "Plan" }, h("div", { class: "field-label", text: "Plan" }), p.planSummary, p.errors);
+    p.summaryBlock = h("section", { class: "group-block group-summary", "aria-label": "Summary" }, h("div", { class: "field-label", text: "Summary" }), p.summaryText);
+    p.root = h(
+      "article",
+      { class: "group", "data-testid": "group", "aria-labelledby": "group-title" },
+      h("header", { class: "group-head" }, p.title, p.status),
+      p.missionBlock,
+      p.planBlock,
+      p.summaryBlock,
+      h("h3", { class: "group-sub", id: "group-members-head", text: "Members" }),
+      p.members,
+      h("h3", { class: "group-sub", id: "group-deliverables-head", text: "Deliverables" }),
+      p.deliverables,
+      h("h3", { class: "group-sub", id: "group-comms-head", text: "Comms log" }),
+      p.posts,
+      p.empty,
+    );
+    return p;
+  }
+
+  function renderGroup(g) {
+    if (!g) {
+      ui.groupDetail.replaceChildren();
+      shown.name = null;
+      return;
+    }
+    if (shown.name !== g.name || !shown.parts) {
+      shown.name = g.name;
+      shown.parts = groupSkeleton();
+      shown.members = new Map();
+      shown.deliverables = new Map();
+      shown.posts = new Map();
+      ui.groupDetail.replaceChildren(shown.parts.root);
+    }
+    const p = shown.parts;
+    const st = String(g.status || "");
+    setData(p.root, "name", g.name);
+    setData(p.root, "status", st);
+    setText(p.title, g.name);
+    setText(p.status, GROUP_STATUS[st] || st);
+    setData(p.status, "status", st);
+    setText(p.mission, typeof g.mission === "string" && g.mission ? g.mission : "No mission yet.");
+    const errors = Array.isArray(g.plan_errors) ? g.plan_errors.map(cellText) : [];
+    p.planBlock.hidden = !g.plan_summary && !errors.length;
+    setText(p.planSummary, cellText(g.plan_summary));
+    if (p.errors.hearthErrors !== errors.join("\n")) {
+      p.errors.hearthErrors = errors.join("\n");
+      p.errors.replaceChildren(...errors.map((e) => h("li", { text: e })));
+    }
+    p.summaryBlock.hidden = !g.summary;
+    setText(p.summaryText, cellText(g.summary));
+
+    const members = Array.isArray(g.members) ? g.members.filter((m) => m && typeof m.name === "string") : [];
+    reconcile(p.members, keyed(shown.members, members, (m) => m.name, memberNode, updateMember));
+    const deliverables = Array.isArray(g.deliverables) ? g.deliverables.filter((d) => d && typeof d.id === "string") : [];
+    reconcile(p.deliverables, keyed(shown.deliverables, deliverables, (d) => d.id, deliverableNode, updateDeliverable));
+
+    const log = p.posts;
+    const atEnd = log.scrollHeight - log.scrollTop - log.clientHeight < 32;
+    const posts = Array.isArray(g.posts) ? g.posts.filter((x) => x && typeof x === "object") : [];
+    const seen = new Map();
+    const postKey = (x) => {
+      const base = [x.at_ms, x.who, x.kind, x.deliverable, x.content].map(cellText).join("\u0000");
+      const n = (seen.get(base) || 0) + 1;
+      seen.set(base, n);
+      return `${base}\u0000${n}`;
+    };
+    reconcile(log, keyed(shown.posts, posts, postKey, postNode, () => {}));
+    p.empty.hidden = posts.length > 0;
+    if (atEnd) log.scrollTop = log.scrollHeight;
+  }
+
+  /* The nodes for `items` in order, each kept in `cache` under `key(item)`, made once and updated on every call. */
+  function keyed(cache, items, key, make, update) {
+    const keep = new Set();
+    const nodes = items.map((item) => {
+      const k = key(item);
+      keep.add(k);
+      let node = cache.get(k);
+      if (!node) {
+        node = make(item);
+        cache.set(k, node);
+      }
+      update(node, item);
+      return node;
+    });
+    for (const k of cache.keys()) if (!keep.has(k)) cache.delete(k);
+    return nodes;
+  }
+
+  function memberNode() {
+    const parts = {
+      name: h("span", { class: "member-name", "data-testid": "name" }),
+      lead: h("span", { class: "badge leader", "data-testid": "leader", text: "★ leader" }),
+      state: h("span", { class: "badge state", "data-testid": "state" }),
+      role: h("span", { class: "member-role" }),
+      progress: h("p", { class: "member-progress", "data-testid": "progress" }),
+    };
+    const li = h("li", { class: "member", "data-testid": "member" }, h("div", { class: "member-head" }, parts.name, parts.lead, parts.role, parts.state), parts.progress);
+    li.hearthParts = parts;
+    return li;
+  }
+
+  function updateMember(li, m) {
+    const p = li.hearthParts;
+    const st = cellText(m.state);
+    const progress = cellText(m.progress);
+    setData(li, "name", m.name);
+    setData(li, "state", st);
+    setData(li, "leader", String(m.leader === true));
+    setText(p.name, m.name);
+    p.lead.hidden = m.leader !== true;
+    setText(p.role, m.role ? cellText(m.role) : "");
+    setText(p.state, st);
+    setData(p.state, "state", st);
+    setText(p.progress, progress);
+    p.progress.hidden = !progress;
+    setLabel(li, `${m.name}${m.leader === true ? ", leader" : ""}: ${st}${progress ? `, ${progress}` : ""}`);
+  }
+
+  function deliverableNode() {
+    const parts = {
+      mark: h("span", { class: "d-mark", "aria-hidden": "true" }),
+      id: h("code", { class: "d-id", "data-testid": "id" }),
+      title: h("span", { class: "d-title", "data-testid": "title" }),
+      assignee: h("span", { class: "d-assignee", "data-testid": "assignee" }),
+      status: h("span", { class: "badge d-status", "data-testid": "status" }),
+      after: h("span", { class: "d-after", "data-testid": "after" }),
+    };
+    const li = h(
+      "li",
+      { class: "deliverable", "data-testid": "deliverable" },
+      h("div", { class: "d-head" }, parts.mark, parts.id, parts.title, parts.status),
+      h("div", { class: "d-meta" }, parts.assignee, parts.after),
+    );
+    li.hearthParts = parts;
+    return li;
+  }
+
+  function updateDeliverable(li, d) {
+    const p = li.hearthParts;
+    const st = cellText(d.status);
+    const deps = Array.isArray(d.depends_on) ? d.depends_on.map(cellText) : [];
+    const after = deps.length ? `after ${deps.join(", ")}` : "";
+    setData(li, "id", d.id);
+    setData(li, "status", st);
+    setText(p.mark, DELIVERABLE_MARK[st] || "·");
+    setText(p.id, d.id);
+    setText(p.title, cellText(d.title));
+    setText(p.assignee, cellText(d.assignee));
+    setText(p.status, st);
+    setText(p.after, after);
+    p.after.hidden = !after;
+    setLabel(li, `${d.id} ${cellText(d.title)}, ${cellText(d.assignee)}: ${st}${after ? `, ${after}` : ""}`);
+  }
+
+  function postNode(x) {
+    const at = Number(x.at_ms);
+    const who = x.who ? cellText(x.who) : "hearth";
+    const kind = cellText(x.kind);
+    return h(
+      "li",
+      { class: `post kind-${kind.replace(/[^a-z-]/gi, "")}`, "data-testid": "post", "data-kind": kind, "data-who": who },
+      h(
+        "div",
+        { class: "post-head" },
+        at ? h("time", { datetime: new Date(at).toISOString(), title: fmtFull(at), text: fmtTime(at) }) : null,
+        h("span", { class: "post-who", text: who }),
+        h("span", { class: "badge post-kind", text: kind }),
+        x.deliverable ? h("code", { class: "d-id", text: cellText(x.deliverable) }) : null,
+      ),
+      h("p", { class: "post-text", "data-testid": "text", text: cellText(x.content) }),
+    );
+  }
+
+  function onTabKey(e) {
+    const order = [ui.tabCanvas, ui.tabGroups];
+    const i = order.indexOf(document.activeElement);
+    if (i < 0) return;
+    let next = null;
+    if (e.key === "ArrowRight" || e.key === "ArrowDown") next = order[(i + 1) % order.length];
+    else if (e.key === "ArrowLeft" || e.key === "ArrowUp") next = order[(i + order.length - 1) % order.length];
+    else if (e.key === "Home") next = order[0];
+    else if (e.key === "End") next = order[order.length - 1];
+    if (!next) return;
+    e.preventDefault();
+    selectTab(next === ui.tabGroups ? "groups" : "canvas", true);
+  }
+
   /* ---------- composer ---------- */
 
   function autoGrow() {
@@ -1521,6 +1962,14 @@
     ui.record = document.querySelector('[data-testid="record"]');
     ui.chips = document.getElementById("chips");
     ui.toasts = document.getElementById("toasts");
+    ui.paneTabs = document.getElementById("pane-tabs");
+    ui.tabCanvas = document.getElementById("tab-canvas");
+    ui.tabGroups = document.getElementById("tab-groups");
+    ui.groupsCount = document.getElementById("groups-count");
+    ui.canvasPanel = document.getElementById("canvas-panel");
+    ui.groupsPanel = document.getElementById("groups-panel");
+    ui.groupList = document.querySelector('[data-testid="group-list"]');
+    ui.groupDetail = document.querySelector('[data-testid="group-detail"]');
 
     ui.form.addEventListener("submit", (e) => {
       e.preventDefault();
@@ -1577,6 +2026,10 @@
     renderChips();
     renderChat();
     renderCanvas(null);
+    ui.tabCanvas.addEventListener("click", () => selectTab("canvas", false));
+    ui.tabGroups.addEventListener("click", () => selectTab("groups", false));
+    ui.paneTabs.addEventListener("keydown", onTabKey);
+    renderGroups();
     connect();
   }
 
