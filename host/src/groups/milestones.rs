@@ -278,7 +278,7 @@ pub(super) fn plan_lines(plan: &Plan) -> String {
         } else {
             format!(" (after {})", d.depends_on.join(", "))
         };
-        text.push_str(&format!("\n{}: {} — {}{after}", d.id, d.title, d.assignee));
+        text.push_str(&format!("\n- {}: {} — {}{after}", d.id, d.title, d.assignee));
     }
     text.trim().to_owned()
 }
