@@ -197,33 +197,68 @@ impl Groups {
             "deliverables": deliverables,
         });
         let now = now_ms();
-        self.events
-            .broadcast(&ChannelEvent::Confirmation(ConfirmationRequest {
-                id: card_id(group),
-                tool: "group plan".into(),
-                fingerprint: crate::policy::confirm::fingerprint("group plan", &args),
-                command: Some(plan_lines(plan)),
-                args,
-                cwd: None,
-                mode: None,
-                reason: format!(
-                    "group {}'s leader planned the mission: approve to start it, deny to send it back",
-                    group.name
-                ),
-                at_ms: now,
-                expires_at_ms: now + CARD_DAYS * 24 * 3_600_000,
-            }));
+        let request = ConfirmationRequest {
+            id: card_id(group),
+            tool: "group plan".into(),
+            fingerprint: crate::policy::confirm::fingerprint("group plan", &args),
+            command: Some(plan_lines(plan)),
+            args,
+            cwd: None,
+            mode: None,
+            reason: format!(
+                "group {}'s leader planned the mission: approve to start it, deny to send it back",
+                group.name
+            ),
+            at_ms: now,
+            expires_at_ms: now + CARD_DAYS * 24 * 3_600_000,
+        };
+        // Stored like a tool call's question, so a channel that rebuilds
+        // its cards from the history (a reloaded canvas) shows it; a
+        // restart shows it again under the same id.
+        let stored = self.cold.lock().execute(
+            "INSERT OR REPLACE INTO confirmations (id, tool, args, command, reason, fingerprint, \
+             at_ms, expires_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+            rusqlite::params![
+                request.id,
+                request.tool,
+                request.args.to_string(),
+                request.command,
+                request.reason,
+                request.fingerprint,
+                request.at_ms,
+                request.expires_at_ms
+            ],
+        );
+        if let Err(e) = stored {
+            tracing::warn!(group = %group.name, "cannot store the plan's card: {e}");
+        }
+        self.events.broadcast(&ChannelEvent::Confirmation(request));
     }
 
-    /// Marks the card of `group`'s plan decided on every channel.
+    /// Marks the card of `group`'s plan decided, stored and on every
+    /// channel.
     pub(super) fn card_decided(&self, group: &Group, approved: bool, by: &str) {
+        let state = if approved {
+            ConfirmationState::Approved
+        } else {
+            ConfirmationState::Denied
+        };
+        let stored = self.cold.lock().execute(
+            "UPDATE confirmations SET state = ?2, decided_by = ?3, decided_at_ms = ?4 \
+             WHERE id = ?1 AND state = 'pending'",
+            rusqlite::params![
+                card_id(group),
+                if approved { "approved" } else { "denied" },
+                by,
+                now_ms()
+            ],
+        );
+        if let Err(e) = stored {
+            tracing::warn!(group = %group.name, "cannot record the plan card's answer: {e}");
+        }
         self.events.broadcast(&ChannelEvent::ConfirmationDecided {
             id: card_id(group),
-            state: if approved {
-                ConfirmationState::Approved
-            } else {
-                ConfirmationState::Denied
-            },
+            state,
             decided_by: by.to_owned(),
         });
     }
@@ -278,7 +313,10 @@ pub(super) fn plan_lines(plan: &Plan) -> String {
         } else {
             format!(" (after {})", d.depends_on.join(", "))
         };
-        text.push_str(&format!("\n- {}: {} — {}{after}", d.id, d.title, d.assignee));
+        text.push_str(&format!(
+            "\n- {}: {} — {}{after}",
+            d.id, d.title, d.assignee
+        ));
     }
     text.trim().to_owned()
 }
