@@ -259,6 +259,8 @@ pub fn run(options: &Options) -> Report {
 /// How long to wait for the last answers once sending stops.
 const DRAIN: Duration = Duration::from_secs(120);
 
+/// Locks `mutex`, taking over a poisoned lock: a worker thread that panicked
+/// must not hide the figures of the others.
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex.lock().unwrap_or_else(PoisonError::into_inner)
 }
