@@ -2,155 +2,18 @@
 //! fake model playing the leader (by its planning prompt) and the members
 //! (by the deliverable their prompt names), the owner at `hearth groups`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::{Duration, Instant};
 
-use hearth_tests::canvas::{self, Canvas};
+use hearth_tests::Hearth;
+use hearth_tests::canvas::Canvas;
 use hearth_tests::control::Control;
-use hearth_tests::fake_llm::{
-    FakeLlm, Recorded, Reply, anthropic_error, anthropic_text, anthropic_tool_use,
-};
-use hearth_tests::{Daemon, Hearth, plugin};
+use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
+use hearth_tests::groups::{Script, Seen, diamond, home_with_canvas, staff, start, submit};
 use serde_json::{Value, json};
 
 const WAIT: Duration = Duration::from_secs(60);
-
-/// A member's model call: which deliverable, how many messages it sent,
-/// and when it arrived.
-#[derive(Clone, Debug)]
-struct Seen {
-    key: String,
-    messages: usize,
-    at: Instant,
-}
-
-/// What a script saw.
-struct Played {
-    seen: Arc<Mutex<Vec<Seen>>>,
-    leader: Arc<Mutex<Vec<String>>>,
-}
-
-/// What the fake model does for a group.
-struct Script {
-    /// The leader's plans: `[round][try]`, a reply for each.
-    plans: Vec<Vec<Reply>>,
-    /// The deliverable whose member's model call fails.
-    failing: Option<&'static str>,
-    /// The pause before each event of a member's first answer.
-    pace: Duration,
-    /// While set, a member's second call is answered slowly (a kill
-    /// lands in it).
-    stall: Arc<AtomicBool>,
-    /// Every member call, in arrival order.
-    seen: Arc<Mutex<Vec<Seen>>>,
-    /// The messages of every leader call, in arrival order.
-    leader: Arc<Mutex<Vec<String>>>,
-}
-
-impl Script {
-    fn new(plans: Vec<Vec<Reply>>) -> Script {
-        Script {
-            plans,
-            failing: None,
-            pace: Duration::from_millis(250),
-            stall: Arc::new(AtomicBool::new(false)),
-            seen: Arc::new(Mutex::new(Vec::new())),
-            leader: Arc::new(Mutex::new(Vec::new())),
-        }
-    }
-
-    /// Answers every request of `fake` by this script.
-    fn play(self, fake: &FakeLlm) -> Played {
-        let played = Played {
-            seen: Arc::clone(&self.seen),
-            leader: Arc::clone(&self.leader),
-        };
-        fake.respond_with(move |r| self.answer(r));
-        played
-    }
-
-    fn answer(&self, r: &Recorded) -> Reply {
-        let system = r.body["system"].as_str().unwrap_or_default();
-        let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
-        let first = messages.first().map(Value::to_string).unwrap_or_default();
-        if system.starts_with("You lead an agent group") {
-            self.leader
-                .lock()
-                .unwrap()
-                .push(Value::Array(messages.clone()).to_string());
-            if first.contains("Every deliverable of group") {
-                return anthropic_text("SUMMARY: the mission is done.");
-            }
-            let round = usize::from(first.contains("Why you plan again"));
-            let tries = &self.plans[round.min(self.plans.len() - 1)];
-            let attempt = usize::from(messages.len() > 1);
-            return tries[attempt.min(tries.len() - 1)].clone();
-        }
-        if system.starts_with("You are a member of an agent group") {
-            let key = system
-                .split("Your deliverable: ")
-                .nth(1)
-                .and_then(|rest| rest.split_whitespace().next())
-                .unwrap_or("?")
-                .to_owned();
-            self.seen.lock().unwrap().push(Seen {
-                key: key.clone(),
-                messages: messages.len(),
-                at: Instant::now(),
-            });
-            if self.failing == Some(key.as_str()) {
-                return anthropic_error(
-                    400,
-                    "invalid_request_error",
-                    "the fake model refuses D2",
-                    None,
-                );
-            }
-            if messages.len() == 1 {
-                let status = json!({ "state": "working", "progress": format!("on {key}") });
-                return paced(
-                    anthropic_tool_use(None, "toolu_status", "group_status", &status),
-                    self.pace,
-                );
-            }
-            let done = json!({ "type": "complete", "content": format!("result of {key}") });
-            let reply = anthropic_tool_use(None, "toolu_done", "group_post", &done);
-            if self.stall.load(Ordering::SeqCst) {
-                return paced(reply, Duration::from_secs(20));
-            }
-            return reply;
-        }
-        anthropic_text("ok")
-    }
-}
-
-fn paced(reply: Reply, gap: Duration) -> Reply {
-    match reply {
-        Reply::Sse(sse) => Reply::Paced { sse, gap },
-        other => other,
-    }
-}
-
-/// The leader hands in `deliverables` through `submit_plan`.
-fn submit(deliverables: Value) -> Reply {
-    anthropic_tool_use(
-        None,
-        "toolu_plan",
-        "submit_plan",
-        &json!({ "summary": "Build the thing", "deliverables": deliverables }),
-    )
-}
-
-/// D1 → D2, D1 → D3, (D2, D3) → D4.
-fn diamond() -> Value {
-    json!([
-        { "id": "D1", "title": "Design", "assignee": "ada" },
-        { "id": "D2", "title": "Backend", "assignee": "bob", "depends_on": ["D1"] },
-        { "id": "D3", "title": "Frontend", "assignee": "cyd", "depends_on": ["D1"] },
-        { "id": "D4", "title": "Ship", "assignee": "ada", "depends_on": ["D2", "D3"] }
-    ])
-}
 
 fn home(fake: &FakeLlm) -> Hearth {
     home_with(fake, "")
@@ -163,46 +26,6 @@ fn home_with(fake: &FakeLlm, extra: &str) -> Hearth {
          api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n{extra}",
         fake.url()
     ))
-}
-
-/// As [`home`], with the canvas: a channel that shows cards and groups.
-fn home_with_canvas(fake: &FakeLlm) -> Hearth {
-    Hearth::with_plugins(
-        &[plugin("canvas")],
-        &format!(
-            "{}[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
-             api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n",
-            canvas::CONFIG,
-            fake.url()
-        ),
-    )
-}
-
-fn start(h: &Hearth) -> Daemon {
-    h.daemon_with(|cmd| {
-        cmd.env("HEARTH_TEST_API_KEY", "sk-test");
-    })
-}
-
-/// Three sub-agents in group `crew`, ada leading.
-fn staff(h: &Hearth) {
-    for name in ["ada", "bob", "cyd"] {
-        let args = json!({
-            "action": "create", "name": name,
-            "system_prompt": format!("You are the {name} test agent."),
-            "allowed_tools": [],
-        });
-        h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
-            .ok();
-    }
-    h.cmd(&["groups", "create", "crew"]).ok();
-    for (name, role) in [
-        ("ada", "architect"),
-        ("bob", "backend"),
-        ("cyd", "frontend"),
-    ] {
-        h.cmd(&["groups", "add", "crew", name, "--role", role]).ok();
-    }
 }
 
 fn status(h: &Hearth) -> String {

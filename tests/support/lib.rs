@@ -19,6 +19,7 @@ pub mod fake_search;
 pub mod fake_signal;
 pub mod fake_speech;
 pub mod fake_telegram;
+pub mod groups;
 mod http_server;
 pub mod images;
 pub mod procs;
