@@ -16,8 +16,7 @@
 // plugins/canvas/ui/app.js documents both.
 
 import path from "node:path";
-import readline from "node:readline";
-import { ARTIFACTS, LOGIN, launch, run } from "./harness.mjs";
+import { ARTIFACTS, LOGIN, assert, assertEq, launch, run, stepper, waiters } from "./harness.mjs";
 
 const TIMEOUT_MS = 30_000;
 const STEP_ANSWER_TIMEOUT_MS = 120_000;
@@ -25,49 +24,8 @@ const REASON = "split the backend from the frontend first";
 
 console.log = console.error;
 const log = (...args) => console.error("[groups.test]", ...args);
-
-const stdinLines = readline.createInterface({ input: process.stdin, terminal: false })[Symbol.asyncIterator]();
-
-async function step(name) {
-  log(`step ${name}`);
-  process.stdout.write(`STEP ${name}\n`);
-  let timer;
-  const timeout = new Promise((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`no answer from the harness to STEP ${name}`)), STEP_ANSWER_TIMEOUT_MS);
-  });
-  const { value, done } = await Promise.race([stdinLines.next(), timeout]).finally(() => clearTimeout(timer));
-  if (done) throw new Error(`stdin closed while waiting for the answer to STEP ${name}`);
-  const line = value.trim();
-  if (line === "OK") return;
-  if (line.startsWith("FAIL")) throw new Error(`the harness failed STEP ${name}: ${line.slice(4).trim()}`);
-  throw new Error(`unexpected answer to STEP ${name}: ${JSON.stringify(line)}`);
-}
-
-function assert(cond, what) {
-  if (!cond) throw new Error(`assertion failed: ${what}`);
-}
-
-function assertEq(actual, expected, what) {
-  const a = JSON.stringify(actual);
-  const e = JSON.stringify(expected);
-  if (a !== e) throw new Error(`assertion failed: ${what}: expected ${e}, got ${a}`);
-}
-
-async function waitUntil(page, what, fn, arg) {
-  try {
-    return await page.waitForFunction(fn, arg, { timeout: TIMEOUT_MS, polling: 50 });
-  } catch (e) {
-    throw new Error(`timed out after ${TIMEOUT_MS} ms waiting for ${what}: ${e.message.split("\n")[0]}`);
-  }
-}
-
-async function waitVisible(locator, what) {
-  try {
-    await locator.first().waitFor({ state: "visible", timeout: TIMEOUT_MS });
-  } catch (e) {
-    throw new Error(`timed out after ${TIMEOUT_MS} ms waiting for ${what}: ${e.message.split("\n")[0]}`);
-  }
-}
+const step = stepper(log, STEP_ANSWER_TIMEOUT_MS);
+const { waitUntil, waitVisible } = waiters(TIMEOUT_MS);
 
 async function waitConnected(page) {
   await waitUntil(page, 'conn to show "connected"', () => document.querySelector('[data-testid="conn"]')?.textContent === "connected");

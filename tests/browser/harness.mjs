@@ -1,6 +1,7 @@
 // What the browser tests share: their environment, launching Debian's
-// Chromium, and the run wrapper that turns a thrown error into exit code 1
-// with a failure screenshot.
+// Chromium, the run wrapper that turns a thrown error into exit code 1
+// with a failure screenshot, the STEP/OK handshake with the Rust side, and
+// the assertions and waits.
 //
 //   HEARTH_CANVAS_LOGIN  the login URL, with ?token=...
 //   HEARTH_CANVAS_BASE   the origin, e.g. http://127.0.0.1:38123
@@ -8,6 +9,7 @@
 //   CHROMIUM             the browser binary (default /usr/bin/chromium)
 
 import path from "node:path";
+import readline from "node:readline";
 import { chromium } from "playwright-core";
 
 /** The value of environment variable `name`; throws when it is not set. */
@@ -52,4 +54,58 @@ export async function run(main, state, failure, log) {
   const { browser } = state();
   if (browser) await browser.close().catch(() => {});
   process.exit(code);
+}
+
+/**
+ * The script's side of the handshake: `step(name)` prints `STEP name` and
+ * waits up to `answerTimeoutMs` for the Rust side's `OK` (or `FAIL why`).
+ */
+export function stepper(log, answerTimeoutMs) {
+  const lines = readline.createInterface({ input: process.stdin, terminal: false })[Symbol.asyncIterator]();
+  return async function step(name) {
+    log(`step ${name}`);
+    process.stdout.write(`STEP ${name}\n`);
+    let timer;
+    const timeout = new Promise((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer from the harness to STEP ${name}`)), answerTimeoutMs);
+    });
+    const { value, done } = await Promise.race([lines.next(), timeout]).finally(() => clearTimeout(timer));
+    if (done) throw new Error(`stdin closed while waiting for the answer to STEP ${name}`);
+    const line = value.trim();
+    if (line === "OK") return;
+    if (line.startsWith("FAIL")) throw new Error(`the harness failed STEP ${name}: ${line.slice(4).trim()}`);
+    throw new Error(`unexpected answer to STEP ${name}: ${JSON.stringify(line)}`);
+  };
+}
+
+/** Throws `assertion failed: what` unless `cond`. */
+export function assert(cond, what) {
+  if (!cond) throw new Error(`assertion failed: ${what}`);
+}
+
+/** Throws unless `actual` and `expected` are the same as JSON. */
+export function assertEq(actual, expected, what) {
+  const a = JSON.stringify(actual);
+  const e = JSON.stringify(expected);
+  if (a !== e) throw new Error(`assertion failed: ${what}: expected ${e}, got ${a}`);
+}
+
+/** `waitUntil(page, what, fn, arg)` and `waitVisible(locator, what)`, each giving up after `timeoutMs` with a message naming `what`. */
+export function waiters(timeoutMs) {
+  return {
+    async waitUntil(page, what, fn, arg) {
+      try {
+        return await page.waitForFunction(fn, arg, { timeout: timeoutMs, polling: 50 });
+      } catch (e) {
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${e.message.split("\n")[0]}`);
+      }
+    },
+    async waitVisible(locator, what) {
+      try {
+        await locator.first().waitFor({ state: "visible", timeout: timeoutMs });
+      } catch (e) {
+        throw new Error(`timed out after ${timeoutMs} ms waiting for ${what}: ${e.message.split("\n")[0]}`);
+      }
+    },
+  };
 }
