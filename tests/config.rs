@@ -5,7 +5,7 @@ use hearth_tests::Hearth;
 
 #[test]
 fn bad_configs_are_refused_with_the_key_and_line() {
-    let cases: [(&str, &[&str]); 24] = [
+    let cases: [(&str, &[&str]); 27] = [
         ("colour = \"red\"\n", &["line 1", "colour"]),
         (
             "[llm]\nprovider = \"gpt\"\nmodel = \"m\"\n",
@@ -78,6 +78,15 @@ fn bad_configs_are_refused_with_the_key_and_line() {
             "[llm]\nprovider = \"openai\"\nmodel = \"m\"\n[llm.cheap]\nmodel = \"c\"\nbase_url = \"x\"\n",
             &["llm.cheap.base_url", "http://"],
         ),
+        (
+            "[groups]\nmax_steps = 0\n",
+            &["groups.max_steps", "1 to 500"],
+        ),
+        (
+            "[groups]\ndeliverable_timeout_ms = 10\n",
+            &["groups.deliverable_timeout_ms", "1000"],
+        ),
+        ("[groups]\nauto_run = true\n", &["line 2", "auto_run"]),
     ];
     for (text, expected) in cases {
         let h = Hearth::exact(text);
