@@ -541,6 +541,25 @@ fn the_plan_card_goes_back_with_a_reason_and_the_view_follows_live_on_the_canvas
     // A browser that connects now gets the same view.
     let (_, hello) = canvas.connect();
     assert_eq!(hello["groups"][0]["status"], "complete");
+    // Renamed, the group is one group under its new name.
+    let renamed = h
+        .cmd(&["groups", "rename", "crew", "old-crew"])
+        .ok()
+        .to_owned();
+    assert_eq!(renamed.trim(), "renamed crew to old-crew");
+    ws.wait_for(WAIT, |f| {
+        f["type"] == "group" && f["group"]["name"] == "old-crew"
+    });
+    let (_, hello) = canvas.connect();
+    let names: Vec<&str> = hello["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["old-crew"]);
+    assert!(h.home().join("groups/old-crew/plan.md").is_file());
+    assert!(!h.home().join("groups/crew").exists());
 }
 
 #[test]

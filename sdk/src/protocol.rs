@@ -642,6 +642,9 @@ pub enum ChannelEvent {
 /// An agent group as a channel shows it.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct GroupView {
+    /// Its id: stays when the group is renamed.
+    #[serde(default)]
+    pub id: i64,
     /// Its unique name (`brisk-crew`).
     pub name: String,
     /// `idle`, `planning`, `awaiting-approval`, `executing`, `complete`,

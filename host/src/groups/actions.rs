@@ -85,17 +85,16 @@ impl Groups {
             }
             "rename" => {
                 let g = group()?;
-                store::rename(&self.cold.lock(), &g, text("new_name")?).map(|()| {
-                    let (old, new) = (
-                        self.dir.join(&g.name),
-                        self.dir.join(text("new_name").unwrap_or_default()),
-                    );
+                let new_name = text("new_name")?;
+                store::rename(&self.cold.lock(), &g, new_name).map(|()| {
+                    // The folder follows; the next change rewrites it anyway.
+                    let old = self.dir.join(&g.name);
                     if old.exists() {
-                        if let Err(e) = std::fs::rename(&old, &new) {
-                            tracing::warn!("cannot move the group's folder: {e}");
+                        if let Err(e) = std::fs::rename(&old, self.dir.join(new_name)) {
+                            tracing::warn!(group = %new_name, "cannot move the group's folder: {e}");
                         }
                     }
-                    (g.id, format!("renamed {} to {}", g.name, new.display()))
+                    (g.id, format!("renamed {} to {new_name}", g.name))
                 })
             }
             "add_member" => {

@@ -18,6 +18,7 @@ pub fn of(
     posts: &[Post],
 ) -> GroupView {
     GroupView {
+        id: group.id,
         name: group.name.clone(),
         status: group.status.as_str().to_owned(),
         mission: group.mission.clone(),

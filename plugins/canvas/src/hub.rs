@@ -50,8 +50,9 @@ pub struct Hub {
     status: Mutex<(bool, Option<String>, Vec<String>)>,
     /// The scheduler's next jobs, as last heard.
     schedule: Mutex<Vec<UpcomingJob>>,
-    /// Each agent group as last heard, by name.
-    groups: Mutex<BTreeMap<String, GroupView>>,
+    /// Each agent group as last heard, by id (a renamed group replaces
+    /// its old view).
+    groups: Mutex<BTreeMap<i64, GroupView>>,
     confirmations: Mutex<VecDeque<ConfirmationRecord>>,
     /// The text streamed so far of each reply being generated. Deltas are
     /// broadcast while this lock is held, so a browser that subscribes
@@ -295,7 +296,7 @@ impl Hub {
             }
             ChannelEvent::Group(view) => {
                 let frame = json!({ "type": "group", "group": view });
-                lock(&self.groups).insert(view.name.clone(), view);
+                lock(&self.groups).insert(view.id, view);
                 frame
             }
             ChannelEvent::Schedule { jobs } => {

@@ -618,6 +618,8 @@
 
   function onGroup(g) {
     if (!g || typeof g.name !== "string") return;
+    // A renamed group comes under its new name, with the same id.
+    for (const [name, old] of state.groups) if (old.id && old.id === g.id && name !== g.name) state.groups.delete(name);
     state.groups.set(g.name, g);
     renderGroups();
   }
