@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use hearth_tests::Hearth;
 use hearth_tests::canvas::Canvas;
 use hearth_tests::control::Control;
-use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
+use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
 use hearth_tests::groups::{Script, Seen, diamond, home_with_canvas, staff, start, submit};
 use serde_json::{Value, json};
 
@@ -634,4 +634,101 @@ fn a_member_over_its_budget_fails_its_deliverable_and_the_owner_hears_why() {
         )
         .unwrap();
     assert_eq!(error, why);
+}
+
+#[test]
+fn the_main_agent_makes_a_group_and_gives_it_a_mission_but_never_approves() {
+    let fake = FakeLlm::start();
+    let h = home(&fake);
+    let _daemon = start(&h);
+    let args =
+        json!({ "action": "create", "name": "bob", "system_prompt": "b", "allowed_tools": [] });
+    h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
+        .ok();
+    let calls = [
+        (
+            "manage_groups",
+            json!({ "action": "create", "name": "duo" }),
+        ),
+        (
+            "manage_groups",
+            json!({ "action": "add_member", "group": "duo", "agent": "bob", "role": "does it all" }),
+        ),
+        (
+            "assign_mission",
+            json!({ "group": "duo", "mission": "Tidy the garage" }),
+        ),
+    ];
+    for (n, (tool, input)) in calls.iter().enumerate() {
+        fake.push(anthropic_tool_use(None, &format!("toolu_{n}"), tool, input));
+    }
+    fake.push(anthropic_text("The duo is on it."));
+    // The leader's planning turn (bob) gets a plan it can hand in.
+    fake.push_for(
+        "You lead an agent group",
+        anthropic_tool_use(
+        None,
+        "toolu_plan",
+        "submit_plan",
+        &json!({ "summary": "s", "deliverables": [{ "id": "D1", "title": "Tidy", "assignee": "bob" }] }),
+    ),
+    );
+    assert_eq!(
+        h.chat("get bob to tidy the garage").ok().trim(),
+        "The duo is on it."
+    );
+    wait_until("the plan", || {
+        h.db()
+            .query_row("SELECT status FROM groups WHERE name = 'duo'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .is_ok_and(|s| s == "awaiting-approval")
+    });
+    let shown = h.cmd(&["groups", "show", "duo"]).ok().to_owned();
+    assert!(
+        shown.contains("Members: ★bob (idle)") && shown.contains("Mission: Tidy the garage"),
+        "{shown}"
+    );
+    // Deciding a plan is not among the agent's actions.
+    let refused = h
+        .cmd(&[
+            "tool",
+            "call",
+            "manage_groups",
+            &json!({ "action": "approve", "group": "duo" }).to_string(),
+        ])
+        .fails();
+    assert!(refused.contains("action"), "{refused}");
+    assert_eq!(
+        h.db()
+            .query_row("SELECT status FROM groups WHERE name = 'duo'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .unwrap(),
+        "awaiting-approval"
+    );
+}
+
+#[test]
+fn a_new_leader_plans_the_next_mission() {
+    let fake = FakeLlm::start();
+    let leader = Script::new(vec![vec![submit(diamond())]])
+        .play(&fake)
+        .leader;
+    let h = home(&fake);
+    let _daemon = start(&h);
+    staff(&h);
+    h.cmd(&["groups", "leader", "crew", "bob"]).ok();
+    assert!(
+        h.cmd(&["groups", "show", "crew"])
+            .ok()
+            .contains("Members: ada (idle), ★bob (idle)")
+    );
+    h.cmd(&["groups", "mission", "crew", "Build"]).ok();
+    wait_status(&h, "awaiting-approval");
+    let asked = leader.lock().unwrap()[0].clone();
+    assert!(
+        asked.contains("- bob (leader: you): backend") && asked.contains("- ada: architect"),
+        "{asked}"
+    );
 }
