@@ -732,3 +732,30 @@ fn a_new_leader_plans_the_next_mission() {
         "{asked}"
     );
 }
+
+#[test]
+fn with_auto_execute_a_plan_runs_without_approval() {
+    let fake = FakeLlm::start();
+    let one = json!([{ "id": "D1", "title": "Design", "assignee": "ada" }]);
+    Script::new(vec![vec![submit(one)]]).play(&fake);
+    let h = home(&fake);
+    let _daemon = start(&h);
+    staff(&h);
+    h.cmd(&["groups", "create", "solo", "--auto-execute"]).ok();
+    h.cmd(&["groups", "add", "solo", "ada"]).ok();
+    h.cmd(&["groups", "mission", "solo", "Design", "it"]).ok();
+    wait_until("the mission to complete", || {
+        h.db()
+            .query_row("SELECT status FROM groups WHERE name = 'solo'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .is_ok_and(|s| s == "complete")
+    });
+    let told = told(&h);
+    assert!(!told.iter().any(|t| t.contains("has a plan")), "{told:#?}");
+    let log = std::fs::read_to_string(h.home().join("groups/solo/comms/log.md")).unwrap();
+    assert!(
+        log.contains("The plan runs without approval (auto_execute)."),
+        "{log}"
+    );
+}
