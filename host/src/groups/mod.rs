@@ -3,7 +3,7 @@
 //! dependencies; the members carry them out, in parallel where the
 //! dependencies allow; the owner approves the plan and follows the work.
 //!
-//! `store.rs` owns the tables and every change to them; `plan.rs` reads and
+//! `store/` owns the tables and every change to them; `plan.rs` reads and
 //! checks plans; `engine.rs` is the daemon's task that plans, starts,
 //! resumes and finishes work from what the tables say; `run.rs` is one
 //! agent's model loop inside a group; `prompts.rs` what each is told;
