@@ -6,9 +6,8 @@
 //! behind gets the whole state again (`hello`) instead of a gap. The
 //! transcript and the confirmations are not kept here: they live in the
 //! host's store, read through `channel.history` when a browser connects,
-//! so a restart loses nothing; only the cards the host does not store (a
-//! group's plan, which the host announces again when it starts) are
-//! remembered here. So are the agent groups' last views.
+//! so a restart loses nothing. The agent groups' last views are kept
+//! here (the host sends each group again when it starts).
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::Mutex;
@@ -126,29 +125,11 @@ impl Hub {
             .unwrap_or_default();
         let messages: Vec<Value> = history.messages.iter().map(history_frame).collect();
         let elements = lock(&self.elements).clone();
-        let mut confirmations: Vec<Value> = history
-            .confirmations
-            .iter()
-            .map(confirmation_json)
-            .collect();
-        // Cards the host does not store (a group's plan) are only known
-        // from their events: a browser that connects later sees them too.
-        confirmations.extend(
-            lock(&self.confirmations)
-                .iter()
-                .filter(|r| {
-                    !history
-                        .confirmations
-                        .iter()
-                        .any(|h| h.request.id == r.request.id)
-                })
-                .map(confirmation_json),
-        );
         json!({
             "type": "hello",
             "history": messages,
             "canvas": elements,
-            "confirmations": confirmations,
+            "confirmations": history.confirmations.iter().map(confirmation_json).collect::<Vec<_>>(),
             "status": self.status_json(),
             "streaming": streaming,
             "tool_output": outputs,
