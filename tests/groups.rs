@@ -759,3 +759,86 @@ fn with_auto_execute_a_plan_runs_without_approval() {
         "{log}"
     );
 }
+
+#[test]
+fn a_plan_the_leader_writes_to_plan_md_is_read() {
+    let fake = FakeLlm::start();
+    let h = home(&fake);
+    let _daemon = start(&h);
+    for (name, tools) in [("ada", json!(["write_file"])), ("bob", json!([]))] {
+        let args = json!({ "action": "create", "name": name, "system_prompt": "x", "allowed_tools": tools });
+        h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
+            .ok();
+    }
+    h.cmd(&["groups", "create", "pair"]).ok();
+    h.cmd(&["groups", "add", "pair", "ada"]).ok();
+    h.cmd(&["groups", "add", "pair", "bob"]).ok();
+    let file = h.home().join("groups/pair/plan.md");
+    let plan = "---\nsummary: From the file\ndeliverables:\n  - {id: W1, title: Write, assignee: bob}\n---\n";
+    let leader = "You lead an agent group";
+    fake.push_for(
+        leader,
+        anthropic_tool_use(
+            None,
+            "toolu_w",
+            "write_file",
+            &json!({ "path": file, "content": plan }),
+        ),
+    );
+    fake.push_for(leader, anthropic_text("The plan is in plan.md."));
+    h.cmd(&["groups", "mission", "pair", "Write", "it"]).ok();
+    wait_until("the plan", || {
+        h.db()
+            .query_row("SELECT status FROM groups WHERE name = 'pair'", [], |r| {
+                r.get::<_, String>(0)
+            })
+            .is_ok_and(|s| s == "awaiting-approval")
+    });
+    let shown = h.cmd(&["groups", "show", "pair"]).ok().to_owned();
+    assert!(
+        shown.contains("· W1 Write — bob") && !shown.contains("! "),
+        "{shown}"
+    );
+    let asked = fake.requests()[0].body.to_string();
+    assert!(
+        asked.contains(&file.display().to_string()),
+        "the leader is not told where plan.md is"
+    );
+}
+
+#[test]
+fn members_leave_and_groups_are_archived_between_missions() {
+    let fake = FakeLlm::start();
+    Script::new(vec![vec![submit(diamond())]]).play(&fake);
+    let h = home(&fake);
+    let _daemon = start(&h);
+    staff(&h);
+    // The leader leaves: the next member leads.
+    h.cmd(&["groups", "remove", "crew", "ada"]).ok();
+    let shown = h.cmd(&["groups", "show", "crew"]).ok().to_owned();
+    assert!(
+        shown.contains("Members: ★bob (idle), cyd (idle)"),
+        "{shown}"
+    );
+    h.cmd(&["groups", "add", "crew", "ada"]).ok();
+    h.cmd(&["groups", "mission", "crew", "Build"]).ok();
+    wait_status(&h, "awaiting-approval");
+    let busy = h.cmd(&["groups", "remove", "crew", "cyd"]).fails();
+    assert!(
+        busy.contains("crew is awaiting-approval: members leave between missions"),
+        "{busy}"
+    );
+    let again = h.cmd(&["groups", "mission", "crew", "Other"]).fails();
+    assert!(
+        again.contains("a group takes one mission at a time"),
+        "{again}"
+    );
+    h.cmd(&["groups", "archive", "crew"]).ok();
+    assert!(
+        h.cmd(&["groups"])
+            .ok()
+            .contains("crew — archived (3 members)")
+    );
+    let archived = h.cmd(&["groups", "mission", "crew", "More"]).fails();
+    assert!(archived.contains("crew is archived"), "{archived}");
+}

@@ -186,10 +186,10 @@ impl Groups {
             leader.agent_id,
             &format!("{}/plan-{}", group.name, group.plan_round),
         )?;
-        let ask = prompts::planning(&group, &members, &deliverables);
+        let plan_file = self.dir.join(&group.name).join("plan.md");
+        let ask = prompts::planning(&group, &members, &deliverables, &plan_file);
         let mut messages = vec![Message::user_text(ask)];
         run::store(&self.cold, session, &messages[0]);
-        let plan_file = self.dir.join(&group.name).join("plan.md");
         let written_before = modified(&plan_file);
         let run = Run {
             llm: &llm,

@@ -100,11 +100,19 @@ pub fn assignment(group: &Group, d: &Deliverable) -> String {
 }
 
 /// The leader's planning request: the mission, the members and their
-/// roles, and (in a later round) what is done and why it plans again.
-pub fn planning(group: &Group, members: &[Member], done: &[Deliverable]) -> String {
+/// roles, where a written plan goes (`plan_file`), and (in a later round)
+/// what is done and why it plans again.
+pub fn planning(
+    group: &Group,
+    members: &[Member],
+    done: &[Deliverable],
+    plan_file: &std::path::Path,
+) -> String {
     let mut ask = format!(
-        "Plan the mission of group {}.\n\nMission: {}\n\n## Members\n",
+        "Plan the mission of group {}. Hand the plan in with submit_plan, answer with it, or \
+         write it to {} (markdown with the YAML frontmatter).\n\nMission: {}\n\n## Members\n",
         group.name,
+        plan_file.display(),
         group.mission.as_deref().unwrap_or_default()
     );
     for m in members {
