@@ -214,13 +214,7 @@ impl Groups {
                 if name != tools::SUBMIT_PLAN {
                     return None;
                 }
-                let (plan, errors) = match plan::from_json(args) {
-                    Ok(plan) => {
-                        let errors = self.check(&group, &plan);
-                        (Some(plan), errors)
-                    }
-                    Err(e) => (None, vec![e]),
-                };
+                let (plan, errors) = self.judge(&group, plan::from_json(args));
                 if errors.is_empty() {
                     accepted = plan;
                     return Some(Handled {
@@ -248,13 +242,7 @@ impl Groups {
                             Err(e)
                         }
                     });
-                    let (plan, errors) = match candidate {
-                        Ok(plan) => {
-                            let errors = self.check(&group, &plan);
-                            (Some(plan), errors)
-                        }
-                        Err(e) => (None, vec![e]),
-                    };
+                    let (plan, errors) = self.judge(&group, candidate);
                     if errors.is_empty() {
                         accepted = plan;
                         break;
@@ -470,10 +458,21 @@ impl Groups {
         Ok(())
     }
 
-    /// Checks a plan against the group as it is now.
-    fn check(&self, group: &Group, plan: &plan::Plan) -> Vec<String> {
-        store::check_plan(&self.cold.lock(), group, plan)
-            .unwrap_or_else(|e| vec![format!("the plan could not be checked: {e}")])
+    /// A plan as read (or why it could not be), checked against the group
+    /// as it is now: the plan, and every problem with it.
+    fn judge(
+        &self,
+        group: &Group,
+        read: Result<plan::Plan, String>,
+    ) -> (Option<plan::Plan>, Vec<String>) {
+        match read {
+            Ok(plan) => {
+                let errors = store::check_plan(&self.cold.lock(), group, &plan)
+                    .unwrap_or_else(|e| vec![format!("the plan could not be checked: {e}")]);
+                (Some(plan), errors)
+            }
+            Err(e) => (None, vec![e]),
+        }
     }
 
     /// Counts a refused plan; returns the tries so far.

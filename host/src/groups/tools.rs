@@ -207,16 +207,7 @@ impl Groups {
                     });
                 }
                 (Some(kind @ ("status" | "finding" | "change" | "question")), Ok(content)) => {
-                    store::post(
-                        &self.cold.lock(),
-                        group.id,
-                        Some(d.assignee),
-                        Some(&d.key),
-                        kind,
-                        &content,
-                    )
-                    .map(|()| json!({ "ok": true }))
-                    .map_err(|e| e.to_string())
+                    self.own_post(group, d, kind, &content)
                 }
                 (_, Err(e)) => Err(e),
                 (other, _) => Err(format!(
@@ -229,16 +220,7 @@ impl Groups {
                 } else {
                     "interface"
                 };
-                store::post(
-                    &self.cold.lock(),
-                    group.id,
-                    Some(d.assignee),
-                    Some(&d.key),
-                    kind,
-                    &t,
-                )
-                .map(|()| json!({ "ok": true }))
-                .map_err(|e| e.to_string())
+                self.own_post(group, d, kind, &t)
             }),
             _ => return None,
         };
@@ -249,6 +231,28 @@ impl Groups {
             result,
             stop: false,
         })
+    }
+}
+
+impl Groups {
+    /// A member's post of `kind` about its deliverable, as a tool's result.
+    fn own_post(
+        &self,
+        group: &Group,
+        d: &Deliverable,
+        kind: &str,
+        text: &str,
+    ) -> Result<Value, String> {
+        store::post(
+            &self.cold.lock(),
+            group.id,
+            Some(d.assignee),
+            Some(&d.key),
+            kind,
+            text,
+        )
+        .map(|()| json!({ "ok": true }))
+        .map_err(|e| e.to_string())
     }
 }
 
