@@ -23,6 +23,7 @@ pub mod profiles;
 pub mod prompt;
 mod slash;
 pub mod stamp;
+pub mod step;
 mod stop;
 pub mod templates;
 mod tool_defs;

@@ -25,12 +25,12 @@ use rusqlite::params;
 use serde_json::{Value, json};
 
 use super::templates::WorkerSpec;
-use crate::llm::{Block, ChatRequest, Llm, Message, Role, ToolDef};
+use crate::llm::{Block, Llm, Message, Role, ToolDef};
 use crate::policy::{Caller, ToolScope};
 use crate::store::{Cold, now_ms};
 use crate::summary::Summaries;
 use crate::tools::{ToolRegistry, TurnContext};
-use crate::usage::{Call, Kind, Meter};
+use crate::usage::{Kind, Meter};
 
 /// Tools a worker never gets, whatever its list says: they reach people,
 /// channels, other agents, or spawn more workers.
@@ -343,32 +343,21 @@ impl Run<'_> {
                     so_far: self.last_text(),
                 };
             }
-            let request = ChatRequest {
-                system: system.clone(),
-                messages: messages.clone(),
-                tools: Arc::clone(&tools),
-                max_tokens: self.llm.max_tokens(),
+            let who = super::step::Who {
+                agent: self.agent,
+                session: self.session,
+                turn: self.turn,
+                kind: Kind::Worker,
             };
-            let response = match self.llm.complete(&request).await {
-                Ok(r) => r,
-                Err(e) => return Outcome::Failed(format!("the model failed: {e}")),
+            let (answer, used) = match super::step::ask(
+                self.llm, self.usage, &who, &system, &messages, &tools,
+            )
+            .await
+            {
+                Ok(step) => step,
+                Err(why) => return Outcome::Failed(why),
             };
-            self.usage.record(
-                &Call {
-                    agent: self.agent,
-                    session: Some(self.session),
-                    turn: self.turn,
-                    kind: Kind::Worker,
-                    provider: self.llm.provider(),
-                    model: &response.model,
-                },
-                &response.usage,
-            );
-            tokens += response.usage.total();
-            let answer = Message {
-                role: Role::Assistant,
-                content: response.content,
-            };
+            tokens += used;
             self.store(&answer);
             let calls: Vec<(String, String, Value)> = answer
                 .tool_uses()
@@ -399,15 +388,8 @@ impl Run<'_> {
             }
             let mut results = Vec::with_capacity(calls.len());
             for (id, name, input) in calls {
-                let (tools, caller) = (Arc::clone(self.tools), self.caller.clone());
-                let outcome =
-                    tokio::task::spawn_blocking(move || tools.call_as(&caller, &name, input, 0))
-                        .await;
-                let (content, is_error) = match outcome {
-                    Ok(Ok(value)) => (value.to_string(), false),
-                    Ok(Err(e)) => (e.to_string(), true),
-                    Err(e) => (format!("the tool call was lost: {e}"), true),
-                };
+                let (content, is_error) =
+                    super::step::call_tool(self.tools, &self.caller, name, input).await;
                 results.push(Block::ToolResult {
                     tool_use_id: id,
                     content,

@@ -13,11 +13,12 @@ use std::sync::Arc;
 use rusqlite::params;
 use serde_json::Value;
 
-use crate::llm::{Block, ChatRequest, Llm, Message, Role, ToolDef};
+use crate::agent::step::{self, Who};
+use crate::llm::{Block, Llm, Message, Role, ToolDef};
 use crate::policy::{Caller, ToolScope};
 use crate::store::{Cold, now_ms};
 use crate::tools::ToolRegistry;
-use crate::usage::{Call, Kind, Meter};
+use crate::usage::{Kind, Meter};
 
 /// Tools a group's agents never get in a group run, whatever their list
 /// says: they reach people, spawn agents or change groups and agents.
@@ -113,32 +114,18 @@ impl Run<'_> {
             if let Err(spent) = self.usage.check(None) {
                 return Ended::Bound(spent.bound());
             }
-            let request = ChatRequest {
-                system: self.system.clone(),
-                messages: messages.clone(),
-                tools: Arc::clone(&defs),
-                max_tokens: self.llm.max_tokens(),
+            let who = Who {
+                agent: self.agent,
+                session: self.session,
+                turn: None,
+                kind: Kind::Group,
             };
-            let response = match self.llm.complete(&request).await {
-                Ok(r) => r,
-                Err(e) => return Ended::Failed(format!("the model failed: {e}")),
-            };
-            self.usage.record(
-                &Call {
-                    agent: self.agent,
-                    session: Some(self.session),
-                    turn: None,
-                    kind: Kind::Group,
-                    provider: self.llm.provider(),
-                    model: &response.model,
-                },
-                &response.usage,
-            );
-            tokens += response.usage.total();
-            let answer = Message {
-                role: Role::Assistant,
-                content: response.content,
-            };
+            let (answer, used) =
+                match step::ask(self.llm, self.usage, &who, &self.system, messages, &defs).await {
+                    Ok(step) => step,
+                    Err(why) => return Ended::Failed(why),
+                };
+            tokens += used;
             store(self.cold, self.session, &answer);
             let calls: Vec<(String, String, Value)> = answer
                 .tool_uses()
@@ -202,13 +189,7 @@ impl Run<'_> {
                 true,
             );
         }
-        let (tools, caller) = (Arc::clone(self.tools), self.caller.clone());
-        let outcome =
-            tokio::task::spawn_blocking(move || tools.call_as(&caller, &name, input, 0)).await;
-        match outcome {
-            Ok(result) => outcome_of(result.map_err(|e| e.to_string())),
-            Err(e) => (format!("the tool call was lost: {e}"), true),
-        }
+        step::call_tool(self.tools, &self.caller, name, input).await
     }
 }
 
