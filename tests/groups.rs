@@ -28,25 +28,35 @@ fn home_with(fake: &FakeLlm, extra: &str) -> Hearth {
     ))
 }
 
+/// Group `crew`'s status.
 fn status(h: &Hearth) -> String {
+    status_of(h, "crew")
+}
+
+fn status_of(h: &Hearth, group: &str) -> String {
     h.db()
-        .query_row("SELECT status FROM groups WHERE name = 'crew'", [], |r| {
+        .query_row("SELECT status FROM groups WHERE name = ?1", [group], |r| {
             r.get(0)
         })
         .unwrap()
 }
 
+/// Waits until group `crew` is `want`.
 fn wait_status(h: &Hearth, want: &str) {
+    wait_group(h, "crew", want);
+}
+
+fn wait_group(h: &Hearth, group: &str, want: &str) {
     let started = Instant::now();
     loop {
-        let now = status(h);
+        let now = status_of(h, group);
         if now == want {
             return;
         }
         assert!(
             started.elapsed() < WAIT,
-            "the group stayed {now}, never {want}:\n{}",
-            h.cmd(&["groups", "show", "crew"]).stdout
+            "{group} stayed {now}, never {want}:\n{}",
+            h.cmd(&["groups", "show", group]).stdout
         );
         std::thread::sleep(Duration::from_millis(50));
     }
@@ -677,13 +687,7 @@ fn the_main_agent_makes_a_group_and_gives_it_a_mission_but_never_approves() {
         h.chat("get bob to tidy the garage").ok().trim(),
         "The duo is on it."
     );
-    wait_until("the plan", || {
-        h.db()
-            .query_row("SELECT status FROM groups WHERE name = 'duo'", [], |r| {
-                r.get::<_, String>(0)
-            })
-            .is_ok_and(|s| s == "awaiting-approval")
-    });
+    wait_group(&h, "duo", "awaiting-approval");
     let shown = h.cmd(&["groups", "show", "duo"]).ok().to_owned();
     assert!(
         shown.contains("Members: ★bob (idle)") && shown.contains("Mission: Tidy the garage"),
@@ -699,14 +703,7 @@ fn the_main_agent_makes_a_group_and_gives_it_a_mission_but_never_approves() {
         ])
         .fails();
     assert!(refused.contains("action"), "{refused}");
-    assert_eq!(
-        h.db()
-            .query_row("SELECT status FROM groups WHERE name = 'duo'", [], |r| {
-                r.get::<_, String>(0)
-            })
-            .unwrap(),
-        "awaiting-approval"
-    );
+    assert_eq!(status_of(&h, "duo"), "awaiting-approval");
 }
 
 #[test]
@@ -744,13 +741,7 @@ fn with_auto_execute_a_plan_runs_without_approval() {
     h.cmd(&["groups", "create", "solo", "--auto-execute"]).ok();
     h.cmd(&["groups", "add", "solo", "ada"]).ok();
     h.cmd(&["groups", "mission", "solo", "Design", "it"]).ok();
-    wait_until("the mission to complete", || {
-        h.db()
-            .query_row("SELECT status FROM groups WHERE name = 'solo'", [], |r| {
-                r.get::<_, String>(0)
-            })
-            .is_ok_and(|s| s == "complete")
-    });
+    wait_group(&h, "solo", "complete");
     let told = told(&h);
     assert!(!told.iter().any(|t| t.contains("has a plan")), "{told:#?}");
     let log = std::fs::read_to_string(h.home().join("groups/solo/comms/log.md")).unwrap();
@@ -787,13 +778,7 @@ fn a_plan_the_leader_writes_to_plan_md_is_read() {
     );
     fake.push_for(leader, anthropic_text("The plan is in plan.md."));
     h.cmd(&["groups", "mission", "pair", "Write", "it"]).ok();
-    wait_until("the plan", || {
-        h.db()
-            .query_row("SELECT status FROM groups WHERE name = 'pair'", [], |r| {
-                r.get::<_, String>(0)
-            })
-            .is_ok_and(|s| s == "awaiting-approval")
-    });
+    wait_group(&h, "pair", "awaiting-approval");
     let shown = h.cmd(&["groups", "show", "pair"]).ok().to_owned();
     assert!(
         shown.contains("· W1 Write — bob") && !shown.contains("! "),
