@@ -12,7 +12,8 @@
 //! policy sends: the floor to a tool that declares it, and an ask for a
 //! tool that runs commands without declaring it.
 //!
-//! Every test skips, saying why, when the kernel lacks Landlock ABI 6.
+//! Every test fails when the kernel lacks Landlock ABI 6, unless
+//! `HEARTH_TEST_NO_LANDLOCK=1` says the machine has none.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command};
@@ -22,19 +23,10 @@ use hearth::runtime::Runtime;
 use hearth_tests::{Hearth, call_err, call_ok as ok, plugin, probe};
 use serde_json::{Value, json};
 
-/// Whether the kernel can run these tests; prints why not.
+/// Whether the kernel can run these tests (it fails them without
+/// Landlock ABI 6; see `required_for_tests`).
 fn supported() -> bool {
-    match hearth_sdk::landlock::abi_version() {
-        Ok(abi) if abi >= hearth_sdk::floor::SIGNAL_SCOPE_ABI => true,
-        Ok(abi) => {
-            eprintln!("skipped: the kernel has Landlock ABI {abi}; the floor tests need 6");
-            false
-        }
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            false
-        }
-    }
+    hearth_sdk::landlock::required_for_tests(hearth_sdk::floor::SIGNAL_SCOPE_ABI)
 }
 
 /// A production home with the shell plugin, whose guards file also

@@ -422,16 +422,7 @@ fn development_mode_confines_what_commands_write_with_landlock() {
     // error when the kernel has no Landlock.
     // SAFETY: with a null attribute and size 0 the syscall only returns a
     // number.
-    let abi = unsafe {
-        libc::syscall(
-            libc::SYS_landlock_create_ruleset,
-            std::ptr::null::<u8>(),
-            0usize,
-            1u32,
-        )
-    };
-    if abi < 1 {
-        eprintln!("skipped: this kernel has no Landlock");
+    if !hearth_sdk::landlock::required_for_tests(1) {
         return;
     }
     // Outside both roots ($HEARTH_HOME and /tmp), and writable to this user.

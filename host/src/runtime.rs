@@ -19,7 +19,9 @@ use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
 use crate::people::{People, Reach};
 use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
-use crate::policy::{self, Audit, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy};
+use crate::policy::{
+    self, Audit, Confinement, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy,
+};
 use crate::router::events::ChannelEvents;
 use crate::router::{Gate, Router};
 use crate::scheduler::{Clock, Jobs, Scheduler};
@@ -141,16 +143,16 @@ impl Runtime {
         let guards = GuardsFile::open(&config.home, &user_home().unwrap_or_else(|| "/".into()))?;
         let db = config.home.join(store::FILE_NAME);
         let store = Store::open(&db)?;
+        let confinement = Confinement::new(&config, user_home().as_deref(), guards.path());
+        policy::roots::install_helpers(&confinement);
         let info = HostInfo {
             version: env!("CARGO_PKG_VERSION").into(),
             abi_major: abi::ABI_MAJOR,
             abi_minor: abi::ABI_MINOR,
             home: config.home.display().to_string(),
             mode: config.mode.name().into(),
-            confine_to: policy::confinement(&config)
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect(),
+            confine_to: text_paths(&confinement.roots),
+            hidden: text_paths(&confinement.hidden),
             serving: daemon,
             // `model.summarize` answers only in the daemon, with a cheap model.
             summaries: daemon && cheap_model(&config).is_some(),
@@ -208,6 +210,7 @@ impl Runtime {
             cold.clone(),
             reserved,
             Arc::clone(&secrets),
+            policy::floor::sealed(&confinement),
         ) {
             Ok(scripts) => scripts,
             Err(e) => {
@@ -314,7 +317,11 @@ impl Runtime {
             mode: config.mode,
             hearth_home: config.home.clone(),
             user_home: user_home(),
-            config_file: config.source.clone(),
+            ask_inside_roots: config
+                .policy
+                .ask_inside_roots
+                .unwrap_or(config.mode == crate::config::Mode::Development),
+            confinement: confinement.clone(),
             guards,
             gate,
             grants: Grants::new(cold.clone()),
@@ -444,4 +451,9 @@ fn cheap_model(config: &Config) -> Option<crate::config::CheapConfig> {
         .as_ref()
         .and_then(|llm| llm.cheap.as_deref())
         .cloned()
+}
+
+/// Paths as the plugin protocol carries them.
+fn text_paths(paths: &[std::path::PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
 }

@@ -86,6 +86,9 @@ pub enum Grant {
     /// Making entries in an ancestor of protected files only (no removing,
     /// renaming or writing).
     Make,
+    /// Reading the files beneath a directory, or one file, that is not
+    /// hidden.
+    Read,
 }
 
 /// One rule of the floor.
@@ -128,6 +131,83 @@ pub fn prepare(floor: &Floor) -> Result<Prepared, FloorError> {
     let abi = crate::landlock::abi_version().map_err(FloorError::Unavailable)?;
     let (rules, _) = plan_with_dirs(floor)?;
     build(floor, abi, rules)
+}
+
+/// The confinement of a helper program a plugin starts on its own (a
+/// server, a converter): the credentials `hidden`, nothing else restricted
+/// but signals to processes outside its domain.
+pub fn helper(hidden: &[String]) -> Floor {
+    Floor {
+        protect: Vec::new(),
+        writable: Vec::new(),
+        hidden: hidden.to_vec(),
+    }
+}
+
+/// Whether `floor` lets a plugin's own code create, change or remove
+/// `path` (already resolved the way the plugin will open it): inside a
+/// writable place, outside every protected path within it, and not a
+/// hidden file or a link to one, nor a folder holding a protected or
+/// hidden path.
+pub fn allows_write(floor: &Floor, path: &Path) -> bool {
+    let protect: Vec<String> = floor.protect.iter().chain(&floor.hidden).cloned().collect();
+    let Ok(marks) = Marks::new(&protect, &floor.writable) else {
+        return false;
+    };
+    let path = lexical(path);
+    // A folder holding a protected path cannot be removed or replaced
+    // whole either.
+    marks.state(&path) == Mark::Writable
+        && marks.beneath(&path).all(|(_, mark)| mark == Mark::Writable)
+        && !is_hidden(floor, &path)
+}
+
+/// Whether the file at `path` (links followed) is, or is a hard link to,
+/// one of `floor`'s hidden paths: for a plugin's own reads and writes,
+/// which no kernel rule covers. A path that cannot be read is not hidden
+/// by this check (opening it then fails on its own).
+pub fn is_hidden(floor: &Floor, path: &Path) -> bool {
+    hidden_identities(floor).matches(path)
+}
+
+/// The identities (device and inode) of a floor's hidden files, taken
+/// once for many checks ([`is_hidden`] for one).
+pub fn hidden_identities(floor: &Floor) -> Hidden {
+    let mut hidden = Hidden::default();
+    for text in &floor.hidden {
+        let path = lexical(Path::new(text));
+        if let Ok(meta) = std::fs::metadata(&path) {
+            hidden.ids.push((meta.dev(), meta.ino()));
+        }
+        hidden.paths.push(follow_links(&path));
+        hidden.paths.push(path);
+    }
+    hidden
+}
+
+/// The hidden files of a floor, by path and by identity.
+#[derive(Debug, Default, Clone)]
+pub struct Hidden {
+    paths: Vec<PathBuf>,
+    ids: Vec<(u64, u64)>,
+}
+
+impl Hidden {
+    /// Whether `path` leads to a hidden file or into a hidden directory:
+    /// by its resolved path, or by the identity of the file it leads to
+    /// (so a hard link or a link elsewhere is caught too).
+    pub fn matches(&self, path: &Path) -> bool {
+        let resolved = follow_links(&lexical(path));
+        if self.paths.iter().any(|h| resolved.starts_with(h)) {
+            return true;
+        }
+        std::fs::metadata(path).is_ok_and(|m| self.ids.contains(&(m.dev(), m.ino())))
+    }
+
+    /// Whether there is nothing hidden.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
 }
 
 /// The rules `floor` needs on this file system, without touching the
@@ -240,16 +320,31 @@ impl Cache {
 }
 
 fn plan_with_dirs(floor: &Floor) -> Result<(Vec<Rule>, BTreeSet<PathBuf>), FloorError> {
-    let marks = Marks::new(floor)?;
+    // Hidden paths are never written either.
+    let protect: Vec<String> = floor.protect.iter().chain(&floor.hidden).cloned().collect();
+    let writes = Marks::new(&protect, &floor.writable)?;
+    let reads = Marks::new(&floor.hidden, &[])?;
     let mut rules = Vec::new();
-    if marks.0.is_empty() {
-        return Ok((rules, BTreeSet::new()));
-    }
     let root = PathBuf::from("/");
-    if let Some(fd) = open_entry(&root) {
-        marks.visit(&root, fd, marks.state(&root), &mut rules);
+    for (marks, kind) in [(&writes, Kind::Write), (&reads, Kind::Read)] {
+        if marks.0.is_empty() {
+            continue;
+        }
+        if let Some(fd) = open_entry(&root) {
+            marks.visit(&root, fd, marks.state(&root), kind, &mut rules);
+        }
     }
-    Ok((rules, marks.dirs(floor)))
+    let mut dirs = writes.dirs(floor);
+    dirs.extend(reads.dirs(floor));
+    Ok((rules, dirs))
+}
+
+/// Which rights a plan grants: the write rights, or the right to read
+/// files.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Write,
+    Read,
 }
 
 /// The ruleset: the floor's rights handled, signals scoped, `rules` added.
@@ -260,11 +355,17 @@ fn build(floor: &Floor, abi: i32, rules: Vec<Rule>) -> Result<Prepared, FloorErr
     };
     let root = Path::new("/");
     let mut ruleset = Ruleset::default();
-    if !floor.protect.is_empty() {
+    if !floor.protect.is_empty() || !floor.hidden.is_empty() {
         ruleset = ruleset
             .handle_access(writes())
             .map_err(|e| fail(root, &e))?;
-    } else if abi < SIGNAL_SCOPE_ABI {
+    }
+    if !floor.hidden.is_empty() {
+        ruleset = ruleset
+            .handle_access(reads())
+            .map_err(|e| fail(root, &e))?;
+    }
+    if floor.protect.is_empty() && floor.hidden.is_empty() && abi < SIGNAL_SCOPE_ABI {
         return Err(FloorError::Build {
             path: root.to_owned(),
             message: format!(
@@ -283,6 +384,7 @@ fn build(floor: &Floor, abi: i32, rules: Vec<Rule>) -> Result<Prepared, FloorErr
             Grant::Tree => writes(),
             Grant::File => file_writes(),
             Grant::Make => makes(),
+            Grant::Read => reads(),
         };
         created = created
             .add_rule(PathBeneath::new(rule.fd, access))
@@ -307,6 +409,14 @@ fn writes() -> BitFlags<AccessFs> {
     AccessFs::from_write(ABI::V4)
 }
 
+/// Reading files: the one read right the floor handles, so that the
+/// hidden paths cannot be read. Listing directories (`ReadDir`) and
+/// executing stay unhandled: names are not secrets, and a hidden file
+/// cannot be read by running it (the interpreter must open it).
+fn reads() -> BitFlags<AccessFs> {
+    make_bitflags!(AccessFs::{ReadFile})
+}
+
 fn file_writes() -> BitFlags<AccessFs> {
     make_bitflags!(AccessFs::{WriteFile | Truncate})
 }
@@ -325,12 +435,12 @@ enum Mark {
 /// The floor's paths, resolved, each with its mark. A path's state is the
 /// mark of its nearest marked ancestor (itself included); unmarked paths
 /// are writable.
-struct Marks(BTreeMap<PathBuf, Mark>);
+struct Marks(BTreeMap<PathBuf, Mark>, BTreeSet<(u64, u64)>);
 
 impl Marks {
-    fn new(floor: &Floor) -> Result<Marks, FloorError> {
+    fn new(protect: &[String], writable: &[String]) -> Result<Marks, FloorError> {
         let mut marks = BTreeMap::new();
-        for text in &floor.protect {
+        for text in protect {
             let path = absolute(text)?;
             let entry = resolve_parent(&path);
             marks.insert(entry.clone(), Mark::Protected);
@@ -343,13 +453,23 @@ impl Marks {
         // Writable places win over a protected path they are equal to or
         // inside (the owner's home inside a protected `/root`). A link is
         // skipped: what it leads to is judged where it lives.
-        for text in &floor.writable {
+        for text in writable {
             let entry = resolve_parent(&absolute(text)?);
             if !is_symlink(&entry) {
                 marks.insert(entry, Mark::Writable);
             }
         }
-        Ok(Marks(marks))
+        // The identities of the protected files: Landlock's rules belong to
+        // inodes, so a rule on a hard link elsewhere would be a rule on the
+        // protected file itself.
+        let ids = marks
+            .iter()
+            .filter(|(_, mark)| **mark == Mark::Protected)
+            .filter_map(|(path, _)| std::fs::symlink_metadata(path).ok())
+            .filter(|meta| !meta.is_dir())
+            .map(|meta| (meta.dev(), meta.ino()))
+            .collect();
+        Ok(Marks(marks, ids))
     }
 
     fn state(&self, path: &Path) -> Mark {
@@ -367,8 +487,14 @@ impl Marks {
             .map(|(p, m)| (p, *m))
     }
 
-    /// What a writable ancestor of protected paths may be granted.
-    fn ancestor_grant(&self, dir: &Path) -> Option<Grant> {
+    /// What a writable ancestor of protected paths may be granted: for
+    /// writes, making entries when every protected path beneath it is an
+    /// existing file; for reads, nothing (its files get rules of their
+    /// own).
+    fn ancestor_grant(&self, dir: &Path, kind: Kind) -> Option<Grant> {
+        if kind == Kind::Read {
+            return None;
+        }
         let only_files = self
             .beneath(dir)
             .filter(|(_, m)| *m == Mark::Protected)
@@ -378,12 +504,12 @@ impl Marks {
 
     /// Adds the rules for `dir` (an existing directory with marked paths
     /// beneath it, in `state`) and for what lies in it.
-    fn visit(&self, dir: &Path, dir_fd: OwnedFd, state: Mark, rules: &mut Vec<Rule>) {
+    fn visit(&self, dir: &Path, dir_fd: OwnedFd, state: Mark, plan: Kind, rules: &mut Vec<Rule>) {
         // Each entry with its type as listed (a link is a link), or `None`
         // when it must be looked up.
         let children: Vec<(PathBuf, Option<FileType>)> = match state {
             Mark::Writable => {
-                if let Some(grant) = self.ancestor_grant(dir) {
+                if let Some(grant) = self.ancestor_grant(dir, plan) {
                     rules.push(Rule {
                         path: dir.to_owned(),
                         grant,
@@ -438,20 +564,37 @@ impl Marks {
             let Some(fd) = open_entry(&path) else {
                 continue;
             };
+            if !kind.is_dir() && self.is_protected_file(&fd) {
+                // A hard link to a protected file gets no rule of its own.
+                continue;
+            }
             if spine {
-                self.visit(&path, fd, own, rules);
+                self.visit(&path, fd, own, plan, rules);
             } else {
-                rules.push(Rule {
-                    path,
-                    grant: if kind.is_dir() {
-                        Grant::Tree
-                    } else {
-                        Grant::File
-                    },
-                    fd,
-                });
+                let grant = match (plan, kind.is_dir()) {
+                    (Kind::Read, _) => Grant::Read,
+                    (Kind::Write, true) => Grant::Tree,
+                    (Kind::Write, false) => Grant::File,
+                };
+                rules.push(Rule { path, grant, fd });
             }
         }
+    }
+
+    /// Whether the open entry `fd` is one of the protected files (by
+    /// device and inode).
+    fn is_protected_file(&self, fd: &OwnedFd) -> bool {
+        use std::os::fd::AsRawFd;
+        let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+        // SAFETY: fstat writes one `stat` into the buffer it is given.
+        let rc = unsafe { libc::fstat(fd.as_raw_fd(), stat.as_mut_ptr()) };
+        if rc != 0 {
+            // Unknown: no rule, which errs on the side of refusing.
+            return true;
+        }
+        // SAFETY: fstat succeeded, so the buffer is initialised.
+        let stat = unsafe { stat.assume_init() };
+        self.1.contains(&(stat.st_dev, stat.st_ino))
     }
 
     /// Every directory whose entries the plan depends on: the ancestors of
@@ -461,6 +604,7 @@ impl Marks {
             .protect
             .iter()
             .chain(&floor.writable)
+            .chain(&floor.hidden)
             .map(PathBuf::from);
         let resolved = self.0.keys().cloned();
         given

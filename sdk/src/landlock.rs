@@ -56,3 +56,26 @@ pub unsafe fn restrict_self(fd: std::os::fd::RawFd) -> std::io::Result<()> {
     }
     Ok(())
 }
+
+/// For confinement tests: whether this kernel has Landlock ABI `min` or
+/// later. A kernel without it fails the test (this panics), unless
+/// `HEARTH_TEST_NO_LANDLOCK=1` says the machine is known to lack it, when
+/// the test is skipped with a message. CI never sets it: a confinement the
+/// kernel cannot enforce must never pass for one that holds.
+pub fn required_for_tests(min: i32) -> bool {
+    if std::env::var_os("HEARTH_TEST_NO_LANDLOCK").is_some_and(|v| v == "1") {
+        eprintln!("skipped: HEARTH_TEST_NO_LANDLOCK=1 says this machine has no Landlock");
+        return false;
+    }
+    match abi_version() {
+        Ok(abi) if abi >= min => true,
+        Ok(abi) => panic!(
+            "the kernel has Landlock ABI {abi} and this test needs {min}; set \
+             HEARTH_TEST_NO_LANDLOCK=1 only on a machine known to lack it"
+        ),
+        Err(why) => panic!(
+            "{why}: this test needs Landlock ABI {min}; set HEARTH_TEST_NO_LANDLOCK=1 only on a \
+             machine known to lack it"
+        ),
+    }
+}

@@ -36,6 +36,7 @@ pub mod live;
 mod logging;
 pub mod paths;
 mod plugin;
+pub mod sandbox;
 pub mod protocol;
 
 pub use host::{Host, HostCallError, Level, SubmitError};

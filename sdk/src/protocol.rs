@@ -137,18 +137,35 @@ pub struct Targets {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writes: Vec<String>,
     /// Whether the tool runs the command, and every program it starts,
-    /// under the kernel floor a call carries ([`ToolCall::floor`]). In
-    /// production mode, on a kernel with Landlock, a tool with a `command`
-    /// that does not declare this asks the owner before every call, since
-    /// nothing beneath the guard would hold.
+    /// under the confinement a call carries ([`ToolCall::floor`]), and
+    /// checks the paths it opens itself against it. On a kernel with
+    /// Landlock, a tool with a `command` that does not declare this asks
+    /// the owner before every call, since nothing beneath the guard would
+    /// hold.
     #[serde(default, skip_serializing_if = "is_false")]
     pub floor: bool,
+    /// The argument in which a call asks to run outside the writable roots,
+    /// with the reason the owner is shown (`shell_exec`'s `outside_roots`).
+    /// A call that sets it asks the owner, and once approved runs without
+    /// the confinement.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub escalate: Option<String>,
+    /// Values of the tool's `action` argument that only read (`list`,
+    /// `show`, `help`, ...): such a call is judged as a `read` tool, so it
+    /// never asks, whatever the tool's own tier.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub read_actions: Vec<String>,
 }
 
 impl Targets {
     /// Whether no argument is named and no floor is declared.
     pub fn is_empty(&self) -> bool {
-        self.command.is_none() && self.cwd.is_none() && self.writes.is_empty() && !self.floor
+        self.command.is_none()
+            && self.cwd.is_none()
+            && self.writes.is_empty()
+            && !self.floor
+            && self.escalate.is_none()
+            && self.read_actions.is_empty()
     }
 }
 
@@ -259,10 +276,12 @@ pub struct ToolCall {
     /// The arguments object, already validated by the host.
     #[serde(default)]
     pub args: Value,
-    /// The kernel floor the programs this call starts must run under: set
-    /// in production mode for a call the owner did not approve, to tools
-    /// that declare [`ToolSpec::floor`]. A plugin that cannot apply it on
-    /// a kernel with Landlock must not run the call.
+    /// The confinement this call, and the programs it starts, must run
+    /// under: set in either mode for a call the owner did not approve to
+    /// run outside the writable roots, to tools that declare
+    /// [`Targets::floor`]. A plugin that cannot apply it on a kernel with
+    /// Landlock must not run the call; its own file access obeys
+    /// [`Floor::hidden`] and the roots (`Floor::writable`) with path checks.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<Floor>,
     /// This call's id, unique among the calls running: what
@@ -398,8 +417,11 @@ fn is_zero(value: &u64) -> bool {
     *value == 0
 }
 
-/// The kernel floor under a production-mode command that the owner did not
-/// approve (applied with Landlock; see `hearth_sdk::floor`).
+/// The confinement of a call the owner did not approve, in either mode
+/// (applied with Landlock; see `hearth_sdk::floor`): `protect` holds `/`
+/// and `writable` the writable roots, so outside the roots nothing is
+/// written; the protected paths inside the roots stay read-only; the
+/// hidden paths (the owner's credentials) are neither read nor written.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Floor {
     /// Absolute paths that stay read-only: readable and executable, never
@@ -411,6 +433,14 @@ pub struct Floor {
     /// `/root`). A protected path inside one of them is protected again.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub writable: Vec<String>,
+    /// Absolute paths neither read nor written: the owner's credentials
+    /// (the secret store, the canvas and control tokens, the store's files,
+    /// the config). A plugin applies this to the programs it starts with
+    /// Landlock, and to the paths its own code opens by checking the
+    /// resolved path and the file's identity (a hard link is the same
+    /// file), since no kernel rule covers a plugin's own process.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hidden: Vec<String>,
 }
 
 /// Something a plugin hands the host with `submit`.
@@ -933,12 +963,18 @@ pub struct HostInfo {
     /// `development` or `production`.
     #[serde(default = "default_mode")]
     pub mode: String,
-    /// In development mode, the only directories a spawned program may
-    /// write to (`$HEARTH_HOME` and `/tmp`); empty means unconfined. A
-    /// plugin that spawns programs enforces it with Landlock where the
-    /// kernel has it.
+    /// The writable roots: where a program or tool the owner did not
+    /// approve may write. Each call the owner did not approve carries the
+    /// whole confinement ([`ToolCall::floor`]); this is for plugins that
+    /// start programs outside a tool call.
     #[serde(default)]
     pub confine_to: Vec<String>,
+    /// The owner's credentials (the secret store, the tokens, the store's
+    /// files, the config): no program a plugin starts may read or write
+    /// them. A plugin that starts helper programs (servers, converters)
+    /// hides them with Landlock ([`crate::floor::helper`]).
+    #[serde(default)]
+    pub hidden: Vec<String>,
     /// Whether this host serves channels. `false` when a CLI command
     /// (`hearth tools`, `hearth plugins`) loaded the plugin only to list or
     /// call its tools while the daemon may be running: a channel plugin

@@ -2,7 +2,8 @@
 //! floor, and what they may and may not do to protected paths, their
 //! ancestors, their siblings and to processes outside their domain.
 //!
-//! Every test skips, saying why, when the kernel lacks Landlock ABI 6.
+//! Every test fails when the kernel lacks Landlock ABI 6, unless
+//! `HEARTH_TEST_NO_LANDLOCK=1` says the machine has none.
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
@@ -11,25 +12,17 @@ use std::process::{Command, Output};
 use hearth_sdk::floor::{self, Grant};
 use hearth_sdk::protocol::Floor;
 
-/// Whether the kernel can run these tests; prints why not.
+/// Whether the kernel can run these tests (it fails them without
+/// Landlock ABI 6; see `required_for_tests`).
 fn supported() -> bool {
-    match hearth_sdk::landlock::abi_version() {
-        Ok(abi) if abi >= floor::SIGNAL_SCOPE_ABI => true,
-        Ok(abi) => {
-            eprintln!("skipped: the kernel has Landlock ABI {abi}, the floor tests need 6");
-            false
-        }
-        Err(why) => {
-            eprintln!("skipped: {why}");
-            false
-        }
-    }
+    hearth_sdk::landlock::required_for_tests(floor::SIGNAL_SCOPE_ABI)
 }
 
 fn floor(protect: &[&Path], writable: &[&Path]) -> Floor {
     Floor {
         protect: protect.iter().map(|p| p.display().to_string()).collect(),
         writable: writable.iter().map(|p| p.display().to_string()).collect(),
+        hidden: Vec::new(),
     }
 }
 
@@ -292,6 +285,7 @@ fn relative_paths_are_refused() {
     let err = floor::plan(&Floor {
         protect: vec!["etc".into()],
         writable: Vec::new(),
+        hidden: Vec::new(),
     })
     .unwrap_err();
     assert_eq!(err.to_string(), "floor path \"etc\" is not absolute");

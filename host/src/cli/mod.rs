@@ -723,11 +723,11 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
             .join(crate::policy::guards_file::RELATIVE_PATH)
             .display()
     );
-    let production = config.mode == crate::config::Mode::Production;
     with_runtime(config, |rt| {
-        if let Some(floor) = rt.tools.floor().filter(|_| production) {
-            println!("floor protects: {}", floor.protect.join(", "));
-            println!("floor keeps writable: {}", floor.writable.join(", "));
+        if let Some(floor) = rt.tools.floor() {
+            println!("writable roots: {}", floor.writable.join(", "));
+            println!("protected in the roots: {}", floor.protect.join(", "));
+            println!("credentials (hidden): {}", floor.hidden.join(", "));
         }
         inventory::plugins(rt, false)?;
         println!();

@@ -259,6 +259,24 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     if raw.policy.confirm_timeout_ms == 0 {
         return Err(invalid("policy.confirm_timeout_ms", "must be at least 1"));
     }
+    for (i, root) in raw.policy.writable_roots.iter().enumerate() {
+        let key = format!("policy.writable_roots[{i}]");
+        if !(root.starts_with('/') || root == "~" || root.starts_with("~/")) {
+            return Err(invalid(
+                &key,
+                &format!("{root:?} must be an absolute path or start with ~/"),
+            ));
+        }
+        if root.contains('\0') || std::path::Path::new(root).components().any(|c| c.as_os_str() == "..") {
+            return Err(invalid(&key, &format!("{root:?} must not contain `..` or NUL")));
+        }
+        if root.trim_end_matches('/').is_empty() {
+            return Err(invalid(
+                &key,
+                "`/` cannot be a writable root: it would let unapproved programs change the whole machine",
+            ));
+        }
+    }
     if raw.daemon.shutdown_timeout_ms == 0 {
         return Err(invalid("daemon.shutdown_timeout_ms", "must be at least 1"));
     }

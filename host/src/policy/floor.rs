@@ -1,98 +1,100 @@
-//! The kernel floor the policy sends with a production-mode command that
-//! the owner did not approve: which paths stay read-only, and which places
-//! inside them stay writable (`hearth_sdk::protocol::Floor`). The plugin
-//! that runs the command applies it with Landlock (`hearth_sdk::floor`).
+//! The confinement the policy sends with a call the owner did not approve
+//! (`hearth_sdk::protocol::Floor`), in either mode. The plugin that runs
+//! the call applies it with Landlock to the programs it starts
+//! (`hearth_sdk::floor`), and with path checks to the files it opens
+//! itself.
 //!
-//! The protected paths are the guards file's `protected_paths`, `~` and
-//! `$HEARTH_HOME` expanded, plus what the floor always protects whatever
-//! the file says: the guards file itself, the config file the daemon runs
-//! with, and `hearth.db` with its `-wal` and `-shm`. The writable places are the file's `writable_devices`, the
-//! few device paths every program needs, and the owner's home and
-//! `$HEARTH_HOME` when a protected path holds them (hearth running as root
-//! under a protected `/root`): a protected path guards what lies around
-//! them, not the homes themselves.
+//! It says three things:
+//! - outside the writable roots nothing is written: `/` is protected and
+//!   each root is a writable place inside it;
+//! - inside the roots, the protected paths stay read-only: the guards
+//!   file's `protected_paths` (`~` and `$HEARTH_HOME` expanded) that lie in
+//!   a root, and the background processes' records;
+//! - the credentials are hidden: neither read nor written.
+//!
+//! A few device files every program writes (`/dev/null`, terminals,
+//! shared memory) stay writable, with the guards file's
+//! `writable_devices`.
 
 use std::path::{Path, PathBuf};
 
 use hearth_sdk::protocol::Floor;
 
 use super::guards_file::PathLists;
+use super::roots::Confinement;
 
-/// Device paths programs need to write even though `/dev` is protected:
-/// shared memory, and pseudo-terminals.
-pub const PROGRAM_DEVICES: [&str; 3] = ["/dev/shm", "/dev/pts", "/dev/ptmx"];
+/// Device paths programs need to write: shared memory, pseudo-terminals
+/// and the null devices.
+pub const PROGRAM_DEVICES: [&str; 6] = [
+    "/dev/shm",
+    "/dev/pts",
+    "/dev/ptmx",
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+];
 
-/// Where the floor's paths come from.
-pub struct Homes<'a> {
-    /// `$HEARTH_HOME`, canonical.
-    pub hearth_home: &'a Path,
-    /// `$HOME`, for `~`.
-    pub user_home: Option<&'a Path>,
-    /// The guards file.
-    pub guards_file: &'a Path,
-    /// The config file the daemon runs with, if any.
-    pub config_file: Option<&'a Path>,
-}
+/// The folder in `$HEARTH_HOME` where the shell plugin keeps its
+/// background processes' records.
+pub const PROCESS_RECORDS: &str = "processes";
 
-/// The floor for the guards file's `lists` as they are now.
-pub fn build(lists: &PathLists, homes: &Homes) -> Floor {
+/// The floor for `confinement`, with the guards file's `lists` as they
+/// are now; `hearth_home` and `user_home` expand `$HEARTH_HOME` and `~`.
+pub fn build(
+    lists: &PathLists,
+    confinement: &Confinement,
+    hearth_home: &Path,
+    user_home: Option<&Path>,
+) -> Floor {
     let expand = |text: &String| -> Option<PathBuf> {
-        let text = text.replace("$HEARTH_HOME", &homes.hearth_home.to_string_lossy());
+        let text = text.replace("$HEARTH_HOME", &hearth_home.to_string_lossy());
         let path = match text.strip_prefix('~') {
-            Some("") => homes.user_home?.to_owned(),
-            Some(rest) if rest.starts_with('/') => {
-                homes.user_home?.join(rest.trim_start_matches('/'))
-            }
+            Some("") => user_home?.to_owned(),
+            Some(rest) if rest.starts_with('/') => user_home?.join(rest.trim_start_matches('/')),
             _ => PathBuf::from(text),
         };
         // A relative entry names no place; the guard ignores it too.
         path.is_absolute().then_some(path)
     };
-    let db = homes.hearth_home.join(crate::store::FILE_NAME);
-    let mut protect: Vec<PathBuf> = lists.protected.iter().filter_map(expand).collect();
-    protect.extend(homes.config_file.map(Path::to_owned));
-    protect.extend([
-        homes.guards_file.to_owned(),
-        db.clone(),
-        suffixed(&db, "-wal"),
-        suffixed(&db, "-shm"),
-    ]);
-    // The files hearth names itself may come relative from the command
-    // line; the floor takes absolute paths only.
-    let mut protect: Vec<PathBuf> = protect
-        .into_iter()
-        .filter_map(|p| std::path::absolute(p).ok())
-        .collect();
+    // Outside the roots everything is read-only already; only the
+    // protected paths inside a root need a mark of their own. A protected
+    // path that holds a root (`/root` holding the owner's home) guards
+    // what lies around the root, which `/` already does.
+    let mut protect: Vec<PathBuf> = vec![PathBuf::from("/")];
+    protect.extend(
+        lists
+            .protected
+            .iter()
+            .filter_map(expand)
+            .filter(|p| confinement.writable(p) && !confinement.roots.contains(p)),
+    );
+    // The background processes' records: `process_stop` signals the pid a
+    // record names, so no confined program may rewrite one.
+    protect.push(hearth_home.join(PROCESS_RECORDS));
     protect.sort();
     protect.dedup();
-    let mut writable: Vec<PathBuf> = lists.writable.iter().filter_map(expand).collect();
+    let mut writable: Vec<PathBuf> = confinement.roots.clone();
+    writable.extend(lists.writable.iter().filter_map(expand));
     writable.extend(PROGRAM_DEVICES.iter().map(PathBuf::from));
-    // As in the guard, a protected path that is or holds the owner's home
-    // guards other users' files, not the owner's; `$HEARTH_HOME` is kept
-    // writable only strictly inside one, so that the owner can still
-    // protect it whole.
-    if let Some(home) = homes.user_home
-        && protect.iter().any(|p| home.starts_with(p))
-    {
-        writable.push(home.to_owned());
-    }
-    if protect
-        .iter()
-        .any(|p| homes.hearth_home.starts_with(p) && homes.hearth_home != p)
-    {
-        writable.push(homes.hearth_home.to_owned());
-    }
-    let text = |paths: Vec<PathBuf>| paths.iter().map(|p| p.display().to_string()).collect();
+    writable.dedup();
+    let text = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect();
     Floor {
-        protect: text(protect),
-        writable: text(writable),
+        protect: text(&protect),
+        writable: text(&writable),
+        hidden: text(&confinement.hidden),
     }
 }
 
-fn suffixed(path: &Path, suffix: &str) -> PathBuf {
-    let mut text = path.as_os_str().to_owned();
-    text.push(suffix);
-    PathBuf::from(text)
+/// The floor of a program that needs to write nothing at all (a Lua
+/// worker): everything read-only but the null devices, the credentials
+/// hidden.
+pub fn sealed(confinement: &Confinement) -> Floor {
+    let text = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect();
+    Floor {
+        protect: vec!["/".into()],
+        writable: PROGRAM_DEVICES.iter().map(|d| (*d).to_owned()).collect(),
+        hidden: text(&confinement.hidden),
+    }
 }
 
 #[cfg(test)]
@@ -100,7 +102,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn paths_are_expanded_and_the_homes_stay_writable_inside_protected_ones() {
+    fn roots_are_writable_protected_paths_inside_them_are_not_and_credentials_are_hidden() {
         let lists = PathLists {
             protected: vec![
                 "/etc".into(),
@@ -109,39 +111,31 @@ mod tests {
                 "$HEARTH_HOME/hearth.toml".into(),
                 "relative".into(),
             ],
-            writable: vec!["/dev/null".into()],
+            writable: vec!["/dev/stdout".into()],
+        };
+        let confinement = Confinement {
+            roots: vec!["/root".into(), "/root/.hearth".into(), "/tmp".into()],
+            hidden: vec!["/root/.hearth/secrets.json".into()],
         };
         let floor = build(
             &lists,
-            &Homes {
-                hearth_home: Path::new("/root/.hearth"),
-                user_home: Some(Path::new("/root")),
-                guards_file: Path::new("/root/.hearth/config/guards.toml"),
-                config_file: Some(Path::new("/srv/hearth.toml")),
-            },
+            &confinement,
+            Path::new("/root/.hearth"),
+            Some(Path::new("/root")),
         );
-        let expected = [
-            "/etc",
-            "/root",
-            "/root/.hearth/config/guards.toml",
-            "/root/.hearth/hearth.db",
-            "/root/.hearth/hearth.db-shm",
-            "/root/.hearth/hearth.db-wal",
-            "/root/.hearth/hearth.toml",
-            "/root/.ssh",
-            "/srv/hearth.toml",
-        ];
-        assert_eq!(floor.protect, expected);
         assert_eq!(
-            floor.writable,
+            floor.protect,
             [
-                "/dev/null",
-                "/dev/shm",
-                "/dev/pts",
-                "/dev/ptmx",
-                "/root",
-                "/root/.hearth"
+                "/",
+                "/root/.hearth/hearth.toml",
+                "/root/.hearth/processes",
+                "/root/.ssh"
             ]
         );
+        assert_eq!(
+            &floor.writable[..4],
+            ["/root", "/root/.hearth", "/tmp", "/dev/stdout"]
+        );
+        assert_eq!(floor.hidden, ["/root/.hearth/secrets.json"]);
     }
 }

@@ -4,6 +4,8 @@
 //! `hearth.tool`, `/tool`, the CLI), is ruled on here after its arguments
 //! are validated, and recorded in the audit afterwards.
 //!
+//! - `roots`: the writable roots and the credentials;
+//! - `floor`: the confinement a call the owner did not approve runs under;
 //! - `guard`: reads shell command lines (`guards_file` keeps its rules);
 //! - `paths`: where path arguments really lead;
 //! - `confirm`: the confirmation gate an "ask" waits at;
@@ -11,16 +13,16 @@
 //! - `caller`: who asks, and the tools they may ask for;
 //! - `audit`: the record of every call.
 //!
-//! The rules, by mode:
-//! - development: a command's `cwd` and every written path must lie in
-//!   `$HEARTH_HOME` or `/tmp` (else denied), and every `write` or `exec`
-//!   tool asks. Spawned programs are confined by Landlock in the plugin
-//!   that spawns them (`HostInfo::confine_to`).
-//! - production: full access; a shell command the guard flags, or a write
-//!   into a protected path, asks. A command that runs without asking runs
-//!   under the kernel floor (`floor`): the protected paths read-only and
-//!   its signals scoped to itself, enforced by Landlock in the plugin that
-//!   spawns it. An approved command runs without the floor.
+//! The rule, in both modes: a call the owner did not approve runs confined
+//! (`floor`): it may write only inside the writable roots (protected paths
+//! there excepted) and never read or write the credentials, enforced by
+//! Landlock in the plugin that spawns programs and by path checks in the
+//! plugin's own code. A call that needs more (a write outside the roots, a
+//! command the guard flags, an explicit request to run outside the roots)
+//! asks, and once the owner approves that exact call it runs without the
+//! confinement. Read-only actions never ask. Development mode also asks
+//! before every write and exec tool inside the roots, unless `[policy]
+//! ask_inside_roots = false`; production does not.
 //!
 //! Architecture invariant: the policy fails closed. A call that should ask
 //! and cannot (no channel can show the request, nobody answers in time,
@@ -28,11 +30,11 @@
 //! doubt about what a call does (a command the guard cannot read, an
 //! invalid guards file) is an "ask", never an "allow".
 //!
-//! Architecture invariant: in production mode, on a kernel with Landlock,
-//! a command the owner did not approve never runs without the floor. The
-//! ruling of every such call carries it, a tool that runs commands without
-//! declaring the floor (`Targets::floor`) asks instead, and the plugin
-//! refuses a call whose floor it cannot apply.
+//! Architecture invariant: a call the owner did not approve never runs
+//! without the confinement. The ruling of every such call to a tool that
+//! declares it (`Targets::floor`) carries it, a tool that runs commands
+//! without declaring it asks instead, and the plugin refuses a call whose
+//! confinement it cannot apply on a kernel with Landlock.
 
 pub mod audit;
 mod caller;
@@ -43,6 +45,7 @@ pub mod guard;
 pub mod guards_file;
 pub mod landlock;
 mod paths;
+pub mod roots;
 
 use std::path::{Path, PathBuf};
 
@@ -54,33 +57,22 @@ pub use caller::{Caller, ToolScope};
 pub use confirm::{Board, ConfirmGate};
 pub use grants::Grants;
 pub use guards_file::{GuardsFile, GuardsFileError};
+pub use roots::Confinement;
 
-use crate::config::{Config, Mode};
+use crate::config::Mode;
 use confirm::{Answer, Question};
 use guard::Verdict;
 
-/// The directories programs spawned by tools may write to: in development
-/// mode `$HEARTH_HOME` and `/tmp`; in production, anywhere (empty).
-pub fn confinement(config: &Config) -> Vec<PathBuf> {
-    roots(config.mode, &config.home)
-}
-
-fn roots(mode: Mode, hearth_home: &Path) -> Vec<PathBuf> {
-    match mode {
-        Mode::Development => vec![hearth_home.to_owned(), PathBuf::from("/tmp")],
-        Mode::Production => Vec::new(),
-    }
-}
-
 /// What the rules say about one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Run it.
+enum Decision {
+    /// Run it, confined.
     Allow,
-    /// Ask the owner first; the reason is shown on the card.
-    Ask(String),
-    /// Never run it in this mode; the reason says why.
-    Deny(String),
+    /// Ask the owner first; the reason is shown on the card. `outside`:
+    /// once approved, the call runs without the confinement (it needs to
+    /// change something outside the writable roots, or the guard flagged
+    /// it); otherwise it runs confined whatever the answer.
+    Ask { why: String, outside: bool },
 }
 
 /// The policy's ruling on one call, as the audit records it.
@@ -108,8 +100,8 @@ pub struct Policy {
     mode: Mode,
     hearth_home: PathBuf,
     user_home: Option<PathBuf>,
-    config_file: Option<PathBuf>,
-    roots: Vec<PathBuf>,
+    confinement: Confinement,
+    ask_inside_roots: bool,
     guards: GuardsFile,
     gate: ConfirmGate,
     grants: Grants,
@@ -126,8 +118,10 @@ pub struct Parts {
     pub hearth_home: PathBuf,
     /// `$HOME`, for `~/` paths.
     pub user_home: Option<PathBuf>,
-    /// The config file the daemon runs with, if any: the floor protects it.
-    pub config_file: Option<PathBuf>,
+    /// The writable roots and the credentials.
+    pub confinement: Confinement,
+    /// Whether write and exec tools ask inside the roots too.
+    pub ask_inside_roots: bool,
     /// The shell guard's rules.
     pub guards: GuardsFile,
     /// Where asks wait.
@@ -144,19 +138,23 @@ impl Policy {
         let hearth_home = paths::canonical_roots(std::slice::from_ref(&parts.hearth_home))
             .pop()
             .unwrap_or(parts.hearth_home);
-        let roots = paths::canonical_roots(&roots(parts.mode, &hearth_home));
         Policy {
             mode: parts.mode,
             hearth_home,
             user_home: parts.user_home,
-            config_file: parts.config_file,
-            roots,
+            confinement: parts.confinement,
+            ask_inside_roots: parts.ask_inside_roots,
             guards: parts.guards,
             gate: parts.gate,
             grants: parts.grants,
             audit: parts.audit,
             landlock: hearth_sdk::landlock::abi_version(),
         }
+    }
+
+    /// The writable roots and the credentials.
+    pub fn confinement(&self) -> &Confinement {
+        &self.confinement
     }
 
     /// Rules on one call, asking the owner when the rules say so. Blocks
@@ -175,41 +173,40 @@ impl Policy {
         fingerprint: &str,
         ask: Option<String>,
     ) -> Ruling {
-        // A targeted argument of the wrong shape cannot be checked: ask.
+        // A targeted argument of the wrong shape cannot be checked: ask,
+        // and run confined whatever the answer.
         let read = Call::read(spec, args, &self.hearth_home, self.user_home.as_deref());
         let decision = match &read {
-            Ok(_) if ask.is_some() => Decision::Ask(ask.unwrap_or_default()),
-            Ok(call) => match self.mode {
-                Mode::Development => self.development(spec, call),
-                Mode::Production => self.production(spec, call),
+            Ok(call) => match self.decide(spec, call) {
+                Decision::Allow => match ask {
+                    Some(why) => Decision::Ask {
+                        why,
+                        outside: false,
+                    },
+                    None => Decision::Allow,
+                },
+                asks => asks,
             },
-            Err(why) => Decision::Ask(why.clone()),
+            Err(why) => Decision::Ask {
+                why: why.clone(),
+                outside: false,
+            },
         };
-        let reason = match decision {
+        let confined = |outside: bool| (spec.targets.floor && !outside).then(|| self.floor());
+        let (reason, outside) = match decision {
             Decision::Allow => {
-                let floored = self.mode == Mode::Production
-                    && spec.targets.floor
-                    && self.landlock.is_ok()
-                    && read.as_ref().is_ok_and(|c| c.command.is_some());
                 return Ruling {
                     decision: "allow",
-                    floor: floored.then(|| self.floor()),
+                    floor: confined(false),
                     ..Ruling::default()
                 };
             }
-            Decision::Deny(why) => {
-                return Ruling {
-                    decision: "deny",
-                    refusal: Some(format!("{} was not run: {why}", spec.name)),
-                    reason: Some(why),
-                    ..Ruling::default()
-                };
-            }
-            Decision::Ask(why) => why,
+            Decision::Ask { why, outside } => (why, outside),
         };
         let mut ruling = Ruling {
             decision: "ask",
             reason: Some(reason.clone()),
+            floor: confined(outside),
             ..Ruling::default()
         };
         match self.grants.take(fingerprint) {
@@ -296,96 +293,94 @@ impl Policy {
         &self.audit
     }
 
-    fn development(&self, spec: &ToolSpec, call: &Call) -> Decision {
-        let roots = || {
-            self.roots
-                .iter()
-                .map(|r| r.display().to_string())
-                .collect::<Vec<_>>()
-                .join(" and ")
-        };
-        if let Some(cwd) = &call.cwd
-            && !paths::inside(cwd, &self.roots)
-        {
-            return Decision::Deny(format!(
-                "development mode runs commands only in {}; {} is outside",
-                roots(),
-                cwd.display()
+    /// What the rules say about `call`, before grants and the owner.
+    fn decide(&self, spec: &ToolSpec, call: &Call) -> Decision {
+        let outside = |why: String| Decision::Ask { why, outside: true };
+        if let Some(reason) = &call.escalate {
+            return outside(format!(
+                "asks to run outside the writable roots ({}): {reason}",
+                self.confinement.roots_list()
             ));
         }
         for (text, path) in &call.writes {
-            if !paths::inside(path, &self.roots) {
-                return Decision::Deny(format!(
-                    "development mode writes only in {}; {text:?} is {}",
-                    roots(),
-                    path.display()
+            if self.hidden(path) {
+                return outside(format!("{text:?} is one of hearth's credentials"));
+            }
+            if !self.confinement.writable(path) {
+                return outside(format!(
+                    "{text:?} ({}) is outside the writable roots ({})",
+                    path.display(),
+                    self.confinement.roots_list()
                 ));
             }
-        }
-        match spec.risk {
-            Risk::Read => Decision::Allow,
-            Risk::Write | Risk::Exec => {
-                let tier = if spec.risk == Risk::Write {
-                    "write"
-                } else {
-                    "exec"
-                };
-                let flagged = call.command.as_deref().and_then(|command| {
-                    match self
-                        .guards
-                        .check(command, call.cwd_or_home(&self.hearth_home), &call.env)
-                    {
-                        Verdict::Ask(why) => Some(why),
-                        Verdict::Allow => None,
-                    }
-                });
-                Decision::Ask(match flagged {
-                    Some(why) => why,
-                    None => format!("development mode asks before every {tier} tool"),
-                })
+            if let Verdict::Ask(why) = self.guards.check_write(text, &self.hearth_home) {
+                return outside(why);
             }
         }
-    }
-
-    /// The kernel floor for a command run now.
-    pub fn floor(&self) -> Floor {
-        floor::build(
-            &self.guards.path_lists(),
-            &floor::Homes {
-                hearth_home: &self.hearth_home,
-                user_home: self.user_home.as_deref(),
-                guards_file: self.guards.path(),
-                config_file: self.config_file.as_deref(),
-            },
-        )
-    }
-
-    fn production(&self, spec: &ToolSpec, call: &Call) -> Decision {
-        let cwd = call.cwd_or_home(&self.hearth_home);
         if let Some(command) = &call.command {
+            let cwd = call.cwd_or_home(&self.hearth_home);
             if let Verdict::Ask(why) = self.guards.check(command, cwd, &call.env) {
-                return Decision::Ask(why);
+                return outside(why);
             }
-            if !spec.targets.floor && self.landlock.is_ok() {
-                return Decision::Ask(format!(
-                    "{} runs commands without the kernel floor, so nothing beneath the guard \
-                     would protect your files",
+            if !spec.targets.floor {
+                return outside(format!(
+                    "{} runs commands without hearth's confinement, so nothing would keep them \
+                     inside the writable roots",
                     spec.name
                 ));
             }
-        }
-        for (text, _) in &call.writes {
-            if let Verdict::Ask(why) = self.guards.check_write(text, &self.hearth_home) {
-                return Decision::Ask(why);
+            if self.mode == Mode::Development
+                && let Err(why) = &self.landlock
+            {
+                return Decision::Ask {
+                    why: format!(
+                        "the kernel cannot confine commands ({why}), so development mode asks \
+                         before every command"
+                    ),
+                    outside: false,
+                };
             }
         }
-        Decision::Allow
+        let risk = match &call.action {
+            Some(action) if spec.targets.read_actions.contains(action) => Risk::Read,
+            _ => spec.risk,
+        };
+        if risk == Risk::Read || !self.ask_inside_roots {
+            return Decision::Allow;
+        }
+        let tier = if risk == Risk::Write { "write" } else { "exec" };
+        Decision::Ask {
+            why: format!(
+                "{} mode asks before every {tier} tool; it runs confined to the writable roots",
+                self.mode.name()
+            ),
+            outside: false,
+        }
+    }
+
+    /// Whether `path` is, or lies in, one of the credentials.
+    fn hidden(&self, path: &Path) -> bool {
+        self.confinement.hidden.iter().any(|h| path.starts_with(h))
+    }
+
+    /// The confinement for a call run now.
+    pub fn floor(&self) -> Floor {
+        floor::build(
+            &self.guards.path_lists(),
+            &self.confinement,
+            &self.hearth_home,
+            self.user_home.as_deref(),
+        )
     }
 }
 
 /// The argument that holds a command's environment variables, beside its
 /// command target.
 const ENV_ARGUMENT: &str = "env";
+
+/// The argument that names what a many-action tool does
+/// (`Targets::read_actions`).
+const ACTION_ARGUMENT: &str = "action";
 
 /// The parts of a call the rules look at, read through the tool's targets.
 struct Call {
@@ -398,6 +393,10 @@ struct Call {
     env: Vec<(String, String)>,
     /// Each written path as given and as resolved.
     writes: Vec<(String, PathBuf)>,
+    /// The call's `action` argument, for tools with read-only actions.
+    action: Option<String>,
+    /// The reason given for running outside the writable roots.
+    escalate: Option<String>,
 }
 
 impl Call {
@@ -467,11 +466,21 @@ impl Call {
                 writes.push((value, resolved));
             }
         }
+        let action = args
+            .get(ACTION_ARGUMENT)
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        let escalate = match &t.escalate {
+            Some(key) => text(key)?.filter(|reason| !reason.trim().is_empty()),
+            None => None,
+        };
         Ok(Call {
             command,
             cwd,
             env,
             writes,
+            action,
+            escalate,
         })
     }
 

@@ -1,4 +1,4 @@
-//! Where a tool's path arguments lead, for development mode's confinement.
+//! Where a tool's path arguments lead, for the writable roots.
 //!
 //! Paths are resolved the way the bundled plugins resolve them: relative to
 //! `$HEARTH_HOME`, `~/` under `$HOME`. Then `.` and `..` are taken out and
@@ -23,11 +23,6 @@ pub fn resolve(text: &str, base: &Path, home: Option<&Path>) -> PathBuf {
         base.join(path)
     };
     follow_links(&lexical(&absolute))
-}
-
-/// Whether `path` is one of `roots` or beneath one.
-pub fn inside(path: &Path, roots: &[PathBuf]) -> bool {
-    roots.iter().any(|r| path.starts_with(r))
 }
 
 /// Canonical forms of `roots` (a root that does not exist yet stays as
@@ -58,7 +53,7 @@ mod tests {
         for (text, expected) in cases {
             let path = resolve(text, &base, None);
             assert_eq!(
-                inside(&path, &roots),
+                roots.iter().any(|r| path.starts_with(r)),
                 expected,
                 "{text} -> {}",
                 path.display()

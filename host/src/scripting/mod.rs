@@ -96,13 +96,14 @@ impl Scripts {
     /// Creates the agent's script folders, loads every script, and returns
     /// the subsystem. `reserved` are tool names Lua may not take; the kv
     /// store is kept on `kv`, the shared cold connection; `hearth.http`
-    /// puts `secrets` into requests.
+    /// puts `secrets` into requests; workers start under `worker_floor`.
     pub fn start(
         config: &ScriptsConfig,
         home: &Path,
         kv: Cold,
         reserved: HashSet<String>,
         secrets: Arc<crate::secrets::Secrets>,
+        worker_floor: hearth_sdk::protocol::Floor,
     ) -> Result<Arc<Scripts>, ScriptsError> {
         for dir in ["lib", "tools", "skills"] {
             let path = home.join(dir);
@@ -115,7 +116,7 @@ impl Scripts {
         let scripts = Arc::new(Scripts {
             roots,
             config: config.clone(),
-            pool: Pool::new(program, config.memory_mb, config.workers),
+            pool: Pool::new(program, config.memory_mb, config.workers, worker_floor),
             catalog: RwLock::new(Arc::new(Catalog::default())),
             reserved,
             kv: kv.clone(),

@@ -11,6 +11,12 @@
 //! A request made for a call in a turn is killed the same way when the
 //! owner stops the turn: the call's scope holds a hook that kills the
 //! worker, and the read then ends at once.
+//!
+//! A worker runs the owner's least trusted code, so it is started like any
+//! program hearth runs unapproved (`hearth_sdk::sandbox`): an empty
+//! environment, a session of its own, the seccomp filter, and a Landlock
+//! floor under which it writes nothing but the null devices and cannot
+//! read hearth's credentials.
 
 use std::io::{Read, Write};
 use std::os::fd::AsRawFd;
@@ -19,6 +25,9 @@ use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::sync::{Condvar, Mutex};
 use std::time::{Duration, Instant};
 
+use hearth_sdk::floor::{Cache, FloorError};
+use hearth_sdk::protocol::Floor;
+use hearth_sdk::sandbox::{self, Reach};
 use serde_json::Value;
 
 use super::wire::{FailureKind, FromWorker, ScriptFailure, ToWorker};
@@ -31,6 +40,10 @@ const GRACE: Duration = Duration::from_millis(40);
 /// Worker processes, started on demand.
 pub struct Pool {
     program: PathBuf,
+    /// The confinement every worker starts under.
+    floor: Floor,
+    /// `floor`, prepared, kept while it holds.
+    floors: Cache,
     memory_mb: u64,
     max: usize,
     state: Mutex<PoolState>,
@@ -70,9 +83,11 @@ enum ReadError {
 
 impl Pool {
     /// A pool that runs `program __lua-worker`.
-    pub fn new(program: PathBuf, memory_mb: u64, max: usize) -> Pool {
+    pub fn new(program: PathBuf, memory_mb: u64, max: usize, floor: Floor) -> Pool {
         Pool {
             program,
+            floor,
+            floors: Cache::default(),
             memory_mb,
             max: max.max(1),
             state: Mutex::new(PoolState::default()),
@@ -195,6 +210,20 @@ impl Pool {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit());
+        let refused = |why: String| {
+            failure(
+                FailureKind::Runtime,
+                &format!("cannot confine a script worker, so none was started: {why}"),
+            )
+        };
+        let prepared = match self.floors.prepare(&self.floor) {
+            Ok(prepared) => Some(prepared),
+            // No Landlock at all: the daemon said so loudly at start.
+            Err(FloorError::Unavailable(_)) => None,
+            Err(e) => return Err(refused(e.to_string())),
+        };
+        sandbox::apply(&mut command, Reach::Confined, prepared)
+            .map_err(|e| refused(e.to_string()))?;
         let mut child = spawn_from_lasting_thread(command).map_err(|e| {
             failure(
                 FailureKind::Runtime,

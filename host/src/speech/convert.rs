@@ -112,7 +112,8 @@ pub fn convert(
     target: Target,
     deadline: Duration,
 ) -> Result<(), ConvertError> {
-    let mut child = Command::new("ffmpeg")
+    let mut command = Command::new("ffmpeg");
+    command
         .args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-i"])
         .arg(input)
         .args(["-vn", "-map_metadata", "-1"])
@@ -120,7 +121,13 @@ pub fn convert(
         .arg(output)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::piped())
+        .stderr(Stdio::piped());
+    // The media is a stranger's bytes: ffmpeg runs as a helper, unable to
+    // read hearth's credentials or reach the owner's terminal.
+    crate::policy::roots::helpers()
+        .apply(&mut command)
+        .map_err(|e| ConvertError::Failed(format!("ffmpeg cannot be confined: {e}")))?;
+    let mut child = command
         .spawn()
         .map_err(|e| match e.kind() {
             std::io::ErrorKind::NotFound => ConvertError::Missing,

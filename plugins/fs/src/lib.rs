@@ -10,9 +10,10 @@
 //!
 //! Relative paths are relative to `$HEARTH_HOME`, `~/` is `$HOME`. What may
 //! be touched is the host policy's decision; this plugin resolves and
-//! reports paths, and in development mode also refuses writes outside the
-//! roots the host names (`HostInfo::confine_to`), since only it sees the
-//! file names inside a patch.
+//! reports paths, and applies the confinement the host sends with a call
+//! the owner did not approve to every path it opens ([`paths`]): only it
+//! sees the file names inside a patch, and the file a path really leads
+//! to.
 
 pub mod args;
 pub mod list;
@@ -24,7 +25,7 @@ pub mod write;
 
 use std::path::PathBuf;
 
-use hearth_sdk::protocol::{Description, Risk, ToolSpec};
+use hearth_sdk::protocol::{Description, Floor, Risk, ToolSpec};
 use hearth_sdk::{Host, Plugin, PluginError, parse_args};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -81,13 +82,8 @@ impl Plugin for Fs {
                 user_home: std::env::var_os("HOME")
                     .filter(|h| !h.is_empty())
                     .map(PathBuf::from),
-                // A root that cannot be resolved stays as given: it then
-                // matches nothing canonical, which fails closed.
-                confine_to: info
-                    .confine_to
-                    .iter()
-                    .map(|r| std::fs::canonicalize(r).unwrap_or_else(|_| PathBuf::from(r)))
-                    .collect(),
+                floor: None,
+                hidden: Default::default(),
             },
             max_read_bytes,
         })
@@ -102,6 +98,19 @@ impl Plugin for Fs {
 
     fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError> {
         self.call(tool, &args)
+    }
+
+    fn call_tool_floored(
+        &self,
+        tool: &str,
+        args: Value,
+        floor: Option<Floor>,
+    ) -> Result<Value, PluginError> {
+        let fs = Fs {
+            roots: self.roots.confined(floor),
+            max_read_bytes: self.max_read_bytes,
+        };
+        fs.call(tool, &args)
     }
 }
 
@@ -228,6 +237,9 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
             "apply_patch" => vec!["root".into()],
             _ => Vec::new(),
         };
+        // Every call the owner did not approve comes with the confinement,
+        // reads included: they must not reach the credentials.
+        tool.targets.floor = true;
     }
     tools
 }

@@ -20,6 +20,9 @@ pub const MAX_ENTRIES: usize = 1000;
 pub fn list_directory(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     let args = Args::new(args, &["path", "recursive"])?;
     let path = fs.roots.resolve("path", args.string("path")?)?;
+    // A hidden folder (the backups) is not listed; a credential's name in
+    // a listing is no secret, its contents never leave through this tool.
+    fs.roots.check_readable("path", &path)?;
     let recursive = args.bool("recursive", false)?;
     let meta = std::fs::metadata(&path).map_err(|e| io_error("cannot list", &path, &e))?;
     if !meta.is_dir() {

@@ -64,8 +64,7 @@ pub fn apply_patch(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     let roots = match args.opt_string("root")? {
         Some(root) => Roots {
             hearth_home: fs.roots.resolve("root", root)?,
-            user_home: fs.roots.user_home.clone(),
-            confine_to: fs.roots.confine_to.clone(),
+            ..fs.roots.clone()
         },
         None => fs.roots.clone(),
     };
@@ -328,6 +327,7 @@ fn plan_file(roots: &Roots, file: &FilePatch, earlier: &[Plan]) -> Result<Plan, 
     let resolve = |p: &str| {
         let path = roots.resolve("patch", p)?;
         roots.check_writable("patch", &path)?;
+        roots.check_readable("patch", &path)?;
         Ok::<_, PluginError>(path)
     };
     let old_path = file.old.as_deref().map(resolve).transpose()?;

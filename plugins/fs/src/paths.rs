@@ -1,32 +1,92 @@
-//! Turning a path argument into the absolute path the tools act on.
+//! Turning a path argument into the absolute path the tools act on, and
+//! the confinement of a call the owner did not approve.
 //!
 //! A relative path is relative to `$HEARTH_HOME`, and a leading `~/` means
 //! `$HOME`. Existing paths are canonicalized (symlinks resolved) so results
 //! report the file really touched; for a path that does not exist yet, the
-//! nearest existing ancestor is canonicalized and the rest appended. There is
-//! no confinement here on purpose: the host's policy decides what may be
-//! touched.
+//! nearest existing ancestor is canonicalized and the rest appended.
+//!
+//! The host sends the confinement with every call the owner did not
+//! approve ([`hearth_sdk::protocol::Floor`]); no kernel rule covers this
+//! plugin's own process, so it checks the paths it really opens: writes
+//! only inside the writable roots and outside the protected paths there,
+//! and never a credential, read or written, by its resolved path or by
+//! the identity of the file (a hard link is the same file).
 
 use std::io;
 use std::path::{Path, PathBuf};
 
 use hearth_sdk::PluginError;
+use hearth_sdk::floor::{self, Hidden};
+use hearth_sdk::protocol::Floor;
 
 use crate::args::invalid;
 
-/// Where relative paths and `~` lead.
+/// Where relative paths and `~` lead, and what this call may touch.
 #[derive(Clone, Debug)]
 pub struct Roots {
     /// `$HEARTH_HOME`: the base of relative paths.
     pub hearth_home: PathBuf,
     /// `$HOME`, when set: what `~` means.
     pub user_home: Option<PathBuf>,
-    /// In development mode, the only folders writes may touch (canonical);
-    /// empty means anywhere.
-    pub confine_to: Vec<PathBuf>,
+    /// The confinement of this call; `None` when the owner approved it.
+    pub floor: Option<Floor>,
+    /// The floor's credentials, by path and identity.
+    pub hidden: Hidden,
 }
 
 impl Roots {
+    /// These roots for one call under `floor`.
+    pub fn confined(&self, floor: Option<Floor>) -> Roots {
+        Roots {
+            hidden: floor
+                .as_ref()
+                .map(floor::hidden_identities)
+                .unwrap_or_default(),
+            floor,
+            ..self.clone()
+        }
+    }
+
+    /// Refuses to write the resolved `path` when the call is confined and
+    /// `path` is outside the writable roots, protected, or a credential.
+    pub fn check_writable(&self, field: &str, path: &Path) -> Result<(), PluginError> {
+        let Some(floor) = &self.floor else {
+            return Ok(());
+        };
+        if self.hidden.matches(path) {
+            return Err(credential(field, path));
+        }
+        if floor::allows_write(floor, path) {
+            return Ok(());
+        }
+        Err(invalid(
+            field,
+            &format!(
+                "leads to {}, which this call may not change: outside the writable roots ({}), \
+                 or protected. Ask the owner by calling again outside the roots, or work inside \
+                 them",
+                path.display(),
+                floor.writable.first().map_or("none", String::as_str)
+            ),
+        ))
+    }
+
+    /// Refuses to read the resolved `path` when it is one of hearth's
+    /// credentials (or a link to one).
+    pub fn check_readable(&self, field: &str, path: &Path) -> Result<(), PluginError> {
+        if self.floor.is_some() && self.hidden.matches(path) {
+            return Err(credential(field, path));
+        }
+        Ok(())
+    }
+
+    /// Whether `path` is a credential this call may not see (for the
+    /// entries of a listing or a search).
+    pub fn is_hidden(&self, path: &Path) -> bool {
+        self.floor.is_some() && self.hidden.matches(path)
+    }
+
     /// The absolute, not yet canonical, form of `raw` (argument `field`).
     pub fn absolute(&self, field: &str, raw: &str) -> Result<PathBuf, PluginError> {
         if raw.trim().is_empty() {
@@ -53,26 +113,6 @@ impl Roots {
         })
     }
 
-    /// Refuses a write to the resolved `path` outside [`Roots::confine_to`].
-    pub fn check_writable(&self, field: &str, path: &Path) -> Result<(), PluginError> {
-        if self.confine_to.is_empty() || self.confine_to.iter().any(|r| path.starts_with(r)) {
-            return Ok(());
-        }
-        let roots: Vec<String> = self
-            .confine_to
-            .iter()
-            .map(|r| r.display().to_string())
-            .collect();
-        Err(invalid(
-            field,
-            &format!(
-                "leads to {}, outside {} (development mode writes only there)",
-                path.display(),
-                roots.join(" and ")
-            ),
-        ))
-    }
-
     /// `raw` resolved through every symlink; the path may not exist yet.
     pub fn resolve(&self, field: &str, raw: &str) -> Result<PathBuf, PluginError> {
         let path = self.absolute(field, raw)?;
@@ -92,6 +132,18 @@ impl Roots {
         };
         resolved.map_err(|e| io_error("cannot resolve", &path, &e))
     }
+}
+
+/// The refusal of a credential.
+fn credential(field: &str, path: &Path) -> PluginError {
+    invalid(
+        field,
+        &format!(
+            "leads to {}, one of hearth's credentials (secrets, tokens, the store, the config), \
+             which no tool or program the owner did not approve may read or change",
+            path.display()
+        ),
+    )
 }
 
 /// An error about `path` that says what was being done.

@@ -34,7 +34,12 @@ pub fn read_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
         };
         return Err(invalid(field, "line ranges need encoding \"text\""));
     }
+    fs.roots.check_readable("path", &path)?;
     let mut file = File::open(&path).map_err(|e| io_error("cannot open", &path, &e))?;
+    // Checked again on what was opened: the path may have been swapped
+    // for a link since.
+    fs.roots
+        .check_readable("path", &opened_path(&file).unwrap_or_else(|| path.clone()))?;
     let meta = file
         .metadata()
         .map_err(|e| io_error("cannot stat", &path, &e))?;
@@ -238,4 +243,11 @@ mod tests {
         let trailing = take_lines(&b"a\nb\n"[..], 1, u64::MAX, 100, true).unwrap();
         assert_eq!(trailing.lines_seen, 2);
     }
+}
+
+/// The path the kernel gives an open file (`/proc/self/fd/N`), to check
+/// what was really opened.
+pub fn opened_path(file: &File) -> Option<std::path::PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
 }

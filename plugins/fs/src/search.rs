@@ -14,7 +14,7 @@ use serde_json::{Value, json};
 
 use crate::Fs;
 use crate::args::{Args, invalid};
-use crate::paths::io_error;
+use crate::paths::{Roots, io_error};
 
 /// Matches returned when `max_results` is not given.
 pub const DEFAULT_RESULTS: u64 = 200;
@@ -64,7 +64,9 @@ pub fn search_files(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
         ));
     }
     let meta = std::fs::metadata(&root).map_err(|e| io_error("cannot search", &root, &e))?;
+    fs.roots.check_readable("path", &root)?;
     let mut search = Search {
+        roots: &fs.roots,
         glob,
         matcher,
         limit: limit as usize,
@@ -124,7 +126,9 @@ fn compile_glob(pattern: &str) -> Result<NameGlob, PluginError> {
     })
 }
 
-struct Search {
+struct Search<'a> {
+    /// What this call may not read.
+    roots: &'a Roots,
     glob: Option<NameGlob>,
     matcher: Option<Matcher>,
     limit: usize,
@@ -136,7 +140,7 @@ struct Search {
     truncated: bool,
 }
 
-impl Search {
+impl Search<'_> {
     fn full(&mut self) -> bool {
         if self.matches.len() >= self.limit || self.visited >= MAX_VISITED {
             self.truncated = true;
@@ -172,6 +176,9 @@ impl Search {
     }
 
     fn file(&mut self, root: &Path, path: &Path) {
+        if self.roots.is_hidden(path) {
+            return;
+        }
         if let Some(glob) = &self.glob {
             let subject = if glob.whole_path {
                 path.strip_prefix(root).unwrap_or(path)

@@ -17,6 +17,7 @@ use hearth_sdk::{Host, HostCallError, Level};
 use serde_json::{Value, json};
 
 use crate::spawner::Spawner;
+use hearth_sdk::sandbox::Helpers;
 
 /// The plugin-wide state servers share.
 pub struct Context {
@@ -34,6 +35,9 @@ pub struct Context {
     pub summaries: bool,
     /// The thread servers are forked from.
     pub spawner: Spawner,
+    /// The sandbox servers start in: a session of their own, the seccomp
+    /// filter, and hearth's credentials hidden by Landlock.
+    pub helpers: Helpers,
 }
 
 impl Context {
@@ -41,14 +45,20 @@ impl Context {
     /// without `host.info`, as in a unit test, gives `$HEARTH_HOME` or the
     /// temporary directory).
     pub fn new(host: Host) -> Context {
-        let (home, serving, summaries) = match host.info() {
-            Ok(info) => (PathBuf::from(info.home), info.serving, info.summaries),
+        let (home, serving, summaries, hidden) = match host.info() {
+            Ok(info) => (
+                PathBuf::from(info.home),
+                info.serving,
+                info.summaries,
+                info.hidden,
+            ),
             Err(_) => (
                 std::env::var_os("HEARTH_HOME")
                     .map(PathBuf::from)
                     .unwrap_or_else(|| std::env::temp_dir().join("hearth-mcp")),
                 true,
                 false,
+                Vec::new(),
             ),
         };
         Context {
@@ -58,6 +68,7 @@ impl Context {
             serving,
             summaries,
             spawner: Spawner::default(),
+            helpers: Helpers::new(&hidden),
         }
     }
 

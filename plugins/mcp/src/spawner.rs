@@ -28,14 +28,14 @@ pub struct Spawner {
 }
 
 impl Spawner {
-    /// Starts `command` from the spawning thread, in its own process group
-    /// and set to be killed when the daemon dies.
+    /// Starts `command` from the spawning thread, set to be killed when the
+    /// daemon dies. The caller gives it a session (and so a process group)
+    /// of its own with the sandbox.
     pub fn spawn(&self, mut command: Command) -> io::Result<Child> {
         // The daemon's pid, read here: in the child, `getppid` must still
         // name it, or the daemon died before the signal was armed.
         // SAFETY: getpid(2) cannot fail and touches no memory.
         let parent = unsafe { libc::getpid() };
-        command.process_group(0);
         // SAFETY: the closure runs between fork and exec and calls only
         // async-signal-safe functions (prctl, getppid); it allocates
         // nothing (`from_raw_os_error` does not allocate).

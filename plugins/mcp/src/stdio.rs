@@ -97,6 +97,9 @@ impl StdioLink {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
+        ctx.helpers
+            .apply(&mut command)
+            .map_err(|e| format!("it cannot be confined, so it was not started: {e}"))?;
         let mut child = ctx.spawner.spawn(command).map_err(|e| {
             let path = env
                 .iter()

@@ -17,6 +17,7 @@ use std::io::{self, Read};
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 use std::process::{Child, ChildStderr, ChildStdout, ExitStatus, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use hearth_sdk::PluginError;
@@ -28,7 +29,7 @@ use serde_json::{Map, Value};
 use crate::Shell;
 use crate::live::Live;
 use crate::output::{Capture, Limits, Stream};
-use crate::spawn::{self, Grouping, Launcher};
+use crate::spawn::{self, Launcher};
 use hearth_sdk::args::Args;
 
 /// `timeout_s` when the call does not set it.
@@ -50,8 +51,8 @@ pub struct Request<'a> {
     pub timeout: Duration,
     /// Variables added to the environment.
     pub env: &'a [(&'a str, &'a str)],
-    /// The kernel floor it runs under, if any.
-    pub floor: Option<&'a Prepared>,
+    /// The confinement it runs under; `None` when the owner approved it.
+    pub floor: Option<Arc<Prepared>>,
 }
 
 /// What watches a command besides its deadline.
@@ -70,7 +71,7 @@ pub fn shell_exec(
     floor: Option<&Floor>,
     watching: Watching<'_>,
 ) -> Result<Value, PluginError> {
-    let args = Args::new(args, &["command", "cwd", "timeout_s", "env"])?;
+    let args = Args::new(args, &["command", "cwd", "timeout_s", "env", "outside_roots"])?;
     let command = args.text("command")?;
     let timeout_s = args.u64_in("timeout_s", 1, MAX_TIMEOUT_S, DEFAULT_TIMEOUT_S)?;
     let env = args.string_map("env")?;
@@ -86,7 +87,7 @@ pub fn shell_exec(
             cwd: &cwd,
             timeout: Duration::from_secs(timeout_s),
             env: &env,
-            floor: floor.as_deref(),
+            floor,
         },
         watching,
     )?;
@@ -100,9 +101,9 @@ pub fn shell_exec(
 
 /// Runs `request` and returns the tool's result: `exit_code`, `signal`,
 /// `stdout`, `stderr`, `duration_ms`, `timed_out`, `truncated` (then
-/// `total` and `log`), `confined` in development mode, `floor` under the
-/// kernel floor, `cancelled` when the host stopped it, and `note` when
-/// background processes were killed.
+/// `total` and `log`), `floor` when it ran confined (with `confinement`
+/// when it failed for lack of access), `cancelled` when the host stopped
+/// it, and `note` when background processes were killed.
 pub fn run(
     launcher: &Launcher,
     limits: Limits,
@@ -116,9 +117,8 @@ pub fn run(
             request.command,
             request.cwd,
             request.env,
-            Grouping::Group,
-            request.floor,
-        )
+            request.floor.clone(),
+        )?
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -168,11 +168,13 @@ pub fn run(
     if ending.cancelled {
         result.insert("cancelled".into(), true.into());
     }
-    if let Some(confined) = launcher.confined() {
-        result.insert("confined".into(), confined.into());
-    }
-    if let Some(floor) = request.floor {
+    if let Some(floor) = &request.floor {
         result.insert("floor".into(), crate::floor::describe(floor).into());
+        if exit_code.is_some_and(|code| code != 0)
+            && let Some(note) = crate::floor::refusal_note(&captured.stderr)
+        {
+            result.insert("confinement".into(), note.into());
+        }
     }
     if ending.lingered {
         result.insert(

@@ -19,10 +19,10 @@
 //! A background process started by this daemon run that fails on its own
 //! is reported to the agent through `agent.notify`. Whether a command may
 //! run is the host policy's decision (the tools name their `command` and
-//! `cwd` arguments as targets for its guard); in development mode this
-//! plugin enforces the host's `confine_to` with Landlock ([`confine`]), and
-//! in production mode it runs every command the owner did not approve
-//! under the kernel floor the host sends with the call ([`floor`]).
+//! `cwd` arguments as targets for its guard); it runs every command in a
+//! session of its own under a seccomp filter, and every command the owner
+//! did not approve under the confinement the host sends with the call
+//! ([`floor`], [`spawn`]).
 //!
 //! Config, `[plugins.shell]`, every key optional:
 //! - `max_output_lines` (default 200) and `max_output_bytes` (default
@@ -30,7 +30,6 @@
 //! - `pass_env`: names of daemon environment variables passed to commands
 //!   besides the default few (`PATH`, `HOME`, `LANG`, ...).
 
-pub mod confine;
 pub mod exec;
 pub mod floor;
 pub mod follow;
@@ -52,7 +51,6 @@ use hearth_sdk::{Host, Plugin, PluginError, parse_args};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use confine::{landlock_abi, landlock_status};
 use output::Limits;
 use processes::{Notify, Processes};
 use spawn::Launcher;
@@ -86,8 +84,6 @@ pub struct Shell {
 pub struct Setup {
     /// `$HEARTH_HOME`.
     pub home: PathBuf,
-    /// The directories commands may write to; empty for no confinement.
-    pub confine_to: Vec<String>,
     /// The `[plugins.shell]` table.
     pub config: Config,
     /// How exit notices reach the agent.
@@ -142,7 +138,7 @@ impl Shell {
                 "[plugins.shell] pass_env holds {bad:?}, which is not a variable name"
             )));
         }
-        let launcher = Launcher::new(&setup.home, &setup.confine_to, &config.pass_env);
+        let launcher = Launcher::new(&setup.home, &config.pass_env);
         let processes = Processes::new(
             launcher.home.join("processes"),
             setup.notify,
@@ -229,7 +225,6 @@ impl Plugin for Shell {
         });
         Shell::new(Setup {
             home: PathBuf::from(info.home),
-            confine_to: info.confine_to,
             config,
             notify,
             live: Some(Box::new(move |output| host.tool_output(output))),
@@ -285,11 +280,15 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
         "description": "Variables added to the environment." });
     let id = json!({ "type": "string", "minLength": 1,
         "description": "The id process_start returned, like proc-3." });
+    let outside = json!({ "type": "string", "minLength": 1,
+        "description": "Only when the command must change something outside the writable roots: \
+                        why. The owner is asked; once approved it runs unconfined." });
     let runs = || Targets {
         command: Some("command".into()),
         cwd: Some("cwd".into()),
-        writes: Vec::new(),
         floor: true,
+        escalate: Some("outside_roots".into()),
+        ..Targets::default()
     };
     let spec = |name: &str,
                 description: String,
@@ -317,11 +316,10 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
                  (timeout_s, default {}, at most {}) everything it started is killed. A stream over \
                  {} lines or {} bytes is shortened to its first {} and last {} lines; then `log` \
                  names a file holding the whole output (read it with read_file). For servers and \
-                 other long-running work use process_start. A result with `floor` ran under the \
-                 kernel floor: protected paths (system directories, ~/.ssh, hearth's own files) \
-                 were read-only, nothing could be made or removed directly in directories that \
-                 hold them (/, ~), and other processes could not be signalled; work in \
-                 subdirectories.",
+                 other long-running work use process_start. A result with `floor` ran confined: \
+                 changes only inside the writable roots, never in protected paths, nothing made \
+                 directly in folders that hold them ($HEARTH_HOME, ~: use subfolders), other \
+                 processes out of reach.",
                 exec::DEFAULT_TIMEOUT_S,
                 exec::MAX_TIMEOUT_S,
                 limits.max_lines,
@@ -336,6 +334,7 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
                 "cwd": cwd,
                 "timeout_s": { "type": "integer", "minimum": 1, "maximum": exec::MAX_TIMEOUT_S },
                 "env": env,
+                "outside_roots": outside,
             }),
             &["command"],
         ),
@@ -354,6 +353,7 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
                 "env": env,
                 "name": { "type": "string", "minLength": 1, "maxLength": 100,
                           "description": "A label to recognise it by." },
+                "outside_roots": outside,
             }),
             &["command"],
         ),

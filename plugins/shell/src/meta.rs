@@ -70,11 +70,7 @@ pub struct Meta {
     pub stdout: String,
     /// Its standard error's file.
     pub stderr: String,
-    /// `landlock` or `unavailable: ...` in development mode.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub confined: Option<String>,
-    /// The kernel floor it runs under, in production mode when the owner
-    /// did not approve it.
+    /// The confinement it runs under, when the owner did not approve it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub floor: Option<String>,
 }

@@ -27,7 +27,7 @@ use crate::follow;
 use crate::meta::{self, Meta, Status};
 use crate::output::Stream;
 use crate::reaper::Reaper;
-use crate::spawn::{self, Grouping, Launcher};
+use crate::spawn::{self, Launcher};
 use crate::summary::Summarize;
 use crate::tail;
 use hearth_sdk::args::{Args, invalid};
@@ -89,7 +89,7 @@ impl Processes {
         args: &Value,
         floor: Option<&Floor>,
     ) -> Result<Value, PluginError> {
-        let args = Args::new(args, &["command", "cwd", "env", "name"])?;
+        let args = Args::new(args, &["command", "cwd", "env", "name", "outside_roots"])?;
         let command = args.text("command")?;
         let name = args.opt_text("name")?;
         if name.is_some_and(|n| n.chars().count() > MAX_NAME) {
@@ -113,7 +113,7 @@ impl Processes {
                 .map_err(|e| PluginError::failed(format!("cannot create {}: {e}", path.display())))
         };
         let child = launcher
-            .command(command, &cwd, &env, Grouping::Session, floor.as_deref())
+            .command(command, &cwd, &env, floor.clone())?
             .stdout(open(&stdout)?)
             .stderr(open(&stderr)?)
             .spawn()
@@ -151,7 +151,6 @@ impl Processes {
             ended_by: None,
             stdout: stdout.display().to_string(),
             stderr: stderr.display().to_string(),
-            confined: launcher.confined(),
             floor: floor.as_deref().map(crate::floor::describe),
         };
         {

@@ -1,7 +1,14 @@
 //! How a command line becomes a process: the shell, the environment, the
-//! working directory, the process group or session, and the confinement
-//! applied in the child. `shell_exec` and `process_start` share it, so both
-//! tools treat `cwd`, `env`, development mode and the floor the same way.
+//! working directory, its session, and the sandbox applied in the child
+//! (`hearth_sdk::sandbox`). `shell_exec` and `process_start` share it, so
+//! both tools treat `cwd`, `env` and the confinement the same way.
+//!
+//! Every command runs in a session of its own, with no controlling
+//! terminal of hearth's, under the seccomp filter that keeps it from
+//! typing into terminals; a command the owner did not approve also runs
+//! under the confinement the host sent with the call (Landlock: writes
+//! only in the writable roots, the credentials hidden, signals scoped) and
+//! cannot change other processes' limits or priorities.
 //!
 //! The environment starts from an allow-list, not the daemon's own: the
 //! daemon holds the model's API key in its environment, and the agent must
@@ -13,14 +20,15 @@
 use std::ffi::OsString;
 use std::io;
 use std::os::fd::{FromRawFd, OwnedFd};
-use std::os::unix::process::{CommandExt, ExitStatusExt};
+use std::os::unix::process::ExitStatusExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
+use std::sync::Arc;
 
 use hearth_sdk::PluginError;
 use hearth_sdk::floor::{Cache, Prepared};
+use hearth_sdk::sandbox::{self, Reach};
 
-use crate::confine::{self, Confinement};
 use hearth_sdk::args::invalid;
 
 /// Variables passed from the daemon's environment to every command.
@@ -38,16 +46,6 @@ pub const INHERITED_ENV: [&str; 11] = [
     "XDG_RUNTIME_DIR",
 ];
 
-/// What a command's own process group or session is for.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Grouping {
-    /// Its own process group, so a timeout can kill everything it started.
-    Group,
-    /// Its own session (`setsid`): detached from the daemon's terminal and
-    /// signals, so it outlives the daemon.
-    Session,
-}
-
 /// Everything needed to start commands the same way each time.
 #[derive(Debug)]
 pub struct Launcher {
@@ -57,16 +55,14 @@ pub struct Launcher {
     pub shell: PathBuf,
     /// The environment every command starts with.
     pub base_env: Vec<(OsString, OsString)>,
-    /// Development mode's write confinement, if any.
-    pub confinement: Option<Confinement>,
-    /// The last kernel floor prepared, kept while it holds.
+    /// The last confinement prepared, kept while it holds.
     pub floors: Cache,
 }
 
 impl Launcher {
-    /// A launcher for `home`, confining writes to `confine_to` (when not
-    /// empty) and passing `pass_env` on top of [`INHERITED_ENV`].
-    pub fn new(home: &Path, confine_to: &[String], pass_env: &[String]) -> Launcher {
+    /// A launcher for `home`, passing `pass_env` on top of
+    /// [`INHERITED_ENV`].
+    pub fn new(home: &Path, pass_env: &[String]) -> Launcher {
         let home = std::fs::canonicalize(home).unwrap_or_else(|_| home.to_owned());
         let mut base_env: Vec<(OsString, OsString)> = std::env::vars_os()
             .filter(|(name, _)| {
@@ -90,14 +86,14 @@ impl Launcher {
             shell: find_bash(&path).unwrap_or_else(|| PathBuf::from("/bin/sh")),
             home,
             base_env,
-            confinement: Confinement::new(confine_to),
             floors: Cache::default(),
         }
     }
 
     /// The directory a command runs in: `raw` (absolute, `~/...`, or
-    /// relative to `$HEARTH_HOME`) or `$HEARTH_HOME`, canonical, existing,
-    /// and inside the confinement roots when there are any.
+    /// relative to `$HEARTH_HOME`) or `$HEARTH_HOME`, canonical and
+    /// existing. Any directory will do: what the command may change there
+    /// is the confinement's to say.
     pub fn resolve_cwd(&self, raw: Option<&str>) -> Result<PathBuf, PluginError> {
         let path = match raw {
             None => self.home.clone(),
@@ -130,37 +126,20 @@ impl Launcher {
                 &format!("{} is not a directory", dir.display()),
             ));
         }
-        if let Some(confinement) = &self.confinement {
-            if !confinement.allows(&dir) {
-                return Err(invalid(
-                    "cwd",
-                    &format!(
-                        "{} is outside the directories development mode lets commands work in ({})",
-                        dir.display(),
-                        confinement.roots_list()
-                    ),
-                ));
-            }
-        }
         Ok(dir)
     }
 
-    /// `confined` for results: `None` in production mode.
-    pub fn confined(&self) -> Option<String> {
-        self.confinement.as_ref().map(Confinement::describe)
-    }
-
     /// The command for `line`, not yet started: stdin is `/dev/null`, the
-    /// caller sets stdout and stderr. Under `floor` when given (it must
-    /// stay alive until the command has started).
+    /// caller sets stdout and stderr. It runs in a session of its own,
+    /// under `floor` when given (confined), else with only the terminal
+    /// filter (the owner approved it).
     pub fn command(
         &self,
         line: &str,
         cwd: &Path,
         env: &[(&str, &str)],
-        grouping: Grouping,
-        floor: Option<&Prepared>,
-    ) -> Command {
+        floor: Option<Arc<Prepared>>,
+    ) -> Result<Command, PluginError> {
         let mut command = Command::new(&self.shell);
         // `--` so that a command line starting with `-` is a command, not
         // an option of the shell.
@@ -173,40 +152,15 @@ impl Launcher {
             .envs(self.base_env.iter().map(|(k, v)| (k, v)))
             .envs(env.iter().copied())
             .stdin(Stdio::null());
-        match grouping {
-            // `process_group` keeps the fast posix_spawn path when nothing
-            // else needs code in the child.
-            Grouping::Group => {
-                command.process_group(0);
-            }
-            Grouping::Session => {
-                // SAFETY: setsid is async-signal-safe.
-                unsafe {
-                    command.pre_exec(|| {
-                        if libc::setsid() < 0 {
-                            return Err(io::Error::last_os_error());
-                        }
-                        Ok(())
-                    });
-                }
-            }
-        }
-        if let Some(fd) = self.confinement.as_ref().and_then(Confinement::ruleset_fd) {
-            // SAFETY: `restrict_self` makes two syscalls and allocates
-            // nothing; `fd` stays open as long as the launcher, which
-            // outlives the spawn.
-            unsafe {
-                command.pre_exec(move || confine::restrict_self(fd));
-            }
-        }
-        if let Some(fd) = floor.map(Prepared::fd) {
-            // SAFETY: as above; `fd` is open while `floor` lives, which the
-            // caller keeps until the spawn has returned.
-            unsafe {
-                command.pre_exec(move || hearth_sdk::landlock::restrict_self(fd));
-            }
-        }
-        command
+        let reach = if floor.is_some() {
+            Reach::Confined
+        } else {
+            Reach::Approved
+        };
+        sandbox::apply(&mut command, reach, floor).map_err(|e| {
+            PluginError::failed(format!("the command was not run: {e}"))
+        })?;
+        Ok(command)
     }
 }
 

@@ -163,7 +163,7 @@ fn the_caps_come_from_the_config() {
         max_output_lines: Some(8),
         ..Config::default()
     };
-    let f = Fixture::with(config, |_| Vec::new());
+    let f = Fixture::with(config, |_| None);
     let got = f.ok("shell_exec", json!({"command": "seq 1 8"}));
     assert_eq!(got["truncated"], false);
     let got = f.ok("shell_exec", json!({"command": "seq 1 9"}));
@@ -233,7 +233,7 @@ fn the_environment_is_an_allow_list_plus_the_calls_own_variables() {
         pass_env: vec!["CARGO_MANIFEST_DIR".into()],
         ..Config::default()
     };
-    let passing = Fixture::with(config, |_| Vec::new());
+    let passing = Fixture::with(config, |_| None);
     let got = passing.ok("shell_exec", json!({"command": "echo $CARGO_MANIFEST_DIR"}));
     assert_eq!(
         got["stdout"].as_str().unwrap().trim(),

@@ -115,7 +115,7 @@ fn a_process_that_ignores_sigterm_is_killed_after_five_seconds() {
 #[test]
 fn status_after_a_restart_judges_by_pid_and_start_time() {
     let home = tempfile::tempdir().unwrap();
-    let (first, _) = instance(home.path(), Config::default(), Vec::new());
+    let (first, _) = instance(home.path(), Config::default());
     let started = first
         .call("process_start", &json!({"command": "exec sleep 60"}))
         .unwrap();
@@ -126,7 +126,7 @@ fn status_after_a_restart_judges_by_pid_and_start_time() {
     std::thread::sleep(Duration::from_millis(100));
     assert!(alive(pid));
 
-    let (second, notices) = instance(home.path(), Config::default(), Vec::new());
+    let (second, notices) = instance(home.path(), Config::default());
     let status = second
         .call("process_status", &json!({"id": "proc-1"}))
         .unwrap();

@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use hearth_sdk::protocol::{Notice, ToolOutput};
+use hearth_sdk::protocol::{Floor, Notice, ToolOutput};
 use hearth_shell::{Config, Setup, Shell};
 use serde_json::Value;
 
@@ -18,23 +18,27 @@ pub struct Fixture {
     pub home: tempfile::TempDir,
     pub shell: Shell,
     pub notices: Arc<Mutex<Vec<Notice>>>,
+    /// The confinement every call carries; `None`: as if approved.
+    pub floor: Option<Floor>,
 }
 
 impl Fixture {
-    /// An unconfined instance (production mode).
+    /// An instance whose calls run unconfined, as calls the owner approved.
     pub fn new() -> Fixture {
-        Fixture::with(Config::default(), |_| Vec::new())
+        Fixture::with(Config::default(), |_| None)
     }
 
-    /// An instance with `config`, confined to the roots `confine(home)`.
-    pub fn with(config: Config, confine: impl FnOnce(&Path) -> Vec<String>) -> Fixture {
+    /// An instance with `config` whose calls carry the floor
+    /// `confine(home)`.
+    pub fn with(config: Config, confine: impl FnOnce(&Path) -> Option<Floor>) -> Fixture {
         let home = tempfile::tempdir().expect("temp home");
-        let roots = confine(home.path());
-        let (shell, notices) = instance(home.path(), config, roots);
+        let floor = confine(&home.path().canonicalize().expect("canonical home"));
+        let (shell, notices) = instance(home.path(), config);
         Fixture {
             home,
             shell,
             notices,
+            floor,
         }
     }
 
@@ -46,30 +50,40 @@ impl Fixture {
     /// Calls a tool that must succeed.
     pub fn ok(&self, tool: &str, args: Value) -> Value {
         self.shell
-            .call(tool, &args)
+            .call_floored(tool, &args, self.floor.as_ref())
             .unwrap_or_else(|e| panic!("{tool} {args}: {e}"))
     }
 
     /// Calls a tool that must fail; its message.
     pub fn fails(&self, tool: &str, args: Value) -> String {
-        match self.shell.call(tool, &args) {
+        match self.shell.call_floored(tool, &args, self.floor.as_ref()) {
             Ok(v) => panic!("{tool} {args} should fail, got {v}"),
             Err(e) => e.to_string(),
         }
     }
 }
 
+/// The floor the host sends with an unapproved call: writes only beneath
+/// `roots` (and the null devices), nothing of `hidden` read or written.
+pub fn roots_floor(roots: &[&Path], hidden: &[&Path]) -> Floor {
+    let text = |p: &&Path| p.display().to_string();
+    Floor {
+        protect: vec!["/".into()],
+        writable: roots
+            .iter()
+            .map(text)
+            .chain(["/dev/null".into(), "/dev/pts".into(), "/dev/ptmx".into()])
+            .collect(),
+        hidden: hidden.iter().map(text).collect(),
+    }
+}
+
 /// A fresh instance on `home`, as after a daemon restart.
-pub fn instance(
-    home: &Path,
-    config: Config,
-    confine_to: Vec<String>,
-) -> (Shell, Arc<Mutex<Vec<Notice>>>) {
+pub fn instance(home: &Path, config: Config) -> (Shell, Arc<Mutex<Vec<Notice>>>) {
     let notices = Arc::new(Mutex::new(Vec::new()));
     let sink = Arc::clone(&notices);
     let shell = Shell::new(Setup {
         home: home.to_owned(),
-        confine_to,
         config,
         notify: Box::new(move |notice: &Notice| {
             sink.lock().unwrap().push(notice.clone());
@@ -113,7 +127,6 @@ pub fn watched() -> (tempfile::TempDir, Shell, Shown) {
     let sink = Arc::clone(&shown);
     let shell = Shell::new(Setup {
         home: home.path().to_owned(),
-        confine_to: Vec::new(),
         config: Config::default(),
         notify: Box::new(|_: &Notice| Ok(())),
         live: Some(Box::new(move |piece: &ToolOutput| {

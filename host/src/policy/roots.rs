@@ -1,0 +1,161 @@
+//! The two lists the kernel enforces for every program and tool the owner
+//! did not approve: the writable roots (where it may create, change,
+//! rename and remove) and the credentials (what it may neither read nor
+//! write).
+//!
+//! The roots are the mode's own (development `$HEARTH_HOME` and `/tmp`;
+//! production the owner's home as well) plus `[policy] writable_roots`.
+//! The credentials are whatever would let a program act as the owner or
+//! learn a secret: the secret store, the canvas's token (its sessions are
+//! derived from it) and the control socket's, the store's files, the
+//! config and guards files, and the backups (each archive holds the
+//! secrets, and one in progress is being written).
+
+use std::path::{Path, PathBuf};
+
+use hearth_sdk::sandbox::Helpers;
+
+use crate::config::{Config, Mode};
+
+/// The files in `$HEARTH_HOME` that are credentials, by name.
+pub const HOME_CREDENTIALS: [&str; 7] = [
+    crate::secrets::FILE_NAME,
+    "canvas.token",
+    "control.token",
+    crate::store::FILE_NAME,
+    "hearth.db-wal",
+    "hearth.db-shm",
+    crate::config::FILE_NAME,
+];
+
+/// Where unapproved programs may write, and what they may not touch.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Confinement {
+    /// The writable roots, absolute (canonical where they exist).
+    pub roots: Vec<PathBuf>,
+    /// The credentials: neither read nor written.
+    pub hidden: Vec<PathBuf>,
+}
+
+impl Confinement {
+    /// The confinement `config` describes, with the guards file at
+    /// `guards_file` and `$HOME` at `user_home`.
+    pub fn new(config: &Config, user_home: Option<&Path>, guards_file: &Path) -> Confinement {
+        let home = canonical(&config.home);
+        let mut roots = vec![home.clone(), PathBuf::from("/tmp")];
+        if config.mode == Mode::Production
+            && let Some(user) = user_home
+        {
+            roots.push(user.to_owned());
+        }
+        roots.extend(
+            config
+                .policy
+                .writable_roots
+                .iter()
+                .filter_map(|root| expand(root, user_home)),
+        );
+        let mut roots: Vec<PathBuf> = roots.iter().map(|r| canonical(r)).collect();
+        roots.sort();
+        roots.dedup();
+        let mut hidden: Vec<PathBuf> = HOME_CREDENTIALS.iter().map(|n| home.join(n)).collect();
+        hidden.push(guards_file.to_owned());
+        hidden.extend(config.source.as_deref().map(canonical_file));
+        hidden.push(config.backup.dir_in(&config.home));
+        hidden.push(home.join(crate::store::PRE_UPGRADE_DIR));
+        let mut hidden: Vec<PathBuf> = hidden
+            .into_iter()
+            .filter_map(|p| std::path::absolute(p).ok())
+            .collect();
+        hidden.sort();
+        hidden.dedup();
+        Confinement { roots, hidden }
+    }
+
+    /// Whether `path` (resolved) lies in a writable root.
+    pub fn writable(&self, path: &Path) -> bool {
+        self.roots.iter().any(|r| path.starts_with(r))
+    }
+
+    /// The roots as one readable list.
+    pub fn roots_list(&self) -> String {
+        let shown: Vec<String> = self.roots.iter().map(|r| r.display().to_string()).collect();
+        shown.join(", ")
+    }
+}
+
+/// The sandbox of the helper programs the host starts on its own (media
+/// conversion): the credentials of the daemon's home hidden. Until
+/// [`install_helpers`] runs (a CLI command with no runtime), helpers still
+/// get a session of their own and the seccomp filter.
+pub fn helpers() -> &'static Helpers {
+    HELPERS.get_or_init(|| Helpers::new(&[]))
+}
+
+/// Sets the helpers' sandbox to hide `confinement`'s credentials; the
+/// first call wins (one daemon, one home).
+pub fn install_helpers(confinement: &Confinement) {
+    let hidden: Vec<String> = confinement
+        .hidden
+        .iter()
+        .map(|p| p.display().to_string())
+        .collect();
+    let _ = HELPERS.set(Helpers::new(&hidden));
+}
+
+static HELPERS: std::sync::OnceLock<Helpers> = std::sync::OnceLock::new();
+
+/// `~/x` under `user_home`; an absolute path as it is.
+fn expand(root: &str, user_home: Option<&Path>) -> Option<PathBuf> {
+    match root.strip_prefix('~') {
+        Some("") => user_home.map(Path::to_owned),
+        Some(rest) if rest.starts_with('/') => {
+            user_home.map(|h| h.join(rest.trim_start_matches('/')))
+        }
+        _ => Some(PathBuf::from(root)),
+    }
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_owned())
+}
+
+/// A file's path with its directory resolved and its own name kept, so a
+/// config file that is a link hides the link's name (what it leads to is
+/// hidden by the same identity check in the tools).
+fn canonical_file(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) if !dir.as_os_str().is_empty() => canonical(dir).join(name),
+        _ => canonical(path),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn roots_follow_the_mode_and_the_config() {
+        // Paths that do not exist, outside /tmp (itself a root).
+        let user = PathBuf::from("/nonexistent-hearth-test/user");
+        let text = "home = \"/nonexistent-hearth-test/hearth\"\n[policy]\n\
+                    writable_roots = [\"~/projects\", \"/srv/app\"]\n";
+        let mut config = crate::config::parse(text, None).unwrap();
+        config.mode = Mode::Development;
+        let guards = config.home.join("config/guards.toml");
+        let dev = Confinement::new(&config, Some(&user), &guards);
+        assert!(dev.writable(&config.home.join("notes")));
+        assert!(dev.writable(Path::new("/tmp/x")));
+        assert!(dev.writable(&user.join("projects/a")));
+        assert!(dev.writable(Path::new("/srv/app/b")));
+        assert!(!dev.writable(&user.join("documents")));
+        config.mode = Mode::Production;
+        let prod = Confinement::new(&config, Some(&user), &guards);
+        assert!(prod.writable(&user.join("documents")));
+        assert!(!prod.writable(Path::new("/etc/passwd")));
+        for name in HOME_CREDENTIALS {
+            assert!(prod.hidden.contains(&config.home.join(name)), "{name}");
+        }
+        assert!(prod.hidden.contains(&guards));
+    }
+}
