@@ -7,7 +7,8 @@
 //!
 //! - `settings`: `[plugins.canvas]`;
 //! - `auth`: the login token, session cookies, the guess brake;
-//! - `server`: routes, the session check, login, uploads, `/files`;
+//! - `hosts`: the host names the canvas answers to;
+//! - `server`: routes, the host and session checks, login, uploads, `/files`;
 //! - `ws`: one browser's WebSocket;
 //! - `hub`: shared state and the broadcast to browsers;
 //! - `elements`: the pane's element types and their checks;
@@ -22,6 +23,7 @@
 pub mod assets;
 pub mod auth;
 pub mod elements;
+pub mod hosts;
 pub mod hub;
 pub mod markdown;
 pub mod outputs;
@@ -112,6 +114,7 @@ impl Plugin for Canvas {
             hub: Arc::clone(&hub),
             auth,
             shared: home.join("shared"),
+            hosts: hosts::Hosts::new(address, &settings.allowed_hosts),
             closing: closed.clone(),
             pages: pages::Limiter::default(),
         });

@@ -1,12 +1,16 @@
-//! The HTTP side: routes, the session check in front of them, the login
-//! exchange, uploads and `/files`.
+//! The HTTP side: routes, the host and session checks in front of them,
+//! the login exchange and uploads.
 //!
-//! Without a valid session cookie only `/login`, the two files the login
-//! page needs and the agent's public pages (`pages`) are served; a page
-//! request is redirected to `/login` and anything else answers 401. Every
-//! response carries a strict Content-Security-Policy; files from `/files`
-//! and the agent's pages get a sandboxing one, so an HTML file the agent
-//! wrote cannot run script as the canvas.
+//! Every request must be addressed to a host the canvas serves (`hosts`):
+//! anything else is answered 421 before any route runs, so a page on
+//! another site that rebinds its name to this machine gets no login, no
+//! cookie and no WebSocket. Without a valid session cookie only `/login`,
+//! the two files the login page needs and the agent's public pages
+//! (`pages`) are served; a page request is redirected to `/login` and
+//! anything else answers 401. Every response carries a strict
+//! Content-Security-Policy; files from `/files` and the agent's
+//! pages get a sandboxing one, so an HTML file the agent wrote cannot run
+//! script as the canvas.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -26,6 +30,7 @@ use tower_http::services::ServeDir;
 
 use crate::assets::{self, Asset};
 use crate::auth::{self, Login};
+use crate::hosts::Hosts;
 use crate::hub::Hub;
 use crate::pages;
 use crate::uploads;
@@ -39,6 +44,8 @@ pub struct Server {
     pub auth: auth::Auth,
     /// `$HEARTH_HOME/shared`.
     pub shared: std::path::PathBuf,
+    /// The host names requests may be addressed to.
+    pub hosts: Hosts,
     /// Flips to `true` when the plugin shuts down.
     pub closing: tokio::sync::watch::Receiver<bool>,
     /// The brake on requests for pages without a session.
@@ -81,8 +88,29 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/favicon.svg", get(asset))
         .route("/pages/{*rest}", get(pages::serve))
         .merge(protected)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&server),
+            require_host,
+        ))
         .layer(middleware::from_fn(security_headers))
         .with_state(server)
+}
+
+/// Refuses a request addressed to a host the canvas does not serve, before
+/// any route (the login included) sees it.
+async fn require_host(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
+    if server.hosts.admits(request.headers(), request.uri()) {
+        return next.run(request).await;
+    }
+    // Debug, not warn: a rebinding page can send these by the thousand.
+    tracing::debug!(host = ?request.headers().get(header::HOST), "canvas request for a host it does not serve");
+    (
+        StatusCode::MISDIRECTED_REQUEST,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "This canvas does not serve this host name. Open the address `hearth canvas-url` \
+         prints, or add the name (with its port) to [plugins.canvas] allowed_hosts.\n",
+    )
+        .into_response()
 }
 
 async fn require_session(
@@ -204,7 +232,7 @@ async fn websocket(
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    if !same_origin(&headers) {
+    if !server.hosts.same_origin(&headers) {
         tracing::warn!(
             origin = ?headers.get(header::ORIGIN),
             "canvas WebSocket refused: foreign or missing Origin"
@@ -233,7 +261,7 @@ async fn upload(
 ) -> Response {
     // A browser always sends Origin with a POST: one from another origin,
     // or from a sandboxed page (`null`), is not the canvas's own.
-    if headers.contains_key(header::ORIGIN) && !same_origin(&headers) {
+    if headers.contains_key(header::ORIGIN) && !server.hosts.same_origin(&headers) {
         tracing::warn!(origin = ?headers.get(header::ORIGIN), "canvas upload refused: foreign Origin");
         return failure(StatusCode::FORBIDDEN, "cross-origin upload refused");
     }
@@ -304,22 +332,6 @@ async fn write_body(
     }
     file.flush().await.map_err(internal)?;
     Ok(size)
-}
-
-/// Whether the request comes from a page of this canvas: its `Origin` is
-/// `http(s)://` plus the `Host` it was sent to.
-fn same_origin(headers: &HeaderMap) -> bool {
-    let get = |name| {
-        headers
-            .get(name)
-            .and_then(|v: &HeaderValue| v.to_str().ok())
-    };
-    match (get(header::ORIGIN), get(header::HOST)) {
-        (Some(origin), Some(host)) => {
-            origin == format!("http://{host}") || origin == format!("https://{host}")
-        }
-        _ => false,
-    }
 }
 
 /// Whether `headers` carry a session cookie this canvas signed.
