@@ -8,7 +8,8 @@
 //! - `settings`: `[plugins.canvas]`;
 //! - `auth`: the login token, session cookies, the guess brake;
 //! - `hosts`: the host names the canvas answers to;
-//! - `server`: routes, the host and session checks, login, uploads, `/files`;
+//! - `server`: routes, the host and session checks, login, uploads;
+//! - `files`: `/files` (`shared/`), never anything outside it;
 //! - `ws`: one browser's WebSocket;
 //! - `hub`: shared state and the broadcast to browsers;
 //! - `elements`: the pane's element types and their checks;
@@ -23,6 +24,7 @@
 pub mod assets;
 pub mod auth;
 pub mod elements;
+pub mod files;
 pub mod hosts;
 pub mod hub;
 pub mod markdown;
@@ -115,6 +117,7 @@ impl Plugin for Canvas {
             auth,
             shared: home.join("shared"),
             hosts: hosts::Hosts::new(address, &settings.allowed_hosts),
+            home: home.clone(),
             closing: closed.clone(),
             pages: pages::Limiter::default(),
         });

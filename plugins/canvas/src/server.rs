@@ -8,7 +8,7 @@
 //! the two files the login page needs and the agent's public pages
 //! (`pages`) are served; a page request is redirected to `/login` and
 //! anything else answers 401. Every response carries a strict
-//! Content-Security-Policy; files from `/files` and the agent's
+//! Content-Security-Policy; files from `/files` (`files`) and the agent's
 //! pages get a sandboxing one, so an HTML file the agent wrote cannot run
 //! script as the canvas.
 
@@ -26,10 +26,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
-use tower_http::services::ServeDir;
 
 use crate::assets::{self, Asset};
 use crate::auth::{self, Login};
+use crate::files;
 use crate::hosts::Hosts;
 use crate::hub::Hub;
 use crate::pages;
@@ -42,7 +42,9 @@ pub struct Server {
     pub hub: Arc<Hub>,
     /// The token and sessions.
     pub auth: auth::Auth,
-    /// `$HEARTH_HOME/shared`.
+    /// `$HEARTH_HOME`.
+    pub home: std::path::PathBuf,
+    /// `$HEARTH_HOME/shared`, served at `/files/`.
     pub shared: std::path::PathBuf,
     /// The host names requests may be addressed to.
     pub hosts: Hosts,
@@ -71,7 +73,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/app.css", get(asset))
         .route("/ws", get(websocket))
         .route("/upload", post(upload).layer(DefaultBodyLimit::disable()))
-        .nest_service("/files", ServeDir::new(&server.shared))
+        .route("/files/{*path}", get(files::serve))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&server),
