@@ -105,7 +105,9 @@ impl Plugin for Canvas {
             .local_addr()
             .map_err(|e| PluginError::failed(format!("cannot read the canvas address: {e}")))?;
         write_address(&home, address);
-        let login = login_url(address, auth.token());
+        // `load_or_create` has just read the token; it is gone only if the
+        // owner deleted it in this very moment.
+        let login = login_url(address, &auth.token().unwrap_or_default());
         if created {
             tracing::info!(
                 "canvas login link (shown once; `hearth canvas-url` shows it again): {login}"

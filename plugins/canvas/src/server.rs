@@ -215,6 +215,10 @@ fn login(server: &Server, peer: SocketAddr, token: &str) -> Response {
             tracing::warn!(peer = %peer.ip(), "canvas login with a wrong token");
             login_page(StatusCode::UNAUTHORIZED, "That token is not right.")
         }
+        Login::NoToken => login_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The canvas has no login token now: restart the daemon to make a new one.",
+        ),
         Login::Throttled(wait) => {
             let mut response = login_page(
                 StatusCode::TOO_MANY_REQUESTS,
