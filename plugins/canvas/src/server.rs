@@ -253,10 +253,17 @@ async fn websocket(
             .into_response();
     }
     let (hub, closing) = (Arc::clone(&server.hub), server.closing.clone());
+    // The cookies that let this socket in, checked again while it is open.
+    let cookies: Vec<String> = session_cookies(&headers).map(str::to_owned).collect();
+    let still_valid: ws::StillValid = Box::new(move || {
+        cookies
+            .iter()
+            .any(|cookie| server.auth.session_valid(cookie))
+    });
     upgrade
         .max_message_size(MAX_WS_MESSAGE)
         .max_frame_size(MAX_WS_MESSAGE)
-        .on_upgrade(move |socket| ws::session(socket, hub, closing))
+        .on_upgrade(move |socket| ws::session(socket, hub, closing, still_valid))
 }
 
 async fn upload(
@@ -342,12 +349,16 @@ async fn write_body(
 
 /// Whether `headers` carry a session cookie this canvas signed.
 pub fn has_session(server: &Server, headers: &HeaderMap) -> bool {
+    session_cookies(headers).any(|cookie| server.auth.session_valid(cookie))
+}
+
+/// The session cookie values in `headers`' `Cookie` headers.
+fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .filter_map(auth::session_cookie)
-        .any(|cookie| server.auth.session_valid(cookie))
 }
 
 /// The login page with `message` (fixed text, never user input) shown
