@@ -12,7 +12,9 @@
 //! `Access-Control-Allow-Origin: *` (they need no cookie). A private page
 //! keeps its origin (its queries go with the owner's cookie) but gets no
 //! popups, frames or workers, so it cannot reach the canvas's own window.
-//! Requests without a session are rate-limited per address.
+//! Requests without a session are rate-limited per address. A page backed
+//! by a file is read as `/files` reads one (`files::open_within`): only
+//! inside `pages/` or `shared/`, never a credential file under another name.
 
 use std::collections::{BTreeMap, HashMap};
 use std::io::Read;
