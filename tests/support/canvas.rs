@@ -3,7 +3,7 @@
 //! would (bad UTF-8, oversized, binary), for the hostile-input tests.
 
 use std::io::{Read, Write};
-use std::net::{SocketAddr, TcpStream};
+use std::net::{Ipv4Addr, SocketAddr, TcpStream};
 use std::path::Path;
 use std::time::{Duration, Instant};
 
@@ -104,42 +104,72 @@ impl Canvas {
         headers: &[(&str, &str)],
         body: &[u8],
     ) -> Answer {
-        let mut stream = TcpStream::connect(self.addr).expect("connect to the canvas");
-        stream
-            .set_read_timeout(Some(Duration::from_secs(20)))
-            .expect("timeout");
-        let mut head = format!(
-            "{method} {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\nContent-Length: {}\r\n",
-            self.addr,
-            body.len()
-        );
-        if let Some(cookie) = cookie {
-            head.push_str(&format!("Cookie: {cookie}\r\n"));
-        }
-        for (name, value) in headers {
-            head.push_str(&format!("{name}: {value}\r\n"));
-        }
-        head.push_str("\r\n");
-        stream.write_all(head.as_bytes()).expect("send the request");
-        // The server may answer (413, 401) before taking the whole body.
-        let _ = stream.write_all(body);
-        let mut raw = Vec::new();
-        let _ = stream.read_to_end(&mut raw);
-        Answer::parse(&raw)
+        let host = self.addr.to_string();
+        self.request_to(Some(&host), method, path, cookie, headers, body)
+    }
+
+    /// As [`Canvas::request`], with this `Host` header (none when `None`):
+    /// what a browser sends after DNS rebinding.
+    pub fn request_to(
+        &self,
+        host: Option<&str>,
+        method: &str,
+        path: &str,
+        cookie: Option<&str>,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Answer {
+        let stream = TcpStream::connect(self.addr).expect("connect to the canvas");
+        exchange(stream, host, method, path, cookie, headers, body)
+    }
+
+    /// As [`Canvas::request`], sent from the local address `from` (any of
+    /// 127.0.0.0/8): a client at another address, for the brakes that
+    /// count per address.
+    pub fn request_from(
+        &self,
+        from: Ipv4Addr,
+        method: &str,
+        path: &str,
+        headers: &[(&str, &str)],
+        body: &[u8],
+    ) -> Answer {
+        let stream = connect_from(from, self.addr);
+        let host = self.addr.to_string();
+        exchange(stream, Some(&host), method, path, None, headers, body)
+    }
+
+    /// `POST /login` with the form field `token`, from `from`.
+    pub fn login_form_from(&self, from: Ipv4Addr, token: &str) -> Answer {
+        self.request_from(
+            from,
+            "POST",
+            "/login",
+            &[("Content-Type", "application/x-www-form-urlencoded")],
+            format!("token={token}").as_bytes(),
+        )
     }
 
     /// Opens the WebSocket with `cookie` and `origin` (the page's own when
     /// `None`); `Err` carries the refusal.
     pub fn ws_with(&self, cookie: Option<&str>, origin: Option<&str>) -> Result<Ws, u16> {
+        let own = self.base();
+        self.ws_to(&self.addr.to_string(), cookie, origin.unwrap_or(&own))
+    }
+
+    /// Opens the WebSocket sent with this `Host`, `cookie` and `origin`;
+    /// `Err` carries the refusal.
+    pub fn ws_to(&self, host: &str, cookie: Option<&str>, origin: &str) -> Result<Ws, u16> {
         let stream = TcpStream::connect(self.addr).expect("connect to the canvas");
         stream
             .set_read_timeout(Some(Duration::from_secs(20)))
             .expect("timeout");
-        let own = self.base();
+        // The client writes `Host` from the URL; the stream goes to the
+        // canvas whatever the URL names.
         let mut request = tungstenite::ClientRequestBuilder::new(
-            format!("ws://{}/ws", self.addr).parse().expect("ws uri"),
+            format!("ws://{host}/ws").parse().expect("ws uri"),
         )
-        .with_header("Origin", origin.unwrap_or(&own));
+        .with_header("Origin", origin);
         if let Some(cookie) = cookie {
             request = request.with_header("Cookie", cookie);
         }
@@ -159,6 +189,75 @@ impl Canvas {
         let hello = ws.next_json(Duration::from_secs(10));
         assert_eq!(hello["type"], "hello", "{hello}");
         (ws, hello)
+    }
+}
+
+/// Sends one request on `stream` and reads the whole answer.
+fn exchange(
+    mut stream: TcpStream,
+    host: Option<&str>,
+    method: &str,
+    path: &str,
+    cookie: Option<&str>,
+    headers: &[(&str, &str)],
+    body: &[u8],
+) -> Answer {
+    stream
+        .set_read_timeout(Some(Duration::from_secs(20)))
+        .expect("timeout");
+    let mut head = format!(
+        "{method} {path} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    if let Some(host) = host {
+        head.push_str(&format!("Host: {host}\r\n"));
+    }
+    if let Some(cookie) = cookie {
+        head.push_str(&format!("Cookie: {cookie}\r\n"));
+    }
+    for (name, value) in headers {
+        head.push_str(&format!("{name}: {value}\r\n"));
+    }
+    head.push_str("\r\n");
+    stream.write_all(head.as_bytes()).expect("send the request");
+    // The server may answer (413, 401) before taking the whole body.
+    let _ = stream.write_all(body);
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    Answer::parse(&raw)
+}
+
+/// A TCP connection to `to` from the local address `from`: std binds the
+/// source only through the kernel's choice, so this goes through libc.
+fn connect_from(from: Ipv4Addr, to: SocketAddr) -> TcpStream {
+    let SocketAddr::V4(to) = to else {
+        panic!("the canvas listens on IPv4 in these tests, not {to}");
+    };
+    let sockaddr = |ip: Ipv4Addr, port: u16| libc::sockaddr_in {
+        sin_family: libc::AF_INET as libc::sa_family_t,
+        sin_port: port.to_be(),
+        sin_addr: libc::in_addr {
+            s_addr: u32::from(ip).to_be(),
+        },
+        sin_zero: [0; 8],
+    };
+    let len = std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t;
+    // SAFETY: a fresh socket, and sockaddr_in values that live across
+    // the calls that read them; the descriptor is owned by the TcpStream
+    // made from it, or closed here on failure.
+    unsafe {
+        let fd = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+        assert!(fd >= 0, "socket: {}", std::io::Error::last_os_error());
+        let local = sockaddr(from, 0);
+        let remote = sockaddr(*to.ip(), to.port());
+        let bound = libc::bind(fd, (&raw const local).cast(), len);
+        let connected = bound == 0 && libc::connect(fd, (&raw const remote).cast(), len) == 0;
+        if !connected {
+            let error = std::io::Error::last_os_error();
+            libc::close(fd);
+            panic!("connect from {from} to {to}: {error}");
+        }
+        <TcpStream as std::os::fd::FromRawFd>::from_raw_fd(fd)
     }
 }
 

@@ -7,7 +7,9 @@
 //!
 //! - `settings`: `[plugins.canvas]`;
 //! - `auth`: the login token, session cookies, the guess brake;
-//! - `server`: routes, the session check, login, uploads, `/files`;
+//! - `hosts`: the host names the canvas answers to;
+//! - `server`: routes, the host and session checks, login, uploads;
+//! - `files`: `/files` (`shared/`), never anything outside it;
 //! - `ws`: one browser's WebSocket;
 //! - `hub`: shared state and the broadcast to browsers;
 //! - `elements`: the pane's element types and their checks;
@@ -22,6 +24,8 @@
 pub mod assets;
 pub mod auth;
 pub mod elements;
+pub mod files;
+pub mod hosts;
 pub mod hub;
 pub mod markdown;
 pub mod outputs;
@@ -101,7 +105,9 @@ impl Plugin for Canvas {
             .local_addr()
             .map_err(|e| PluginError::failed(format!("cannot read the canvas address: {e}")))?;
         write_address(&home, address);
-        let login = login_url(address, auth.token());
+        // `load_or_create` has just read the token; it is gone only if the
+        // owner deleted it in this very moment.
+        let login = login_url(address, &auth.token().unwrap_or_default());
         if created {
             tracing::info!(
                 "canvas login link (shown once; `hearth canvas-url` shows it again): {login}"
@@ -112,6 +118,8 @@ impl Plugin for Canvas {
             hub: Arc::clone(&hub),
             auth,
             shared: home.join("shared"),
+            hosts: hosts::Hosts::new(address, &settings.allowed_hosts),
+            home: home.clone(),
             closing: closed.clone(),
             pages: pages::Limiter::default(),
         });

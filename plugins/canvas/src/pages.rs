@@ -12,9 +12,12 @@
 //! `Access-Control-Allow-Origin: *` (they need no cookie). A private page
 //! keeps its origin (its queries go with the owner's cookie) but gets no
 //! popups, frames or workers, so it cannot reach the canvas's own window.
-//! Requests without a session are rate-limited per address.
+//! Requests without a session are rate-limited per address. A page backed
+//! by a file is read as `/files` reads one (`files::open_within`): only
+//! inside `pages/` or `shared/`, never a credential file under another name.
 
 use std::collections::{BTreeMap, HashMap};
+use std::io::Read;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -24,6 +27,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use hearth_sdk::protocol::{PageAnswer, PageRequest, service};
 
+use crate::files;
 use crate::markdown;
 use crate::server::{Server, has_session};
 
@@ -149,11 +153,12 @@ pub async fn serve(
             public,
             content,
             file,
-        } => page(&headers, &path, &mime, public, content, file).await,
+        } => page(&server, &headers, &path, &mime, public, content, file).await,
     }
 }
 
 async fn page(
+    server: &Server,
     headers: &HeaderMap,
     path: &str,
     mime: &str,
@@ -163,10 +168,10 @@ async fn page(
 ) -> Response {
     let body: Vec<u8> = match (content, file) {
         (Some(content), _) => content.into_bytes(),
-        (None, Some(file)) => match tokio::fs::read(&file).await {
+        (None, Some(file)) => match read_page_file(server, file).await {
             Ok(bytes) => bytes,
             Err(e) => {
-                tracing::warn!(page = %path, "cannot read the page's file {file}: {e}");
+                tracing::warn!(page = %path, "cannot serve the page's file: {e}");
                 return failure(
                     false,
                     StatusCode::INTERNAL_SERVER_ERROR,
@@ -202,6 +207,25 @@ async fn page(
             .insert(header::CONTENT_SECURITY_POLICY, csp);
     }
     response
+}
+
+/// The bytes of a page's file. The host checked the path when the page
+/// was saved and again now, but the file lives where the agent writes:
+/// it is opened as `/files` opens one, so a link swapped in since, or a
+/// hard link to a credential, is refused here too.
+async fn read_page_file(server: &Server, file: String) -> Result<Vec<u8>, String> {
+    let home = server.home.clone();
+    let roots = [home.join("pages"), server.shared.clone()];
+    let read = tokio::task::spawn_blocking(move || {
+        let (mut opened, _) = files::open_within(&roots, std::path::Path::new(&file), &home)
+            .map_err(|e| e.to_string())?;
+        let mut bytes = Vec::new();
+        opened
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("cannot read it: {e}"))?;
+        Ok(bytes)
+    });
+    read.await.map_err(|e| e.to_string())?
 }
 
 /// The Content-Security-Policy of the page at `path`.

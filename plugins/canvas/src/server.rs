@@ -1,12 +1,16 @@
-//! The HTTP side: routes, the session check in front of them, the login
-//! exchange, uploads and `/files`.
+//! The HTTP side: routes, the host and session checks in front of them,
+//! the login exchange and uploads.
 //!
-//! Without a valid session cookie only `/login`, the two files the login
-//! page needs and the agent's public pages (`pages`) are served; a page
-//! request is redirected to `/login` and anything else answers 401. Every
-//! response carries a strict Content-Security-Policy; files from `/files`
-//! and the agent's pages get a sandboxing one, so an HTML file the agent
-//! wrote cannot run script as the canvas.
+//! Every request must be addressed to a host the canvas serves (`hosts`):
+//! anything else is answered 421 before any route runs, so a page on
+//! another site that rebinds its name to this machine gets no login, no
+//! cookie and no WebSocket. Without a valid session cookie only `/login`,
+//! the two files the login page needs and the agent's public pages
+//! (`pages`) are served; a page request is redirected to `/login` and
+//! anything else answers 401. Every response carries a strict
+//! Content-Security-Policy; files from `/files` (`files`) and the agent's
+//! pages get a sandboxing one, so an HTML file the agent wrote cannot run
+//! script as the canvas.
 
 use std::collections::HashMap;
 use std::net::SocketAddr;
@@ -22,10 +26,11 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use futures_util::StreamExt;
 use tokio::io::AsyncWriteExt;
-use tower_http::services::ServeDir;
 
 use crate::assets::{self, Asset};
 use crate::auth::{self, Login};
+use crate::files;
+use crate::hosts::Hosts;
 use crate::hub::Hub;
 use crate::pages;
 use crate::uploads;
@@ -37,8 +42,12 @@ pub struct Server {
     pub hub: Arc<Hub>,
     /// The token and sessions.
     pub auth: auth::Auth,
-    /// `$HEARTH_HOME/shared`.
+    /// `$HEARTH_HOME`.
+    pub home: std::path::PathBuf,
+    /// `$HEARTH_HOME/shared`, served at `/files/`.
     pub shared: std::path::PathBuf,
+    /// The host names requests may be addressed to.
+    pub hosts: Hosts,
     /// Flips to `true` when the plugin shuts down.
     pub closing: tokio::sync::watch::Receiver<bool>,
     /// The brake on requests for pages without a session.
@@ -64,7 +73,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/app.css", get(asset))
         .route("/ws", get(websocket))
         .route("/upload", post(upload).layer(DefaultBodyLimit::disable()))
-        .nest_service("/files", ServeDir::new(&server.shared))
+        .route("/files/{*path}", get(files::serve))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&server),
@@ -81,8 +90,29 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/favicon.svg", get(asset))
         .route("/pages/{*rest}", get(pages::serve))
         .merge(protected)
+        .layer(middleware::from_fn_with_state(
+            Arc::clone(&server),
+            require_host,
+        ))
         .layer(middleware::from_fn(security_headers))
         .with_state(server)
+}
+
+/// Refuses a request addressed to a host the canvas does not serve, before
+/// any route (the login included) sees it.
+async fn require_host(State(server): State<Arc<Server>>, request: Request, next: Next) -> Response {
+    if server.hosts.admits(request.headers(), request.uri()) {
+        return next.run(request).await;
+    }
+    // Debug, not warn: a rebinding page can send these by the thousand.
+    tracing::debug!(host = ?request.headers().get(header::HOST), "canvas request for a host it does not serve");
+    (
+        StatusCode::MISDIRECTED_REQUEST,
+        [(header::CONTENT_TYPE, "text/plain; charset=utf-8")],
+        "This canvas does not serve this host name. Open the address `hearth canvas-url` \
+         prints, or add the name (with its port) to [plugins.canvas] allowed_hosts.\n",
+    )
+        .into_response()
 }
 
 async fn require_session(
@@ -185,6 +215,10 @@ fn login(server: &Server, peer: SocketAddr, token: &str) -> Response {
             tracing::warn!(peer = %peer.ip(), "canvas login with a wrong token");
             login_page(StatusCode::UNAUTHORIZED, "That token is not right.")
         }
+        Login::NoToken => login_page(
+            StatusCode::SERVICE_UNAVAILABLE,
+            "The canvas has no login token now: restart the daemon to make a new one.",
+        ),
         Login::Throttled(wait) => {
             let mut response = login_page(
                 StatusCode::TOO_MANY_REQUESTS,
@@ -204,7 +238,7 @@ async fn websocket(
     headers: HeaderMap,
     upgrade: WebSocketUpgrade,
 ) -> Response {
-    if !same_origin(&headers) {
+    if !server.hosts.same_origin(&headers) {
         tracing::warn!(
             origin = ?headers.get(header::ORIGIN),
             "canvas WebSocket refused: foreign or missing Origin"
@@ -219,10 +253,17 @@ async fn websocket(
             .into_response();
     }
     let (hub, closing) = (Arc::clone(&server.hub), server.closing.clone());
+    // The cookies that let this socket in, checked again while it is open.
+    let cookies: Vec<String> = session_cookies(&headers).map(str::to_owned).collect();
+    let still_valid: ws::StillValid = Box::new(move || {
+        cookies
+            .iter()
+            .any(|cookie| server.auth.session_valid(cookie))
+    });
     upgrade
         .max_message_size(MAX_WS_MESSAGE)
         .max_frame_size(MAX_WS_MESSAGE)
-        .on_upgrade(move |socket| ws::session(socket, hub, closing))
+        .on_upgrade(move |socket| ws::session(socket, hub, closing, still_valid))
 }
 
 async fn upload(
@@ -233,7 +274,7 @@ async fn upload(
 ) -> Response {
     // A browser always sends Origin with a POST: one from another origin,
     // or from a sandboxed page (`null`), is not the canvas's own.
-    if headers.contains_key(header::ORIGIN) && !same_origin(&headers) {
+    if headers.contains_key(header::ORIGIN) && !server.hosts.same_origin(&headers) {
         tracing::warn!(origin = ?headers.get(header::ORIGIN), "canvas upload refused: foreign Origin");
         return failure(StatusCode::FORBIDDEN, "cross-origin upload refused");
     }
@@ -306,30 +347,18 @@ async fn write_body(
     Ok(size)
 }
 
-/// Whether the request comes from a page of this canvas: its `Origin` is
-/// `http(s)://` plus the `Host` it was sent to.
-fn same_origin(headers: &HeaderMap) -> bool {
-    let get = |name| {
-        headers
-            .get(name)
-            .and_then(|v: &HeaderValue| v.to_str().ok())
-    };
-    match (get(header::ORIGIN), get(header::HOST)) {
-        (Some(origin), Some(host)) => {
-            origin == format!("http://{host}") || origin == format!("https://{host}")
-        }
-        _ => false,
-    }
-}
-
 /// Whether `headers` carry a session cookie this canvas signed.
 pub fn has_session(server: &Server, headers: &HeaderMap) -> bool {
+    session_cookies(headers).any(|cookie| server.auth.session_valid(cookie))
+}
+
+/// The session cookie values in `headers`' `Cookie` headers.
+fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .filter_map(auth::session_cookie)
-        .any(|cookie| server.auth.session_valid(cookie))
 }
 
 /// The login page with `message` (fixed text, never user input) shown

@@ -5,6 +5,8 @@ use std::net::SocketAddr;
 use hearth_sdk::PluginError;
 use serde::Deserialize;
 
+use crate::hosts;
+
 /// The canvas's settings, checked.
 #[derive(Clone, Debug)]
 pub struct Settings {
@@ -12,6 +14,9 @@ pub struct Settings {
     pub listen: SocketAddr,
     /// The largest upload, in bytes.
     pub max_upload_bytes: u64,
+    /// `Host` names served besides the loopback names and the listen
+    /// address: checked, lowercase, each `host` or `host:port`.
+    pub allowed_hosts: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -23,6 +28,8 @@ struct Raw {
     allow_remote: bool,
     #[serde(default = "default_max_upload")]
     max_upload_bytes: u64,
+    #[serde(default)]
+    allowed_hosts: Vec<String>,
 }
 
 impl Settings {
@@ -50,9 +57,21 @@ impl Settings {
                 "[plugins.canvas] max_upload_bytes: must be at least 1".into(),
             ));
         }
+        let allowed_hosts = raw
+            .allowed_hosts
+            .iter()
+            .map(|entry| {
+                hosts::check_entry(entry).map_err(|why| {
+                    PluginError::InvalidArguments(format!(
+                        "[plugins.canvas] allowed_hosts: {entry:?} {why}"
+                    ))
+                })
+            })
+            .collect::<Result<_, _>>()?;
         Ok(Settings {
             listen,
             max_upload_bytes: raw.max_upload_bytes,
+            allowed_hosts,
         })
     }
 }
@@ -69,6 +88,18 @@ fn default_max_upload() -> u64 {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn allowed_hosts_are_kept_lowercase() {
+        let settings = Settings::parse(
+            json!({ "allowed_hosts": ["MyHost.lan:8080", "[::2]:80", "pages.example.org"] }),
+        )
+        .expect("valid hosts");
+        assert_eq!(
+            settings.allowed_hosts,
+            ["myhost.lan:8080", "[::2]:80", "pages.example.org"]
+        );
+    }
 
     #[test]
     fn addresses_are_checked() {
@@ -89,6 +120,10 @@ mod tests {
                 Err("unknown field `lisen`"),
             ),
             (json!({ "max_upload_bytes": 0 }), Err("at least 1")),
+            (
+                json!({ "allowed_hosts": ["http://myhost.lan:8080"] }),
+                Err("allowed_hosts: \"http://myhost.lan:8080\" is not"),
+            ),
         ];
         for (config, expected) in cases {
             let got = Settings::parse(config.clone()).map(|s| s.listen.to_string());

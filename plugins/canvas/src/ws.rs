@@ -6,6 +6,11 @@
 //! the connection stays. Binary frames, frames over the size cap and bad
 //! UTF-8 close the connection (1003, 1009, 1007); so does a flood of more
 //! than [`MAX_FRAMES_PER_SECOND`] frames.
+//!
+//! The session that opened the socket is checked again before each frame
+//! the browser sends and every [`SESSION_CHECK`]: when the token file is
+//! deleted or replaced, an open socket is closed with 4401 (the page goes
+//! to the login) instead of staying an approval channel for whoever held it.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -23,9 +28,22 @@ pub const MAX_FRAMES_PER_SECOND: u32 = 200;
 pub const MAX_TEXT: usize = 64 * 1024;
 /// The most attachments on one message.
 pub const MAX_ATTACHMENTS: usize = 10;
+/// How often an idle socket's session is checked again.
+pub const SESSION_CHECK: Duration = Duration::from_secs(5);
+/// The close code for a session that ended; the page goes to the login.
+pub const LOGGED_OUT: u16 = 4401;
 
-/// Serves one connected browser until it leaves or the plugin stops.
-pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::Receiver<bool>) {
+/// Whether the session that opened a socket is still valid.
+pub type StillValid = Box<dyn Fn() -> bool + Send + Sync>;
+
+/// Serves one connected browser until it leaves, its session ends or the
+/// plugin stops.
+pub async fn session(
+    mut socket: WebSocket,
+    hub: Arc<Hub>,
+    mut closing: watch::Receiver<bool>,
+    still_valid: StillValid,
+) {
     // Subscribe before reading the state: a change made in between then
     // arrives twice, which the browser's keys make harmless, instead of not
     // at all.
@@ -37,6 +55,8 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
         return;
     }
     let mut window = (Instant::now(), 0u32);
+    let mut check = tokio::time::interval(SESSION_CHECK);
+    check.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
         tokio::select! {
             incoming = socket.recv() => {
@@ -53,6 +73,9 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
                         return close(socket, code, &why).await;
                     }
                 };
+                if !still_valid() {
+                    return close(socket, LOGGED_OUT, "logged out").await;
+                }
                 if window.0.elapsed() >= Duration::from_secs(1) {
                     window = (Instant::now(), 0);
                 }
@@ -79,6 +102,11 @@ pub async fn session(mut socket: WebSocket, hub: Arc<Hub>, mut closing: watch::R
                 };
                 if sent.is_err() {
                     return;
+                }
+            }
+            _ = check.tick() => {
+                if !still_valid() {
+                    return close(socket, LOGGED_OUT, "logged out").await;
                 }
             }
             _ = closing.changed() => {
