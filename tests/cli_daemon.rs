@@ -365,7 +365,10 @@ fn a_cli_that_dies_while_waiting_withdraws_its_request() {
 fn a_call_that_needs_no_approval_runs_on_and_a_second_ctrl_c_stops_waiting() {
     let home = Home::new(&[plugin("shell")], "");
     let daemon = home.h.daemon();
-    let marker = home.h.home().join("ran");
+    // In a subfolder: a confined command makes nothing directly in
+    // `$HEARTH_HOME`, beside the credentials.
+    std::fs::create_dir_all(home.h.home().join("work")).unwrap();
+    let marker = home.h.home().join("work/ran");
     let args = json!({ "command": format!("sleep 3 && touch {}", marker.display()) });
     let call = Pending::start(&home.h, "shell_exec", &args);
     // The CLI hooks Ctrl-C before it sends the request.

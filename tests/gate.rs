@@ -31,7 +31,7 @@ struct Turn {
 }
 
 fn home(fake: &FakeLlm, mode: &str) -> Hearth {
-    Hearth::with_plugins(
+    let h = Hearth::with_plugins(
         &[plugin("canvas"), plugin("shell")],
         &format!(
             "{}[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
@@ -40,7 +40,11 @@ fn home(fake: &FakeLlm, mode: &str) -> Hearth {
             fake.url()
         ),
     )
-    .in_mode(mode)
+    .in_mode(mode);
+    // Confined commands make new files in a subfolder: in `$HEARTH_HOME`
+    // itself, beside the credentials, they cannot (docs/security.md).
+    std::fs::create_dir_all(h.home().join("work")).unwrap();
+    h
 }
 
 fn start(h: &Hearth) -> (Daemon, Canvas) {
@@ -120,15 +124,15 @@ fn approve_deny_and_timeout_through_the_canvas_run_exactly_what_was_approved() {
     let (_daemon, canvas) = start(&h);
     let turns = [
         Turn {
-            command: "printf '%s|' one 'two three' > approved.txt",
+            command: "printf '%s|' one 'two three' > work/approved.txt",
             answer: Some(Answer::Approve),
         },
         Turn {
-            command: "touch denied.txt",
+            command: "touch work/denied.txt",
             answer: Some(Answer::Deny),
         },
         Turn {
-            command: "touch expired.txt",
+            command: "touch work/expired.txt",
             answer: Some(Answer::Ignore),
         },
     ];
@@ -150,11 +154,11 @@ fn approve_deny_and_timeout_through_the_canvas_run_exactly_what_was_approved() {
     }
     // Exactly the approved argv ran: the words arrive as quoted.
     assert_eq!(
-        read(h.home(), "approved.txt").as_deref(),
+        read(h.home(), "work/approved.txt").as_deref(),
         Some("one|two three|")
     );
-    assert_eq!(read(h.home(), "denied.txt"), None);
-    assert_eq!(read(h.home(), "expired.txt"), None);
+    assert_eq!(read(h.home(), "work/denied.txt"), None);
+    assert_eq!(read(h.home(), "work/expired.txt"), None);
 
     let rows = audit(&h);
     let seen: Vec<(&str, &str, &str, &str)> = rows
@@ -188,21 +192,21 @@ fn a_command_altered_after_approval_asks_again() {
     let (_daemon, canvas) = start(&h);
     let turns = [
         Turn {
-            command: "touch a.txt",
+            command: "touch work/a.txt",
             answer: Some(Answer::Always),
         },
         // The granted call runs without a card.
         Turn {
-            command: "touch a.txt",
+            command: "touch work/a.txt",
             answer: None,
         },
         // One byte more is another call: it asks, and is denied.
         Turn {
-            command: "touch a.txt b.txt",
+            command: "touch work/a.txt work/b.txt",
             answer: Some(Answer::Deny),
         },
         Turn {
-            command: "touch  a.txt",
+            command: "touch  work/a.txt",
             answer: Some(Answer::Deny),
         },
     ];
@@ -216,8 +220,8 @@ fn a_command_altered_after_approval_asks_again() {
         prints[0] != prints[1] && prints[1] != prints[2],
         "{prints:?}"
     );
-    assert!(read(h.home(), "a.txt").is_some());
-    assert_eq!(read(h.home(), "b.txt"), None);
+    assert!(read(h.home(), "work/a.txt").is_some());
+    assert_eq!(read(h.home(), "work/b.txt"), None);
 
     let approvals: Vec<String> = audit(&h)
         .iter()
@@ -237,7 +241,7 @@ fn production_mode_runs_everyday_commands_and_asks_for_guarded_ones() {
     std::fs::create_dir_all(h.home().join("victim")).unwrap();
     let turns = [
         Turn {
-            command: "ls -la > listing.txt",
+            command: "ls -la > work/listing.txt",
             answer: None,
         },
         Turn {
@@ -253,7 +257,7 @@ fn production_mode_runs_everyday_commands_and_asks_for_guarded_ones() {
         cards[0]
     );
     assert_eq!(cards[0]["mode"], "production");
-    assert!(read(h.home(), "listing.txt").is_some());
+    assert!(read(h.home(), "work/listing.txt").is_some());
     assert!(
         h.home().join("victim").is_dir(),
         "the denied delete did not run"

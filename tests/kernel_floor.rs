@@ -259,17 +259,23 @@ fn hearth_check_and_status_report_the_floor_and_what_it_protects() {
     let out = s.h.cmd(&["check"]);
     let text = out.ok();
     assert!(text.contains("floor: on (Landlock ABI"), "{text}");
-    let protects = text
-        .lines()
-        .find_map(|l| l.strip_prefix("floor protects: "))
-        .unwrap_or_else(|| panic!("no floor protects line: {text}"));
+    let line = |prefix: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} line: {text}"))
+            .to_owned()
+    };
+    let roots = line("writable roots: ");
+    let protects = line("protected in the roots: ");
+    let hidden = line("credentials (hidden): ");
+    assert!(roots.contains("/tmp"), "{roots}");
+    assert!(protects.contains(&s.protected.display().to_string()), "{protects}");
     for path in [
-        s.protected.display().to_string(),
-        "/etc".into(),
         s.h.home().join("hearth.db-wal").display().to_string(),
+        s.h.home().join("secrets.json").display().to_string(),
         s.h.config().display().to_string(),
     ] {
-        assert!(protects.contains(&path), "{path} not in {protects}");
+        assert!(hidden.contains(&path), "{path} not in {hidden}");
     }
     // The running daemon's `/status` (here through `hearth status`) says so.
     let _daemon = s.h.daemon();
@@ -297,16 +303,16 @@ fn the_floor_reaches_tools_that_declare_it_and_a_tool_that_does_not_asks() {
         let args = json!({ "command": "ls" });
         if runs {
             let result = ok(&rt, "probe_shell", args);
-            let protect = result["floor"]["protect"].to_string();
+            let hidden = result["floor"]["hidden"].to_string();
             let db = h.home().canonicalize().unwrap().join("hearth.db-shm");
-            assert!(protect.contains(&db.display().to_string()), "{result}");
-            assert!(protect.contains("\"/etc\""), "{result}");
+            assert!(hidden.contains(&db.display().to_string()), "{result}");
+            assert_eq!(result["floor"]["protect"][0], "/", "{result}");
         } else {
             // Nothing beneath the guard would hold, so the owner is asked;
             // with no channel to ask on, it does not run.
             let err = call_err(&rt, "probe_shell", args);
             assert!(
-                err.contains("runs commands without the kernel floor"),
+                err.contains("runs commands without hearth's confinement"),
                 "{err}"
             );
         }

@@ -57,27 +57,27 @@ fn lines(path: &Path) -> Vec<String> {
 }
 
 #[test]
-fn development_mode_confines_paths_and_asks_before_every_write_or_exec() {
+fn development_mode_asks_outside_the_roots_and_before_every_write_or_exec() {
     let (h, exec_log, _dir) = probe_home("development", "");
     let rt = h.runtime();
     let cases = [
         (
             "probe_write",
             json!({ "path": "/etc/hearth-x" }),
-            Expect::Denied,
-            "writes only in",
+            Expect::Asks,
+            "outside the writable roots",
         ),
         (
             "probe_write",
             json!({ "path": "notes/../../../../../../../../etc/x" }),
-            Expect::Denied,
-            "writes only in",
+            Expect::Asks,
+            "outside the writable roots",
         ),
         (
             "probe_write",
             json!({ "path": "~/.bashrc" }),
-            Expect::Denied,
-            "writes only in",
+            Expect::Asks,
+            "outside the writable roots",
         ),
         (
             "probe_write",
@@ -91,17 +91,19 @@ fn development_mode_confines_paths_and_asks_before_every_write_or_exec() {
             Expect::Asks,
             "every write tool",
         ),
+        // Reading anywhere is fine: a command may run outside the roots,
+        // confined to changing what lies inside them.
         (
             "probe_shell",
             json!({ "command": "ls", "cwd": "/etc" }),
-            Expect::Denied,
-            "runs commands only in",
+            Expect::Asks,
+            "every exec tool",
         ),
         (
             "probe_shell",
             json!({ "command": "ls", "cwd": "/" }),
-            Expect::Denied,
-            "runs commands only in",
+            Expect::Asks,
+            "every exec tool",
         ),
         (
             "probe_shell",
@@ -415,33 +417,24 @@ fn an_always_grant_covers_one_exact_call_until_it_is_revoked() {
 }
 
 #[test]
-fn in_development_mode_even_an_approved_patch_cannot_write_outside_the_roots() {
+fn a_patch_the_owner_approved_inside_the_roots_cannot_reach_outside_them() {
     let h = Hearth::with_plugins(&[hearth_tests::plugin("fs")], "").in_mode("development");
     let outside = hearth_tests::outside_roots();
     let target = outside.path().join("x.txt");
-    let cases = [
-        (
-            "apply_patch",
-            json!({ "patch": format!("--- /dev/null\n+++ {}\n@@ -0,0 +1 @@\n+hi\n", target.display()) }),
-        ),
-        (
-            "write_file",
-            json!({ "path": "../../../../../../../../tmp/../etc/hearth-x", "content": "x" }),
-        ),
-    ];
+    // The patch's root is inside the roots, so the owner approved a change
+    // there; the file names inside it lead out, which only the plugin sees.
+    let args = json!({ "patch": format!("--- /dev/null\n+++ {}\n@@ -0,0 +1 @@\n+hi\n", target.display()) });
     let rt = h.runtime();
-    for (tool, args) in cases {
-        // The owner granted this exact call: the policy lets it through, and
-        // the plugin's own check on the resolved paths still refuses it.
-        h.grant(tool, &args);
-        let error = rt.tools.call(tool, args.clone()).unwrap_err().to_string();
-        assert!(
-            error.contains("development mode writes only there")
-                || error.contains("writes only in"),
-            "{tool}: {error}"
-        );
-    }
+    h.grant("apply_patch", &args);
+    let error = rt.tools.call("apply_patch", args).unwrap_err().to_string();
+    assert!(error.contains("outside the writable roots"), "{error}");
     assert!(!target.exists());
+    // A write the owner approved outside the roots runs: that is what the
+    // approval was for.
+    let args = json!({ "path": target.display().to_string(), "content": "approved" });
+    h.grant("write_file", &args);
+    rt.tools.call("write_file", args).unwrap();
+    assert_eq!(std::fs::read_to_string(&target).unwrap(), "approved");
     rt.stop(std::time::Duration::from_secs(5)).unwrap();
 }
 

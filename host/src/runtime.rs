@@ -144,7 +144,7 @@ impl Runtime {
         let db = config.home.join(store::FILE_NAME);
         let store = Store::open(&db)?;
         let confinement = Confinement::new(&config, user_home().as_deref(), guards.path());
-        policy::roots::install_helpers(&confinement);
+        policy::roots::install(&confinement);
         let info = HostInfo {
             version: env!("CARGO_PKG_VERSION").into(),
             abi_major: abi::ABI_MAJOR,

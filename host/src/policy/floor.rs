@@ -76,7 +76,8 @@ pub fn build(
     let mut writable: Vec<PathBuf> = confinement.roots.clone();
     writable.extend(lists.writable.iter().filter_map(expand));
     writable.extend(PROGRAM_DEVICES.iter().map(PathBuf::from));
-    writable.dedup();
+    let mut seen = std::collections::HashSet::new();
+    writable.retain(|p| seen.insert(p.clone()));
     let text = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect();
     Floor {
         protect: text(&protect),

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 use std::time::SystemTime;
 
 use super::guard::rules::{DEFAULT, Rules};
-use super::guard::{Guard, Verdict};
+use super::guard::{Guard, Reading, Verdict};
 
 /// The guards file, relative to `$HEARTH_HOME`.
 pub const RELATIVE_PATH: &str = "config/guards.toml";
@@ -101,8 +101,20 @@ impl GuardsFile {
     /// Checks `command` as it would run in `cwd` with the variables `env`
     /// set, against the file as it is now.
     pub fn check(&self, command: &str, cwd: &Path, env: &[(String, String)]) -> Verdict {
+        self.check_as(command, cwd, env, Reading::Strict)
+    }
+
+    /// [`GuardsFile::check`], read as `reading` says (a command that will
+    /// run confined is read as a seatbelt).
+    pub fn check_as(
+        &self,
+        command: &str,
+        cwd: &Path,
+        env: &[(String, String)],
+        reading: Reading,
+    ) -> Verdict {
         match self.current() {
-            Ok(guard) => guard.check_in(command, cwd, env),
+            Ok(guard) => guard.check_as(command, cwd, env, reading),
             Err(why) => Verdict::Ask(format!("{} is invalid ({why})", self.path.display())),
         }
     }

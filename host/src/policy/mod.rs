@@ -61,7 +61,7 @@ pub use roots::Confinement;
 
 use crate::config::Mode;
 use confirm::{Answer, Question};
-use guard::Verdict;
+use guard::{Reading, Verdict};
 
 /// What the rules say about one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -319,7 +319,15 @@ impl Policy {
         }
         if let Some(command) = &call.command {
             let cwd = call.cwd_or_home(&self.hearth_home);
-            if let Verdict::Ask(why) = self.guards.check(command, cwd, &call.env) {
+            // A command the kernel will confine is read as a seatbelt: what
+            // the guard cannot see into runs, and fails for lack of access
+            // if it reaches beyond the roots.
+            let reading = if spec.targets.floor && self.landlock.is_ok() {
+                Reading::Seatbelt
+            } else {
+                Reading::Strict
+            };
+            if let Verdict::Ask(why) = self.guards.check_as(command, cwd, &call.env, reading) {
                 return outside(why);
             }
             if !spec.targets.floor {

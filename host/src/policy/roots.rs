@@ -86,24 +86,37 @@ impl Confinement {
 
 /// The sandbox of the helper programs the host starts on its own (media
 /// conversion): the credentials of the daemon's home hidden. Until
-/// [`install_helpers`] runs (a CLI command with no runtime), helpers still
+/// [`install`] runs (a CLI command with no runtime), helpers still
 /// get a session of their own and the seccomp filter.
 pub fn helpers() -> &'static Helpers {
     HELPERS.get_or_init(|| Helpers::new(&[]))
 }
 
-/// Sets the helpers' sandbox to hide `confinement`'s credentials; the
-/// first call wins (one daemon, one home).
-pub fn install_helpers(confinement: &Confinement) {
+/// Makes `confinement`'s credentials the process's: hidden from the
+/// helpers' sandbox and refused by [`is_credential`]. The first call wins
+/// (one daemon, one home).
+pub fn install(confinement: &Confinement) {
     let hidden: Vec<String> = confinement
         .hidden
         .iter()
         .map(|p| p.display().to_string())
         .collect();
+    let floor = hearth_sdk::floor::helper(&hidden);
+    let _ = CREDENTIALS.set(hearth_sdk::floor::hidden_identities(&floor));
     let _ = HELPERS.set(Helpers::new(&hidden));
 }
 
+/// Whether `path` leads to one of the installed credentials, by its
+/// resolved path or by the identity of the file (a hard link is the same
+/// file): for the host's own tools that read files the agent names
+/// (`attach_file`, `send_message`'s attachments), which no kernel rule
+/// covers.
+pub fn is_credential(path: &Path) -> bool {
+    CREDENTIALS.get().is_some_and(|hidden| hidden.matches(path))
+}
+
 static HELPERS: std::sync::OnceLock<Helpers> = std::sync::OnceLock::new();
+static CREDENTIALS: std::sync::OnceLock<hearth_sdk::floor::Hidden> = std::sync::OnceLock::new();
 
 /// `~/x` under `user_home`; an absolute path as it is.
 fn expand(root: &str, user_home: Option<&Path>) -> Option<PathBuf> {

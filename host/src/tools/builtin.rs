@@ -720,6 +720,13 @@ pub(super) fn attach(args: &Value) -> Result<Value, String> {
             path.display()
         ));
     }
+    if crate::policy::roots::is_credential(path) {
+        return Err(format!(
+            "field `path`: {} is one of hearth's credentials (secrets, tokens, the store, the \
+             config), which is never sent",
+            path.display()
+        ));
+    }
     let meta =
         std::fs::metadata(path).map_err(|e| format!("field `path`: {}: {e}", path.display()))?;
     if !meta.is_file() {

@@ -160,7 +160,8 @@ impl ToolRegistry {
             ..ToolRegistry::default()
         };
         for builtin in Builtin::ALL.into_iter().filter(|b| b.available(&builtins)) {
-            let spec = builtin.spec();
+            let mut spec = builtin.spec();
+            mark_read_actions(&mut spec);
             registry.own.insert(
                 spec.name.clone(),
                 Arc::new(Tool {
@@ -692,4 +693,23 @@ fn call_plugin(
         tool: name.to_owned(),
         message: e.to_string(),
     })
+}
+
+/// Actions that only look: a many-action tool's call with one of them is
+/// judged as a `read` tool (`Targets::read_actions`), so listing the
+/// schedule or reading a note never asks.
+pub const READ_ACTIONS: [&str; 6] = ["help", "list", "show", "read", "history", "search"];
+
+/// Sets `spec`'s read-only actions: those of its `action` enum that
+/// [`READ_ACTIONS`] names.
+fn mark_read_actions(spec: &mut ToolSpec) {
+    let Some(actions) = spec.parameters["properties"]["action"]["enum"].as_array() else {
+        return;
+    };
+    spec.targets.read_actions = actions
+        .iter()
+        .filter_map(Value::as_str)
+        .filter(|a| READ_ACTIONS.contains(a))
+        .map(str::to_owned)
+        .collect();
 }

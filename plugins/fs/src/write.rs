@@ -67,8 +67,8 @@ pub fn delete_path(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
     let recursive = args.bool("recursive", false)?;
     // The link itself is deleted, never what it points to.
     let path = fs.roots.resolve_parent("path", raw)?;
-    fs.roots.check_writable("path", &path)?;
     refuse_precious(fs, raw, &path)?;
+    fs.roots.check_writable("path", &path)?;
     let meta =
         std::fs::symlink_metadata(&path).map_err(|e| io_error("cannot delete", &path, &e))?;
     let kind = if meta.file_type().is_symlink() {

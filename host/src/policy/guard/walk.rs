@@ -27,6 +27,8 @@ struct World {
 /// What the shell holds between commands.
 #[derive(Clone, Debug)]
 struct State {
+    /// Whether what the guard cannot see into asks.
+    strict: bool,
     /// Every directory the next command could run in, or why it is
     /// unknown.
     worlds: Result<Vec<World>, String>,
@@ -56,8 +58,10 @@ impl Guard {
         tree: &Node,
         cwd: &Path,
         env: &[(String, String)],
+        strict: bool,
     ) -> Result<(), String> {
         let state = State {
+            strict,
             worlds: Ok(vec![World {
                 cwd: cwd.to_path_buf(),
                 stack: Vec::new(),
@@ -168,6 +172,7 @@ impl Guard {
         };
         for cwd in worlds {
             let ctx = Ctx {
+                strict: state.strict,
                 cwd,
                 env: env.clone(),
                 stdin_fed: inv.stdin_fed,
@@ -249,6 +254,7 @@ impl Guard {
             // An absolute `cd` makes an unknown directory known again.
             let ok = match operands.as_slice() {
                 [dir] if name != "popd" && dir.starts_with(['/', '~']) => State {
+                    strict: state.strict,
                     worlds: absolute(dir, None, &self.home).map(|cwd| {
                         vec![World {
                             cwd,
@@ -268,6 +274,7 @@ impl Guard {
                 Ok(w) => next.push(w),
                 Err(why) => {
                     let ok = State {
+                        strict: state.strict,
                         worlds: Err(why),
                         env: state.env.clone(),
                     };
@@ -276,6 +283,7 @@ impl Guard {
             }
         }
         let ok = State {
+            strict: state.strict,
             worlds: Ok(next),
             env: state.env.clone(),
         };
@@ -328,6 +336,7 @@ impl Guard {
 
 /// The state that holds after either of two.
 fn merge(a: State, b: State) -> State {
+    let strict = a.strict || b.strict;
     let worlds = match (a.worlds, b.worlds) {
         (Ok(mut x), Ok(y)) => {
             for w in y {
@@ -349,5 +358,9 @@ fn merge(a: State, b: State) -> State {
             env.push(pair);
         }
     }
-    State { worlds, env }
+    State {
+        strict,
+        worlds,
+        env,
+    }
 }
