@@ -2,7 +2,8 @@
 //! `tool call`, `approvals` and `audit` go through the control socket, show
 //! the daemon's live state, and never start a second copy of its plugins
 //! (the probe counts its inits in a file). A guarded `tool call` waits for
-//! the owner's answer on the canvas, and Ctrl-C withdraws it. Without a
+//! the owner's answer on the canvas, and Ctrl-C withdraws it; typed at a
+//! terminal, it asks there, and the answer typed is the owner's. Without a
 //! daemon the commands work on their own, `audit` and `approvals` with the
 //! store alone. Hostile socket input gets a clear error and the daemon
 //! serves on. Only a client that shows the control token is the owner: one
@@ -18,6 +19,7 @@ use std::time::{Duration, Instant};
 
 use hearth_tests::canvas::{self, Canvas};
 use hearth_tests::control::{self, Control};
+use hearth_tests::pty::OnTerminal;
 use hearth_tests::{Daemon, Hearth, Run, outside_roots, plugin, probe};
 use serde_json::{Value, json};
 
@@ -706,4 +708,129 @@ fn a_cli_that_cannot_read_the_token_refuses_and_never_works_alone() {
     // With the daemon's token back, the same commands work.
     std::fs::write(&path, &token).unwrap();
     assert!(home.cli(&["plugins"]).ok().contains("probe"));
+}
+
+/// `hearth tool call` on a terminal (`tool`, `args`), as the owner types it.
+fn on_terminal(h: &Hearth, tool: &str, args: &Value) -> OnTerminal {
+    OnTerminal::spawn(h.command(&["tool", "call", tool, &args.to_string()]))
+}
+
+/// The newest audit row of `shell_exec`.
+fn last_shell_call(home: &Home) -> Value {
+    let audit = home
+        .cli(&["audit", "--json", "--tool", "shell_exec"])
+        .json();
+    audit.as_array().unwrap().last().unwrap().clone()
+}
+
+/// No channel here shows confirmations: the owner's terminal is where the
+/// question is asked, and `y` typed there runs the command.
+#[test]
+fn at_the_owners_terminal_tool_call_asks_there_and_y_runs_it() {
+    let home = Home::new(&[plugin("shell")], "");
+    let _daemon = home.h.daemon();
+    let outside = outside_roots();
+    let victim = outside.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    let args = json!({ "command": format!("rm -r {}", victim.display()) });
+    let mut call = on_terminal(&home.h, "shell_exec", &args);
+    let screen = call.wait_for("Approve? [y/N] ", WAIT);
+    for shown in [
+        "tool:      shell_exec".to_owned(),
+        format!("arguments: {args}"),
+        format!("command:   rm -r {}", victim.display()),
+        "reason:    `rm` deletes".to_owned(),
+    ] {
+        assert!(screen.contains(&shown), "{shown:?} not shown:\n{screen}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(victim.exists(), "the command ran before the owner answered");
+
+    call.type_line("y");
+    let (code, stdout, screen) = call.finish(WAIT);
+    assert_eq!(code, Some(0), "stdout: {stdout}\nscreen: {screen}");
+    assert!(!victim.exists(), "the approved command did not run");
+    let result: Value = serde_json::from_str(&stdout).expect("the result is JSON");
+    assert_eq!(result["exit_code"], 0, "{result}");
+    let row = last_shell_call(&home);
+    assert_eq!(row["caller"], "owner via cli", "{row}");
+    assert_eq!(row["approval"], "approved", "{row}");
+    assert_eq!(row["approver"], "owner via cli terminal", "{row}");
+    assert_eq!(row["outcome"], "ok", "{row}");
+}
+
+/// With the canvas running, the card is there too; `n` at the terminal
+/// refuses the call, and the card shows who decided.
+#[test]
+fn at_the_owners_terminal_n_refuses_the_call_and_the_card_shows_it() {
+    let (home, _daemon, canvas, _outside, victim, args) = guarded_setup();
+    let (mut ws, _) = canvas.connect();
+    let mut call = on_terminal(&home.h, "shell_exec", &args);
+    let card = pending_card(&mut ws);
+    let screen = call.wait_for("Approve? [y/N] ", WAIT);
+    assert!(
+        screen.contains("also shown on canvas; the first answer counts"),
+        "{screen}"
+    );
+
+    call.type_line("n");
+    let (code, stdout, screen) = call.finish(WAIT);
+    assert_ne!(code, Some(0), "stdout: {stdout}\nscreen: {screen}");
+    assert!(screen.contains("the owner denied"), "{screen}");
+    assert!(victim.exists(), "a refused command ran");
+    let decided = ws.wait_for(WAIT, |f| {
+        f["type"] == "confirmation"
+            && f["confirmation"]["id"] == card["id"]
+            && f["confirmation"]["state"] != "pending"
+    });
+    assert_eq!(decided["confirmation"]["state"], "denied", "{decided}");
+    assert_eq!(
+        decided["confirmation"]["decided_by"], "owner via cli terminal",
+        "{decided}"
+    );
+    // A late answer on the canvas runs nothing.
+    ws.send(&json!({ "type": "confirm", "id": card["id"], "approve": true }).to_string());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(victim.exists(), "a refused command ran after all");
+    let row = last_shell_call(&home);
+    assert_eq!(row["approval"], "denied", "{row}");
+    assert_eq!(row["approver"], "owner via cli terminal", "{row}");
+    assert_eq!(row["outcome"], "refused", "{row}");
+}
+
+/// Only the connection that was asked can answer, and only its question.
+#[test]
+fn another_connection_cannot_answer_a_terminals_question() {
+    let (home, _daemon, _canvas, _outside, victim, args) = guarded_setup();
+    let mut asker = Control::open(home.h.home());
+    let waiting = asker.ask(&json!({
+        "op": "tool_call", "name": "shell_exec", "args": args, "terminal": true,
+    }));
+    assert_eq!(waiting["op"], "confirm", "{waiting}");
+    let id = waiting["id"].clone();
+    let mut other = Control::open(home.h.home());
+    let refused = other.ask(&json!({ "op": "answer", "id": id, "approve": true }));
+    assert_eq!(refused["code"], "not_found", "{refused}");
+    let wrong = asker.ask(&json!({ "op": "answer", "id": "nope", "approve": true }));
+    assert_eq!(wrong["code"], "not_found", "{wrong}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        victim.exists(),
+        "another connection's answer ran the command"
+    );
+    // The asker's own answer counts, once. Its acknowledgement and the
+    // call's end race each other: both come, in either order.
+    let mut ends = [
+        asker.ask(&json!({ "op": "answer", "id": id, "approve": false })),
+        asker.answer().unwrap(),
+    ];
+    ends.sort_by_key(|m| m["op"].to_string());
+    assert_eq!(
+        ends[0],
+        json!({ "op": "answered", "id": id, "counted": true })
+    );
+    assert_eq!(ends[1]["code"], "tool", "{}", ends[1]);
+    let again = asker.ask(&json!({ "op": "answer", "id": id, "approve": true }));
+    assert_eq!(again["code"], "not_found", "{again}");
+    assert!(victim.exists());
 }

@@ -139,6 +139,7 @@ impl Services {
             model_configured: runtime.config.llm.is_some(),
             backups: Arc::clone(&backups),
             token: Arc::clone(&token),
+            board: Arc::clone(&runtime.router.confirmations),
         });
         runners.start(agent);
         let mut tasks = vec![

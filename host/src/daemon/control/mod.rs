@@ -73,6 +73,9 @@ pub struct Control {
     pub backups: Arc<crate::backup::Backups>,
     /// What a client's hello must carry.
     pub token: Arc<Token>,
+    /// Takes the answers the owner types at a `hearth tool call`'s
+    /// terminal, as the channels' answers are taken.
+    pub board: Arc<crate::policy::Board>,
 }
 
 /// The bound socket and the token its clients must show.
@@ -321,6 +324,7 @@ async fn handle(
         }
         "tool_call" => tool_call::start(&control.tools, request, &session.in_flight, tx),
         "withdraw" => tool_call::withdraw(&session.in_flight),
+        "answer" => tool_call::answer(&control.board, request, &session.in_flight),
         "approvals" | "revoke" | "audit" => Some(records(control, op, request).await),
         "contacts" | "agents" => Some(people(control, op, request)),
         "schedule" => Some(schedule(control, request)),

@@ -18,7 +18,7 @@ use super::token::{TOKEN_FILE, Token};
 pub const VERSION: u64 = 3;
 
 /// Every request this version serves, for the unknown-request error.
-pub const OPS: [&str; 20] = [
+pub const OPS: [&str; 21] = [
     "hello",
     "chat",
     "subscribe",
@@ -27,6 +27,7 @@ pub const OPS: [&str; 20] = [
     "tools",
     "tool_call",
     "withdraw",
+    "answer",
     "approvals",
     "revoke",
     "audit",
@@ -63,7 +64,8 @@ pub enum Code {
     Tool,
     /// The tool call was withdrawn before the owner answered.
     Withdrawn,
-    /// `revoke` named no active grant.
+    /// `revoke` named no active grant, or `answer` a question this
+    /// connection was not asked.
     NotFound,
     /// The daemon could not read or write its store.
     Store,
