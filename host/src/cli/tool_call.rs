@@ -196,7 +196,7 @@ fn question(confirm: &Value) -> String {
         out.push_str(&format!("  command:   {command}\n"));
     }
     if let Some(cwd) = text("cwd") {
-        out.push_str(&format!("  in:        {cwd}\n"));
+        out.push_str(&format!("  cwd:       {cwd}\n"));
     }
     out.push_str(&format!(
         "  reason:    {}\n",
@@ -245,19 +245,20 @@ fn waiting(answer: &Value) -> String {
         .as_array()
         .map(|c| c.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
+    // Shown safe for a terminal, as the question is (see `shown`).
     let what = match answer["command"].as_str() {
-        Some(command) => command.to_owned(),
-        None => format!(
+        Some(command) => shown(command),
+        None => shown(&format!(
             "{} {}",
             answer["tool"].as_str().unwrap_or("?"),
             answer["args"]
-        ),
+        )),
     };
     let left_s = (answer["expires_at_ms"].as_i64().unwrap_or(0) - crate::store::now_ms()) / 1000;
     format!(
         "waiting for approval on {}: {what} ({}); up to {} s, Ctrl-C withdraws the request",
         channels.join(", "),
-        answer["reason"].as_str().unwrap_or("it needs approval"),
+        shown(answer["reason"].as_str().unwrap_or("it needs approval")),
         left_s.max(0)
     )
 }
@@ -296,7 +297,7 @@ mod tests {
             "tool:      shell_exec",
             r#"arguments: {"command":"rm -r /srv/old\u001b[2K\rls"}"#,
             "command:   rm -r /srv/old\\u{1b}[2K\\u{d}ls",
-            "in:        /home/me",
+            "cwd:       /home/me",
             "reason:    it deletes files outside the workspace",
             "also shown on canvas; the first answer counts",
         ] {
