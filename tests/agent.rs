@@ -619,6 +619,9 @@ fn the_control_socket_refuses_bad_requests_and_keeps_serving() {
     assert_eq!(mode & 0o777, 0o600);
     let mut stream = std::os::unix::net::UnixStream::connect(&socket).unwrap();
     let mut lines = BufReader::new(stream.try_clone().unwrap()).lines();
+    writeln!(stream, "{}", hearth_tests::control::hello(h.home())).unwrap();
+    let hello: Value = serde_json::from_str(&lines.next().unwrap().unwrap()).unwrap();
+    assert_eq!(hello["op"], "hello", "{hello}");
     for (request, expected) in [
         ("not json", "not JSON"),
         ("{}", "no `op`"),

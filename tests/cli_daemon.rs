@@ -2,10 +2,13 @@
 //! `tool call`, `approvals` and `audit` go through the control socket, show
 //! the daemon's live state, and never start a second copy of its plugins
 //! (the probe counts its inits in a file). A guarded `tool call` waits for
-//! the owner's answer on the canvas, and Ctrl-C withdraws it. Without a
+//! the owner's answer on the canvas, and Ctrl-C withdraws it; typed at a
+//! terminal, it asks there, and the answer typed is the owner's. Without a
 //! daemon the commands work on their own, `audit` and `approvals` with the
 //! store alone. Hostile socket input gets a clear error and the daemon
-//! serves on.
+//! serves on. Only a client that shows the control token is the owner: one
+//! without it is refused and changes nothing, and a CLI that cannot read it
+//! says so and never works on its own instead.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::unix::net::UnixStream;
@@ -15,6 +18,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hearth_tests::canvas::{self, Canvas};
+use hearth_tests::control::{self, Control};
+use hearth_tests::pty::OnTerminal;
 use hearth_tests::{Daemon, Hearth, Run, outside_roots, plugin, probe};
 use serde_json::{Value, json};
 
@@ -499,8 +504,9 @@ fn hostile_socket_input_gets_a_clear_error_and_the_daemon_serves_on() {
     let cases: Vec<(Vec<u8>, &str, bool)> = vec![
         (b"garbage\n".to_vec(), "bad_request", false),
         (b"{\"no_op\":1}\n".to_vec(), "bad_request", false),
-        (b"{\"op\":\"format_disk\"}\n".to_vec(), "unknown_op", false),
+        (b"{\"op\":\"format_disk\"}\n".to_vec(), "hello_first", false),
         (b"{\"op\":\"tools\"}\n".to_vec(), "hello_first", false),
+        (b"{\"op\":\"status\"}\n".to_vec(), "hello_first", false),
         (b"{\"op\":\"hello\"}\n".to_vec(), "bad_request", false),
         (
             b"{\"op\":\"hello\",\"version\":99}\n".to_vec(),
@@ -509,6 +515,11 @@ fn hostile_socket_input_gets_a_clear_error_and_the_daemon_serves_on() {
         ),
         (
             b"{\"op\":\"hello\",\"version\":1}\n".to_vec(),
+            "version",
+            true,
+        ),
+        (
+            b"{\"op\":\"hello\",\"version\":2}\n".to_vec(),
             "version",
             true,
         ),
@@ -529,7 +540,10 @@ fn hostile_socket_input_gets_a_clear_error_and_the_daemon_serves_on() {
         if closes {
             assert!(answer(&mut reader).is_none(), "{shown:?} left it open");
         } else {
-            // The same connection still serves a request of protocol 1.
+            // The same connection still takes the hello, and then serves.
+            writeln!(stream, "{}", control::hello(home.h.home())).unwrap();
+            let hello = answer(&mut reader).unwrap();
+            assert_eq!(hello["op"], "hello", "after {shown:?}: {hello}");
             stream.write_all(b"{\"op\":\"status\"}\n").unwrap();
             let status = answer(&mut reader).unwrap();
             assert_eq!(status["op"], "status", "after {shown:?}: {status}");
@@ -538,7 +552,7 @@ fn hostile_socket_input_gets_a_clear_error_and_the_daemon_serves_on() {
     // Requests after a hello, on one connection; `withdraw` with no call.
     let (mut stream, mut reader) = connect(home.h.home());
     for (request, op) in [
-        (json!({ "op": "hello", "version": 2 }), "hello"),
+        (control::hello(home.h.home()), "hello"),
         (json!({ "op": "withdraw" }), "error"),
         (json!({ "op": "tool_call", "args": {} }), "error"),
         (
@@ -556,4 +570,270 @@ fn hostile_socket_input_gets_a_clear_error_and_the_daemon_serves_on() {
     // And the CLI still works.
     assert!(home.cli(&["plugins"]).ok().contains("probe"));
     assert_eq!(home.inits(), 1);
+}
+
+/// The ways a client may try the socket without the owner's token: no
+/// hello at all (protocol 1's `chat`), a hello without a token, a hello
+/// with a wrong one. Each is refused, and nothing it asked for happens.
+#[test]
+fn a_client_without_the_token_is_refused_and_nothing_happens() {
+    let home = Home::new(&[], "");
+    let daemon = home.h.daemon();
+    let token = control::token(home.h.home());
+    let hello = control::hello(home.h.home());
+    let wrong = {
+        let mut hello = hello.clone();
+        let flipped = if token.starts_with('0') { "1" } else { "0" };
+        hello["token"] = format!("{flipped}{}", &token[1..]).into();
+        hello
+    };
+    let mut no_token = hello.clone();
+    no_token.as_object_mut().unwrap().remove("token");
+
+    // Protocol 1's requests, without a hello: served before, refused now.
+    let mut c = Control::connect(home.h.home());
+    for request in [
+        json!({ "op": "chat", "chat": "terminal", "text": "hello from a stranger" }),
+        json!({ "op": "subscribe", "chat": "terminal" }),
+        json!({ "op": "groups", "action": "create", "name": "intruders" }),
+    ] {
+        let refused = c.ask(&request);
+        assert_eq!(refused["code"], "hello_first", "{request}: {refused}");
+    }
+    // A hello without the token, or with a wrong one: refused, closed.
+    for (bad, why) in [(&no_token, "has no `token`"), (&wrong, "is wrong")] {
+        let mut c = Control::connect(home.h.home());
+        let refused = c.ask(bad);
+        assert_eq!(refused["code"], "unauthorized", "{refused}");
+        let message = refused["message"].as_str().unwrap();
+        assert!(
+            message.contains(why) && message.contains("control.token"),
+            "{message}"
+        );
+        assert!(!message.contains(&token), "the refusal shows the token");
+        assert!(
+            c.answer().is_none(),
+            "a refused client's connection stays open"
+        );
+    }
+    daemon.wait_for_log(|l| l.contains("control client refused"), WAIT);
+    assert!(
+        daemon.logs().iter().all(|l| !l.contains(&token)),
+        "the log shows the token"
+    );
+
+    // Nothing happened: no message stored, no group made.
+    let stored: i64 = home
+        .h
+        .db()
+        .query_row("SELECT COUNT(*) FROM inbox", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(stored, 0);
+    let groups = home.cli(&["groups", "--json"]).json();
+    assert!(!groups.to_string().contains("intruders"), "{groups}");
+    // The owner's own client, with the token, is served.
+    let mut owner = Control::open(home.h.home());
+    assert_eq!(owner.ask(&json!({ "op": "status" }))["op"], "status");
+}
+
+#[test]
+fn the_control_token_is_owner_only_fresh_at_each_start_and_gone_after_a_clean_stop() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new(&[], "");
+    let path = home.h.home().join(hearth::daemon::control::TOKEN_FILE);
+    let mut daemon = home.h.daemon();
+    let mode = std::fs::metadata(&path).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600, "{mode:o}");
+    let first = control::token(home.h.home());
+    assert!(
+        first.len() == 64 && first.bytes().all(|b| b.is_ascii_hexdigit()),
+        "{first:?}"
+    );
+    // The owner's CLI reads it and is served.
+    assert!(home.cli(&["status"]).ok().contains("uptime"));
+
+    daemon.signal(libc::SIGTERM);
+    assert!(daemon.wait_exit(WAIT).0.success());
+    assert!(!path.exists(), "a clean stop leaves the token behind");
+
+    let _daemon = home.h.daemon();
+    let second = control::token(home.h.home());
+    assert_ne!(first, second, "a restart kept the token");
+    assert!(home.cli(&["status"]).ok().contains("uptime"));
+}
+
+/// What a program hearth runs sees: a token it cannot read (the kernel
+/// floor hides it). Without root, the file is made unreadable; as root,
+/// which reads any file, a token that is not the daemon's and a token
+/// that is gone stand in for it. The command refuses, saying why, and
+/// never works on its own instead (no plugin of its own, no store).
+#[test]
+fn a_cli_that_cannot_read_the_token_refuses_and_never_works_alone() {
+    use std::os::unix::fs::PermissionsExt;
+    let home = Home::new(&[], "");
+    let _daemon = home.h.daemon();
+    let path = home.h.home().join(hearth::daemon::control::TOKEN_FILE);
+    let token = control::token(home.h.home());
+    let refused = |why: &str| {
+        for args in [
+            &["plugins"][..],
+            &["contacts", "approve", "K7PX2M"],
+            &["audit"],
+        ] {
+            let out = home.cli(args).fails();
+            assert!(
+                out.contains("hearth cannot act as the owner here: the control token (")
+                    && out.contains(&path.display().to_string())
+                    && out.contains(why)
+                    && out.contains(
+                        "Programs hearth runs are never the owner; run this from your own terminal."
+                    ),
+                "`hearth {}`: {out}",
+                args.join(" ")
+            );
+        }
+        assert_eq!(
+            home.inits(),
+            1,
+            "a refused command loaded the plugins itself"
+        );
+    };
+    // SAFETY: geteuid(2) has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o000)).unwrap();
+        refused("cannot be read (permission denied)");
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    }
+    std::fs::write(&path, "0".repeat(64)).unwrap();
+    refused("is not the running daemon's");
+    std::fs::remove_file(&path).unwrap();
+    refused("does not exist, though a daemon answers");
+    // With the daemon's token back, the same commands work.
+    std::fs::write(&path, &token).unwrap();
+    assert!(home.cli(&["plugins"]).ok().contains("probe"));
+}
+
+/// `hearth tool call` on a terminal (`tool`, `args`), as the owner types it.
+fn on_terminal(h: &Hearth, tool: &str, args: &Value) -> OnTerminal {
+    OnTerminal::spawn(h.command(&["tool", "call", tool, &args.to_string()]))
+}
+
+/// The newest audit row of `shell_exec`.
+fn last_shell_call(home: &Home) -> Value {
+    let audit = home
+        .cli(&["audit", "--json", "--tool", "shell_exec"])
+        .json();
+    audit.as_array().unwrap().last().unwrap().clone()
+}
+
+/// No channel here shows confirmations: the owner's terminal is where the
+/// question is asked, and `y` typed there runs the command.
+#[test]
+fn at_the_owners_terminal_tool_call_asks_there_and_y_runs_it() {
+    let home = Home::new(&[plugin("shell")], "");
+    let _daemon = home.h.daemon();
+    let outside = outside_roots();
+    let victim = outside.path().join("victim");
+    std::fs::create_dir_all(&victim).unwrap();
+    let args = json!({ "command": format!("rm -r {}", victim.display()) });
+    let mut call = on_terminal(&home.h, "shell_exec", &args);
+    let screen = call.wait_for("Approve? [y/N] ", WAIT);
+    for shown in [
+        "tool:      shell_exec".to_owned(),
+        format!("arguments: {args}"),
+        format!("command:   rm -r {}", victim.display()),
+        "reason:    `rm` deletes".to_owned(),
+    ] {
+        assert!(screen.contains(&shown), "{shown:?} not shown:\n{screen}");
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(victim.exists(), "the command ran before the owner answered");
+
+    call.type_line("y");
+    let (code, stdout, screen) = call.finish(WAIT);
+    assert_eq!(code, Some(0), "stdout: {stdout}\nscreen: {screen}");
+    assert!(!victim.exists(), "the approved command did not run");
+    let result: Value = serde_json::from_str(&stdout).expect("the result is JSON");
+    assert_eq!(result["exit_code"], 0, "{result}");
+    let row = last_shell_call(&home);
+    assert_eq!(row["caller"], "owner via cli", "{row}");
+    assert_eq!(row["approval"], "approved", "{row}");
+    assert_eq!(row["approver"], "owner via cli terminal", "{row}");
+    assert_eq!(row["outcome"], "ok", "{row}");
+}
+
+/// With the canvas running, the card is there too; `n` at the terminal
+/// refuses the call, and the card shows who decided.
+#[test]
+fn at_the_owners_terminal_n_refuses_the_call_and_the_card_shows_it() {
+    let (home, _daemon, canvas, _outside, victim, args) = guarded_setup();
+    let (mut ws, _) = canvas.connect();
+    let mut call = on_terminal(&home.h, "shell_exec", &args);
+    let card = pending_card(&mut ws);
+    let screen = call.wait_for("Approve? [y/N] ", WAIT);
+    assert!(
+        screen.contains("also shown on canvas; the first answer counts"),
+        "{screen}"
+    );
+
+    call.type_line("n");
+    let (code, stdout, screen) = call.finish(WAIT);
+    assert_ne!(code, Some(0), "stdout: {stdout}\nscreen: {screen}");
+    assert!(screen.contains("the owner denied"), "{screen}");
+    assert!(victim.exists(), "a refused command ran");
+    let decided = ws.wait_for(WAIT, |f| {
+        f["type"] == "confirmation"
+            && f["confirmation"]["id"] == card["id"]
+            && f["confirmation"]["state"] != "pending"
+    });
+    assert_eq!(decided["confirmation"]["state"], "denied", "{decided}");
+    assert_eq!(
+        decided["confirmation"]["decided_by"], "owner via cli terminal",
+        "{decided}"
+    );
+    // A late answer on the canvas runs nothing.
+    ws.send(&json!({ "type": "confirm", "id": card["id"], "approve": true }).to_string());
+    std::thread::sleep(Duration::from_millis(500));
+    assert!(victim.exists(), "a refused command ran after all");
+    let row = last_shell_call(&home);
+    assert_eq!(row["approval"], "denied", "{row}");
+    assert_eq!(row["approver"], "owner via cli terminal", "{row}");
+    assert_eq!(row["outcome"], "refused", "{row}");
+}
+
+/// Only the connection that was asked can answer, and only its question.
+#[test]
+fn another_connection_cannot_answer_a_terminals_question() {
+    let (home, _daemon, _canvas, _outside, victim, args) = guarded_setup();
+    let mut asker = Control::open(home.h.home());
+    let waiting = asker.ask(&json!({
+        "op": "tool_call", "name": "shell_exec", "args": args, "terminal": true,
+    }));
+    assert_eq!(waiting["op"], "confirm", "{waiting}");
+    let id = waiting["id"].clone();
+    let mut other = Control::open(home.h.home());
+    let refused = other.ask(&json!({ "op": "answer", "id": id, "approve": true }));
+    assert_eq!(refused["code"], "not_found", "{refused}");
+    let wrong = asker.ask(&json!({ "op": "answer", "id": "nope", "approve": true }));
+    assert_eq!(wrong["code"], "not_found", "{wrong}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(
+        victim.exists(),
+        "another connection's answer ran the command"
+    );
+    // The asker's own answer counts, once. Its acknowledgement and the
+    // call's end race each other: both come, in either order.
+    let mut ends = [
+        asker.ask(&json!({ "op": "answer", "id": id, "approve": false })),
+        asker.answer().unwrap(),
+    ];
+    ends.sort_by_key(|m| m["op"].to_string());
+    assert_eq!(
+        ends[0],
+        json!({ "op": "answered", "id": id, "counted": true })
+    );
+    assert_eq!(ends[1]["code"], "tool", "{}", ends[1]);
+    let again = asker.ask(&json!({ "op": "answer", "id": id, "approve": true }));
+    assert_eq!(again["code"], "not_found", "{again}");
+    assert!(victim.exists());
 }

@@ -340,7 +340,7 @@ fn install_refuses_an_unwritable_unit_dir_and_a_failing_systemctl() {
 fn control_request(h: &Hearth, request: Value) -> std::thread::JoinHandle<Value> {
     let mut stream = UnixStream::connect(h.home().join("hearth.sock")).unwrap();
     stream
-        .write_all(format!("{}\n{request}\n", json!({"op": "hello", "version": 2})).as_bytes())
+        .write_all(format!("{}\n{request}\n", hearth_tests::control::hello(h.home())).as_bytes())
         .unwrap();
     std::thread::spawn(move || {
         let mut lines = BufReader::new(stream).lines();

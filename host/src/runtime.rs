@@ -413,17 +413,24 @@ fn user_home() -> Option<PathBuf> {
 }
 
 /// The secret values this daemon knows besides the owner's secrets, so the
-/// audit can scrub them: the model's API key and the canvas login token.
+/// audit can scrub them: the model's API key, the canvas login token and
+/// the control token (written before the runtime starts).
 fn known_secrets(config: &Config) -> Vec<String> {
     let api_key = config
         .llm
         .as_ref()
         .and_then(|l| l.api_key_env.as_ref())
         .and_then(|name| std::env::var(name).ok());
-    let canvas = std::fs::read_to_string(config.home.join("canvas.token"))
-        .ok()
-        .map(|t| t.trim().to_owned());
-    api_key.into_iter().chain(canvas).collect()
+    let token = |file: &str| {
+        std::fs::read_to_string(config.home.join(file))
+            .ok()
+            .map(|t| t.trim().to_owned())
+    };
+    api_key
+        .into_iter()
+        .chain(token("canvas.token"))
+        .chain(token(crate::daemon::control::TOKEN_FILE))
+        .collect()
 }
 
 /// Creates `$HEARTH_HOME` readable by the owner alone: it holds the

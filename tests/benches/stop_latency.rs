@@ -113,11 +113,15 @@ impl Client {
     fn connect(socket: &Path) -> Client {
         let stream = UnixStream::connect(socket).expect("connect");
         let lines = BufReader::new(stream.try_clone().expect("clone")).lines();
-        Client {
+        let mut client = Client {
             stream,
             lines,
             replied: Vec::new(),
-        }
+        };
+        let home = socket.parent().expect("the socket is in the home");
+        client.send(hearth_tests::control::hello(home));
+        client.until(|m| m["op"] == "hello");
+        client
     }
 
     /// Sends a message; its key, once accepted.

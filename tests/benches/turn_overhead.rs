@@ -130,7 +130,10 @@ impl Client {
     fn connect(h: &Hearth) -> Client {
         let stream = UnixStream::connect(h.home().join("hearth.sock")).expect("connect");
         let lines = BufReader::new(stream.try_clone().expect("clone")).lines();
-        Client { stream, lines }
+        let mut client = Client { stream, lines };
+        client.send(hearth_tests::control::hello(h.home()));
+        client.until(|m| m["op"] == "hello");
+        client
     }
 
     fn subscribe(&mut self, chat: &str) {

@@ -23,6 +23,7 @@ pub mod groups;
 mod http_server;
 pub mod images;
 pub mod procs;
+pub mod pty;
 pub mod small_fs;
 pub mod soak;
 pub mod telegram_home;
@@ -365,9 +366,10 @@ impl Hearth {
         let stream = std::os::unix::net::UnixStream::connect(self.home().join("hearth.sock"))
             .expect("connect to the control socket");
         let mut writer = stream.try_clone().expect("clone the socket");
+        let hello = control::hello(self.home());
         std::io::Write::write_all(
             &mut writer,
-            b"{\"op\":\"subscribe\",\"chat\":\"terminal\"}\n",
+            format!("{hello}\n{{\"op\":\"subscribe\",\"chat\":\"terminal\"}}\n").as_bytes(),
         )
         .expect("subscribe");
         let replies = Arc::new(Mutex::new(Vec::new()));

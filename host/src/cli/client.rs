@@ -6,6 +6,13 @@
 //! crash (connecting is refused), means no daemon, and the command works
 //! on its own. A daemon that answers but speaks another protocol version
 //! is an error, never a reason to load a second copy of its plugins.
+//!
+//! The hello carries the control token (`$HEARTH_HOME/control.token`),
+//! which makes this client the owner. A token this command cannot read is
+//! an error at once, daemon or not: that is what a program hearth runs
+//! sees (the kernel floor hides the file), and such a program must neither
+//! act as the owner through the daemon nor work on the owner's files on
+//! its own.
 
 use std::io::ErrorKind;
 use std::path::Path;
@@ -16,8 +23,8 @@ use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader, Lines};
 use tokio::net::UnixStream;
 use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 
-use crate::daemon::control::SOCKET;
 use crate::daemon::control::protocol::VERSION;
+use crate::daemon::control::{SOCKET, TOKEN_FILE, token};
 
 /// How long a daemon may take to answer the hello (it answers once its
 /// start-up is done).
@@ -31,9 +38,18 @@ pub struct Daemon {
 }
 
 impl Daemon {
-    /// Connects to the daemon of `home` and says hello; `None` when no
-    /// daemon runs there.
+    /// Connects to the daemon of `home` and says hello with its token;
+    /// `None` when no daemon runs there. A token that cannot be read is an
+    /// error whether a daemon runs or not.
     pub fn find(home: &Path) -> anyhow::Result<Option<Daemon>> {
+        let token_path = home.join(TOKEN_FILE);
+        let token = match token::read(home) {
+            Ok(token) => Some(token),
+            // Missing: no daemon runs, or one of another version; the
+            // connection says which.
+            Err(e) if e.kind() == ErrorKind::NotFound => None,
+            Err(e) => bail!("{}", not_the_owner(&token_path, &unreadable(&e))),
+        };
         let path = home.join(SOCKET);
         let stream = match std::os::unix::net::UnixStream::connect(&path) {
             Ok(stream) => stream,
@@ -54,7 +70,7 @@ impl Daemon {
             (BufReader::new(read).lines(), write)
         };
         let mut daemon = Daemon { rt, lines, write };
-        daemon.hello()?;
+        daemon.hello(token.as_deref(), &token_path)?;
         Ok(Some(daemon))
     }
 
@@ -93,8 +109,12 @@ impl Daemon {
         (self.rt, self.lines, self.write)
     }
 
-    fn hello(&mut self) -> anyhow::Result<()> {
-        self.send(json!({ "op": "hello", "version": VERSION }))?;
+    fn hello(&mut self, token: Option<&str>, token_path: &Path) -> anyhow::Result<()> {
+        let mut hello = json!({ "op": "hello", "version": VERSION });
+        if let Some(token) = token {
+            hello["token"] = token.into();
+        }
+        self.send(hello)?;
         // A daemon still starting answers once it is ready.
         let Daemon { rt, lines, .. } = self;
         let answer = rt
@@ -113,9 +133,34 @@ impl Daemon {
                 "the running daemon is older than this `hearth` (it speaks control protocol 1, \
                  this client {VERSION}): restart it with this version"
             ),
+            Some("error") if answer["code"] == "unauthorized" => {
+                let why = match token {
+                    None => "does not exist, though a daemon answers".to_owned(),
+                    Some(_) => "is not the running daemon's".to_owned(),
+                };
+                bail!("{}", not_the_owner(token_path, &why))
+            }
             Some("error") => bail!("the running daemon refused: {}", message(&answer)),
             _ => bail!("the running daemon answered the hello with {answer}"),
         }
+    }
+}
+
+/// The refusal of a command that cannot show the control token: the
+/// token file `why`.
+fn not_the_owner(token_path: &Path, why: &str) -> String {
+    format!(
+        "hearth cannot act as the owner here: the control token ({}) {why}. Programs hearth \
+         runs are never the owner; run this from your own terminal.",
+        token_path.display()
+    )
+}
+
+/// Why the token file could not be read, in the refusal's words.
+fn unreadable(e: &std::io::Error) -> String {
+    match e.kind() {
+        ErrorKind::PermissionDenied => "cannot be read (permission denied)".to_owned(),
+        _ => format!("cannot be read ({e})"),
     }
 }
 
@@ -149,4 +194,33 @@ pub async fn next(lines: &mut Lines<BufReader<OwnedReadHalf>>) -> anyhow::Result
         .await?
         .context("the daemon closed the connection")?;
     serde_json::from_str(&line).context("the daemon sent a malformed line")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_token_it_cannot_read_is_a_refusal_even_with_no_daemon() {
+        let home = tempfile::tempdir().unwrap();
+        // No socket: no daemon runs, and without a token file the command
+        // may work on its own.
+        assert!(Daemon::find(home.path()).unwrap().is_none());
+        // A token file that cannot be read (a directory here; a file the
+        // kernel floor hides answers "permission denied") is never taken
+        // for "no daemon".
+        std::fs::create_dir(home.path().join(TOKEN_FILE)).unwrap();
+        let err = Daemon::find(home.path())
+            .err()
+            .expect("a refusal")
+            .to_string();
+        assert!(
+            err.starts_with("hearth cannot act as the owner here: the control token (")
+                && err.contains(&home.path().join(TOKEN_FILE).display().to_string())
+                && err.ends_with("run this from your own terminal."),
+            "{err}"
+        );
+        let denied = unreadable(&std::io::Error::from(ErrorKind::PermissionDenied));
+        assert_eq!(denied, "cannot be read (permission denied)");
+    }
 }

@@ -566,9 +566,12 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
         Command::Tool {
             action: ToolAction::Call { name, args },
         } => {
+            let terminal = tool_call::owner_terminal(args == "-");
             let args = tool_call::parse_args(&args)?;
             match Daemon::find(&config.home)? {
-                Some(daemon) => tool_call::call_live(daemon, &name, args, tool_call::print_json),
+                Some(daemon) => {
+                    tool_call::call_live(daemon, &name, args, tool_call::print_json, terminal)
+                }
                 None => with_runtime(config, |rt| {
                     tool_call::call(rt, &name, args, tool_call::print_json)
                 }),
@@ -654,7 +657,10 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 ),
             };
             match Daemon::find(&config.home)? {
-                Some(daemon) => tool_call::call_live(daemon, tool, args, show),
+                Some(daemon) => {
+                    let terminal = tool_call::owner_terminal(false);
+                    tool_call::call_live(daemon, tool, args, show, terminal)
+                }
                 None => with_runtime(config, |rt| tool_call::call(rt, tool, args, show)),
             }
         }

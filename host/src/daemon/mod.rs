@@ -42,6 +42,9 @@ pub enum DaemonError {
     /// The agent's tables could not be opened.
     #[error(transparent)]
     Store(#[from] crate::store::StoreError),
+    /// The control socket or its token could not be set up.
+    #[error(transparent)]
+    Control(#[from] control::BindError),
 }
 
 /// Runs the daemon until SIGTERM or SIGINT.
@@ -72,7 +75,8 @@ pub fn run(config: Config, log: LogHandle, started: Instant) -> Result<(), Daemo
     let runtime = match Runtime::start(config) {
         Ok(runtime) => runtime,
         Err(e) => {
-            let _ = std::fs::remove_file(&control.1);
+            let _ = std::fs::remove_file(&control.socket);
+            control.token.remove();
             return Err(e.into());
         }
     };
@@ -111,7 +115,7 @@ impl Signals {
 
 async fn serve(
     runtime: Runtime,
-    control: (tokio::net::UnixListener, PathBuf),
+    control: control::Bound,
     config_path: Option<PathBuf>,
     mut signals: Signals,
     log: LogHandle,

@@ -6,10 +6,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use tokio::net::UnixListener;
 use tokio::task::JoinHandle;
 
-use super::control::{self, Control};
+use super::control::{self, Control, Token};
 use super::runners::Runners;
 use crate::agent::activity::Activity;
 use crate::agent::history::{Conversations, MAIN_AGENT};
@@ -29,6 +28,7 @@ pub struct Services {
     tasks: Vec<JoinHandle<()>>,
     runners: Arc<Runners>,
     socket: PathBuf,
+    token: Arc<Token>,
 }
 
 impl Services {
@@ -36,10 +36,14 @@ impl Services {
     /// `control` (bound before the runtime started).
     pub fn start(
         runtime: &Runtime,
-        control: (UnixListener, PathBuf),
+        control: control::Bound,
         started: Instant,
     ) -> Result<Services, super::DaemonError> {
-        let (listener, socket) = control;
+        let control::Bound {
+            listener,
+            socket,
+            token,
+        } = control;
         let db = runtime.config.home.join(store::FILE_NAME);
         let llm = match &runtime.config.llm {
             None => Err("no [llm] section in the config".to_owned()),
@@ -134,6 +138,8 @@ impl Services {
             db: db.clone(),
             model_configured: runtime.config.llm.is_some(),
             backups: Arc::clone(&backups),
+            token: Arc::clone(&token),
+            board: Arc::clone(&runtime.router.confirmations),
         });
         runners.start(agent);
         let mut tasks = vec![
@@ -156,6 +162,7 @@ impl Services {
             tasks,
             runners,
             socket,
+            token,
         })
     }
 
@@ -166,6 +173,7 @@ impl Services {
         }
         self.runners.stop();
         let _ = std::fs::remove_file(&self.socket);
+        self.token.remove();
     }
 }
 

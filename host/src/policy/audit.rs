@@ -8,9 +8,11 @@
 //! redacted before they are stored: values under secret-sounding keys,
 //! `NAME=value` and `--password value` forms inside command lines, tokens
 //! with well-known secret prefixes, every secret value the host knows
-//! (API keys from the environment, the canvas token), and the owner's
-//! secrets (`crate::secrets`, re-read when their file changes, so a secret
-//! set after start is covered), which become `[secret:NAME]`.
+//! (API keys from the environment, the canvas and control tokens), and the
+//! owner's secrets (`crate::secrets`, re-read when their file changes, so a
+//! secret set after start is covered), which become `[secret:NAME]`. Known
+//! values are found in any letter case and in their common encodings
+//! (`crate::secrets::Redactor`).
 //!
 //! Rows are committed by a writer thread in batches (`writer`), so a call
 //! pays for redaction and a queue push, not for a commit; `flush` and
@@ -27,7 +29,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Caller;
-use crate::secrets::{Secrets, Snapshot};
+use crate::secrets::{Redactor, Secrets, Snapshot};
 use crate::store::now_ms;
 
 /// What the audit records about one call.
@@ -92,7 +94,8 @@ pub struct Record {
 /// Writes audit rows.
 pub struct Audit {
     writer: writer::Writer,
-    secrets: Vec<String>,
+    /// The host's own secret values, replaced by [`REDACTED`].
+    secrets: Redactor,
     owners: Arc<Secrets>,
 }
 
@@ -138,10 +141,7 @@ impl Audit {
     pub fn new(conn: Connection, secrets: Vec<String>, owners: Arc<Secrets>) -> Audit {
         Audit {
             writer: writer::Writer::start(conn),
-            secrets: secrets
-                .into_iter()
-                .filter(|s| s.len() >= MIN_SECRET_LEN)
-                .collect(),
+            secrets: own_secrets(&secrets),
             owners,
         }
     }
@@ -232,14 +232,25 @@ pub fn recent(conn: &Connection, tool: Option<&str>, limit: u32) -> rusqlite::Re
     Ok(records)
 }
 
+/// The redactor of the host's own secret `values`: each one, in each of
+/// its forms, becomes [`REDACTED`].
+pub fn own_secrets(values: &[String]) -> Redactor {
+    Redactor::with_markers(
+        values
+            .iter()
+            .filter(|s| s.len() >= MIN_SECRET_LEN)
+            .map(|s| (s.as_str(), REDACTED.to_owned())),
+    )
+}
+
 /// `value` with every secret replaced by [`REDACTED`].
-pub fn redact(value: &Value, secrets: &[String]) -> Value {
+pub fn redact(value: &Value, secrets: &Redactor) -> Value {
     redacted(value, secrets).unwrap_or_else(|| value.clone())
 }
 
 /// `value` with its secrets replaced, or `None` when it holds none: the
 /// common case, which then costs no copy (every tool call is audited).
-fn redacted(value: &Value, secrets: &[String]) -> Option<Value> {
+fn redacted(value: &Value, secrets: &Redactor) -> Option<Value> {
     match value {
         Value::Object(map) => {
             let changed: Vec<(usize, Value)> = map
@@ -308,13 +319,8 @@ fn is_secret_key(key: &str) -> bool {
 /// `text` with known secret values, `NAME=value` and `--name value` pairs
 /// under secret-sounding names, bearer tokens and prefixed credentials
 /// replaced; borrowed as it was when there is nothing to replace.
-fn scrub_text<'a>(text: &'a str, secrets: &[String]) -> Cow<'a, str> {
-    let mut text = Cow::Borrowed(text);
-    for secret in secrets {
-        if text.contains(secret.as_str()) {
-            text = Cow::Owned(text.replace(secret.as_str(), REDACTED));
-        }
-    }
+fn scrub_text<'a>(text: &'a str, secrets: &Redactor) -> Cow<'a, str> {
+    let text = secrets.redact_text(text);
     match scrub_words(&text) {
         Some(scrubbed) => Cow::Owned(scrubbed),
         None => text,
@@ -391,7 +397,7 @@ mod tests {
 
     #[test]
     fn redaction_hides_every_form_of_secret() {
-        let secrets = vec!["hunter2-very-secret".to_owned()];
+        let secrets = own_secrets(&["hunter2-very-secret".to_owned()]);
         let cases = [
             (json!({"password": "x"}), json!({"password": REDACTED})),
             (
@@ -419,6 +425,15 @@ mod tests {
                 json!({"command": "echo hunter2-very-secret done"}),
                 json!({"command": format!("echo {REDACTED} done")}),
             ),
+            // The host's own values in another case and encoded, too.
+            (
+                json!({"command": "echo HUNTER2-Very-Secret | base64"}),
+                json!({"command": format!("echo {REDACTED} | base64")}),
+            ),
+            (
+                json!({"out": "aHVudGVyMi12ZXJ5LXNlY3JldA== and 68756e746572322d766572792d736563726574"}),
+                json!({"out": format!("{REDACTED} and {REDACTED}")}),
+            ),
             (
                 json!({"command": "ls -la /tmp"}),
                 json!({"command": "ls -la /tmp"}),
@@ -435,7 +450,7 @@ mod tests {
 
     #[test]
     fn clean_arguments_are_not_copied() {
-        let secrets = vec!["hunter2-very-secret".to_owned()];
+        let secrets = own_secrets(&["hunter2-very-secret".to_owned()]);
         for clean in [
             json!({"command": "ls -la /tmp", "cwd": "/tmp", "env": {"A": "1"}}),
             json!(["--verbose", "plain words", 5, null, true]),

@@ -11,6 +11,10 @@
 //! `hearth tool call`, through the control socket) runs inside
 //! [`watched`]: the gate tells the [`Watch`] when its question is shown,
 //! and the watcher can withdraw the question before anyone answers. A
+//! watcher that can answer itself (the owner at a terminal) is asked even
+//! when no channel can show the question, and its answer comes through
+//! the [`Board`] like a channel's: bound to the request's id, so to the
+//! exact call, and the first answer from anywhere wins. A
 //! call made in a turn is withdrawn the same way when the owner stops the
 //! turn (its [`CallScope`](crate::tools::scope::CallScope) is cancelled):
 //! recorded as expired, decided by `stop` ([`DECIDED_BY_STOP`]).
@@ -61,6 +65,10 @@ pub struct Watch {
     /// Withdraws the question when a message comes or every sender is
     /// dropped (the watcher went away): the call is then not run.
     pub withdraw: Receiver<()>,
+    /// The watcher answers the question itself, through the [`Board`]
+    /// (the owner's terminal): it is asked even when no channel can show
+    /// it.
+    pub answers: bool,
 }
 
 /// What a [`Watch`] is told once its question is shown: the request and
@@ -208,7 +216,8 @@ impl ConfirmGate {
     /// Asks the owner `question` on every channel that can show it, and
     /// waits for the answer or the timeout.
     pub fn ask(&self, question: &Question) -> Answer {
-        if !self.events.can_confirm() {
+        let answered_by_watcher = WATCH.with(|w| w.borrow().as_ref().is_some_and(|w| w.answers));
+        if !self.events.can_confirm() && !answered_by_watcher {
             return Answer::Unavailable;
         }
         let withdrawn_already = WATCH.with(|w| {
@@ -388,4 +397,84 @@ fn hex(bytes: &[u8]) -> String {
         out.push(DIGITS[usize::from(b & 0xf)] as char);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn a_watcher_that_answers_is_asked_without_any_channel_and_the_first_answer_counts() {
+        let dir = tempfile::tempdir().unwrap();
+        let db = dir.path().join("hearth.db");
+        let _store = crate::store::Store::open(&db).unwrap();
+        let board = Arc::new(Board::default());
+        let gate = ConfirmGate::new(
+            Arc::clone(&board),
+            Arc::new(ChannelEvents::start(&[])),
+            Cold::open(&db).unwrap(),
+            Duration::from_secs(10),
+            "production",
+        );
+        let args = json!({ "command": "rm -r /srv/old" });
+        let question = Question {
+            tool: "shell_exec",
+            args: &args,
+            fingerprint: &fingerprint("shell_exec", &args),
+            command: Some("rm -r /srv/old"),
+            cwd: None,
+            reason: "it deletes files",
+        };
+        // No channel shows confirmations, and nobody else can answer.
+        assert_eq!(gate.ask(&question), Answer::Unavailable);
+
+        let (_keep, withdraw) = bounded(1);
+        let (shown_tx, shown) = bounded(1);
+        let watch = Watch {
+            shown: Box::new(move |request, channels| {
+                let _ = shown_tx.send((request.id.clone(), channels.to_vec()));
+            }),
+            withdraw,
+            answers: true,
+        };
+        let answerer = {
+            let board = Arc::clone(&board);
+            std::thread::spawn(move || {
+                let (id, channels): (String, Vec<String>) = shown.recv().unwrap();
+                assert!(channels.is_empty(), "{channels:?}");
+                let answer = |approve| ConfirmationAnswer {
+                    id: id.clone(),
+                    sender: String::new(),
+                    approve,
+                    always: false,
+                    reason: None,
+                };
+                assert!(board.answer(&answer(true), "owner via cli terminal"));
+                // A later answer, from anywhere, is not counted.
+                assert!(!board.answer(&answer(false), "owner"));
+            })
+        };
+        let answer = watched(watch, || gate.ask(&question));
+        answerer.join().unwrap();
+        assert_eq!(
+            answer,
+            Answer::Approved {
+                by: "owner via cli terminal".into(),
+                always: false
+            }
+        );
+        let decided: (String, String) = Cold::open(&db)
+            .unwrap()
+            .lock()
+            .query_row("SELECT state, decided_by FROM confirmations", [], |r| {
+                Ok((r.get(0)?, r.get(1)?))
+            })
+            .unwrap();
+        assert_eq!(
+            decided,
+            ("approved".into(), "owner via cli terminal".into())
+        );
+    }
 }

@@ -177,8 +177,9 @@ impl Control {
         tracker: &Arc<Tracker>,
         problems: &Arc<Problems>,
     ) -> Control {
-        let stream =
+        let mut stream =
             UnixStream::connect(home.join("hearth.sock")).expect("connect to the control socket");
+        writeln!(stream, "{}", crate::control::hello(home)).expect("say hello");
         let reader = BufReader::new(stream.try_clone().expect("clone the socket"));
         let (tracker, problems) = (Arc::clone(tracker), Arc::clone(problems));
         thread::Builder::new()

@@ -4,16 +4,21 @@
 //! `audit` and `backup` talk to the running daemon here, one JSON object per line,
 //! so that they show its live state and never start a second copy of its
 //! plugins. The socket is created with mode 0600 inside the owner-only
-//! home directory: whoever can open it is the owner.
+//! home directory, but that keeps out only other users: the programs the
+//! agent runs have the owner's user id too. So a client is the owner only
+//! once its hello carried the control token (`token`), which those
+//! programs cannot read; before that, nothing is served.
 //!
 //! docs/control.md describes every request and answer. `protocol` holds
-//! the version and the errors, `inventory` the plugin and tool rows, and
-//! `tool_call` the owner's tool calls with their confirmations. A bad line
+//! the version and the errors, `token` the control token, `inventory` the
+//! plugin and tool rows, and `tool_call` the owner's tool calls with their
+//! confirmations. A bad line
 //! (not JSON, too long, an unknown request, another version) is answered
 //! with an `error` saying what was wrong; the daemon serves on.
 
 mod inventory;
 pub mod protocol;
+pub mod token;
 mod tool_call;
 mod wedge;
 
@@ -29,6 +34,7 @@ use tokio::sync::mpsc;
 
 pub use inventory::{mcp as mcp_rows, plugins as plugin_rows, script_problems, tools as tool_rows};
 use protocol::{Code, error};
+pub use token::{TOKEN_FILE, Token, TokenError};
 
 use crate::agent::Agent;
 use crate::plugins::{Bridge, PluginSet};
@@ -65,6 +71,33 @@ pub struct Control {
     pub model_configured: bool,
     /// For `backup`.
     pub backups: Arc<crate::backup::Backups>,
+    /// What a client's hello must carry.
+    pub token: Arc<Token>,
+    /// Takes the answers the owner types at a `hearth tool call`'s
+    /// terminal, as the channels' answers are taken.
+    pub board: Arc<crate::policy::Board>,
+}
+
+/// The bound socket and the token its clients must show.
+pub struct Bound {
+    /// The listening socket.
+    pub listener: UnixListener,
+    /// Its path, removed when the daemon stops.
+    pub socket: PathBuf,
+    /// The token, written to its file.
+    pub token: Arc<Token>,
+}
+
+/// Why the control socket could not be set up.
+#[derive(Debug, thiserror::Error)]
+pub enum BindError {
+    /// The socket could not be bound (another daemon has it, or the home
+    /// cannot be written).
+    #[error("cannot set up the control socket: {0}")]
+    Socket(#[from] std::io::Error),
+    /// The token could not be made.
+    #[error(transparent)]
+    Token(#[from] TokenError),
 }
 
 /// How long a closing connection may take to write its last answers.
@@ -72,26 +105,45 @@ const LAST_WORDS: std::time::Duration = std::time::Duration::from_secs(1);
 /// The most audit rows one `audit` request returns.
 const MAX_AUDIT_ROWS: u32 = 10_000;
 
-/// Binds the socket (replacing a stale one) with mode 0600.
-pub fn bind(home: &Path) -> std::io::Result<(UnixListener, PathBuf)> {
+/// Writes a fresh token, then binds the socket (replacing a stale one)
+/// with mode 0600.
+pub fn bind(home: &Path) -> Result<Bound, BindError> {
     use std::os::unix::fs::PermissionsExt;
     let path = home.join(SOCKET);
-    if path.exists() {
-        // A live daemon answers; a stale file from a crash does not.
-        if std::os::unix::net::UnixStream::connect(&path).is_ok() {
-            return Err(std::io::Error::new(
-                std::io::ErrorKind::AddrInUse,
-                format!(
-                    "{} is in use: is another hearth running with this home?",
-                    path.display()
-                ),
-            ));
-        }
-        std::fs::remove_file(&path)?;
+    let live = path.exists() && std::os::unix::net::UnixStream::connect(&path).is_ok();
+    if live {
+        // A live daemon answers; a stale file from a crash does not. The
+        // live one's token is left alone.
+        return Err(BindError::Socket(std::io::Error::new(
+            std::io::ErrorKind::AddrInUse,
+            format!(
+                "{} is in use: is another hearth running with this home?",
+                path.display()
+            ),
+        )));
     }
-    let listener = UnixListener::bind(&path)?;
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
-    Ok((listener, path))
+    // Written before the socket exists: a client that connects finds this
+    // daemon's token, never the one a crashed daemon left.
+    let token = Arc::new(Token::create(home)?);
+    let bound = (|| {
+        if path.exists() {
+            std::fs::remove_file(&path)?;
+        }
+        let listener = UnixListener::bind(&path)?;
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600))?;
+        Ok::<_, std::io::Error>(listener)
+    })();
+    match bound {
+        Ok(listener) => Ok(Bound {
+            listener,
+            socket: path,
+            token,
+        }),
+        Err(e) => {
+            token.remove();
+            Err(e.into())
+        }
+    }
 }
 
 /// Accepts clients until the task is aborted.
@@ -111,7 +163,9 @@ pub async fn serve(listener: UnixListener, control: Arc<Control>) {
 }
 
 async fn client(stream: UnixStream, control: Arc<Control>) {
-    tracing::debug!("control client connected");
+    // Who connected, for the warning when it is refused.
+    let peer = stream.peer_cred().ok().and_then(|c| c.pid());
+    tracing::debug!(pid = peer, "control client connected");
     let (read, mut write) = stream.into_split();
     let (tx, mut rx) = mpsc::channel::<Value>(256);
     let writer = tokio::spawn(async move {
@@ -126,6 +180,7 @@ async fn client(stream: UnixStream, control: Arc<Control>) {
     });
     let mut session = Session {
         hello: false,
+        peer,
         in_flight: Arc::new(Mutex::new(tool_call::InFlight::default())),
     };
     let mut lines = BufReader::new(read);
@@ -196,8 +251,10 @@ async fn client(stream: UnixStream, control: Arc<Control>) {
 
 /// What one connection has said so far.
 struct Session {
-    /// The client sent a valid hello.
+    /// The client sent a valid hello, with the token: it is the owner.
     hello: bool,
+    /// The client's process id, when the kernel tells it.
+    peer: Option<i32>,
     /// Its tool call, if one runs.
     in_flight: Arc<Mutex<tool_call::InFlight>>,
 }
@@ -216,18 +273,30 @@ async fn handle(
         );
     };
     if op == "hello" {
-        return match protocol::hello(request) {
+        return match protocol::hello(request, &control.token) {
             Ok(answer) => {
                 session.hello = true;
                 (Some(answer), false)
             }
             Err(refusal) => {
-                let close = refusal["code"] == Code::Version.name();
+                let unauthorized = refusal["code"] == Code::Unauthorized.name();
+                if unauthorized {
+                    // Never the token: what was wrong, and who sent it.
+                    tracing::warn!(
+                        pid = session.peer,
+                        why = refusal["message"].as_str(),
+                        "control client refused: it did not show the control token, so it is \
+                         not the owner (a program hearth runs, or a client of another home)"
+                    );
+                }
+                let close = unauthorized || refusal["code"] == Code::Version.name();
                 (Some(refusal), close)
             }
         };
     }
-    if !session.hello && protocol::OPS.contains(&op) && !protocol::V1_OPS.contains(&op) {
+    // Nothing is served before the hello: only the token makes a client
+    // the owner.
+    if !session.hello {
         return (Some(protocol::hello_first(op)), false);
     }
     let answer = match op {
@@ -255,6 +324,7 @@ async fn handle(
         }
         "tool_call" => tool_call::start(&control.tools, request, &session.in_flight, tx),
         "withdraw" => tool_call::withdraw(&session.in_flight),
+        "answer" => tool_call::answer(&control.board, request, &session.in_flight),
         "approvals" | "revoke" | "audit" => Some(records(control, op, request).await),
         "contacts" | "agents" => Some(people(control, op, request)),
         "schedule" => Some(schedule(control, request)),
@@ -263,7 +333,6 @@ async fn handle(
         "doctor" => Some(doctor(control).await),
         "usage" => Some(usage(control, request).await),
         // Test only, and so not listed in `protocol::OPS`.
-        "test_wedge" if !session.hello => Some(protocol::hello_first(op)),
         "test_wedge" => Some(wedge::wedge(request)),
         "backup" => Some(backup(control, request).await),
         other => Some(protocol::unknown(other)),
@@ -449,7 +518,7 @@ async fn backup(control: &Control, request: &Value) -> Value {
     }
 }
 
-/// The requests of protocol 1: chat, subscribe, status.
+/// The requests protocol 1 had: chat, subscribe, status.
 fn v1(control: &Control, op: &str, request: &Value, tx: &mpsc::Sender<Value>) -> Option<Value> {
     let chat = request["chat"].as_str().unwrap_or("terminal");
     match op {

@@ -1,22 +1,24 @@
 //! The control protocol's version, its requests' names and its errors:
 //! what both ends of the socket agree on (docs/control.md describes it).
 //!
-//! Version 1 had no hello: `chat`, `subscribe` and `status` are still
-//! served without one, so a client of version 1 keeps working. Every
-//! request added since needs the hello exchange first, so that a client
+//! Every request needs the hello first, and the hello carries the control
+//! token (`token.rs`): the socket serves the owner, and a process of the
+//! owner's user id is not the owner unless it can read the token (the
+//! programs hearth runs cannot). The version in the hello makes a client
 //! and a daemon of different versions find out at once, with a message
-//! saying what to do, instead of misreading each other.
+//! saying what to do, instead of misreading each other. Protocol 1 served
+//! `chat`, `subscribe` and `status` without a hello; since protocol 3
+//! nothing is.
 
 use serde_json::{Value, json};
 
-/// The protocol version this build speaks.
-pub const VERSION: u64 = 2;
+use super::token::{TOKEN_FILE, Token};
 
-/// The requests served without a hello (protocol 1).
-pub const V1_OPS: [&str; 3] = ["chat", "subscribe", "status"];
+/// The protocol version this build speaks.
+pub const VERSION: u64 = 3;
 
 /// Every request this version serves, for the unknown-request error.
-pub const OPS: [&str; 20] = [
+pub const OPS: [&str; 21] = [
     "hello",
     "chat",
     "subscribe",
@@ -25,6 +27,7 @@ pub const OPS: [&str; 20] = [
     "tools",
     "tool_call",
     "withdraw",
+    "answer",
     "approvals",
     "revoke",
     "audit",
@@ -48,17 +51,21 @@ pub enum Code {
     TooLong,
     /// No request has that `op`.
     UnknownOp,
-    /// A request of protocol 2 or later came before the hello.
+    /// A request came before the hello.
     HelloFirst,
     /// The client speaks another version (the connection is then closed).
     Version,
+    /// The hello's token is missing or wrong: the client is not the owner
+    /// (the connection is then closed).
+    Unauthorized,
     /// A tool call is already running on this connection.
     Busy,
     /// The tool call failed or was refused.
     Tool,
     /// The tool call was withdrawn before the owner answered.
     Withdrawn,
-    /// `revoke` named no active grant.
+    /// `revoke` named no active grant, or `answer` a question this
+    /// connection was not asked.
     NotFound,
     /// The daemon could not read or write its store.
     Store,
@@ -75,6 +82,7 @@ impl Code {
             Code::UnknownOp => "unknown_op",
             Code::HelloFirst => "hello_first",
             Code::Version => "version",
+            Code::Unauthorized => "unauthorized",
             Code::Busy => "busy",
             Code::Tool => "tool",
             Code::Withdrawn => "withdrawn",
@@ -90,9 +98,11 @@ pub fn error(code: Code, message: &str) -> Value {
     json!({ "op": "error", "code": code.name(), "message": message })
 }
 
-/// The answer to `{"op":"hello","version":N}`: the daemon's hello, or an
-/// error that says which versions differ and what to do.
-pub fn hello(request: &Value) -> Result<Value, Value> {
+/// The answer to `{"op":"hello","version":N,"token":T}`: the daemon's
+/// hello, or an error that says which versions differ and what to do, or
+/// that the client is not the owner. The version is checked first, so a
+/// client of another version (which may know no token) is told that.
+pub fn hello(request: &Value, token: &Token) -> Result<Value, Value> {
     let Some(version) = request["version"].as_u64() else {
         return Err(error(
             Code::BadRequest,
@@ -110,15 +120,32 @@ pub fn hello(request: &Value) -> Result<Value, Value> {
             ),
         ));
     }
-    Ok(json!({ "op": "hello", "version": VERSION, "hearth": env!("CARGO_PKG_VERSION") }))
+    let refused = match request["token"].as_str() {
+        None => "the hello has no `token`",
+        Some(given) if !token.matches(given) => "the hello's `token` is wrong",
+        Some(_) => {
+            return Ok(
+                json!({ "op": "hello", "version": VERSION, "hearth": env!("CARGO_PKG_VERSION") }),
+            );
+        }
+    };
+    Err(error(
+        Code::Unauthorized,
+        &format!(
+            "{refused}: only the owner may use this socket, and the owner's client sends the \
+             contents of $HEARTH_HOME/{TOKEN_FILE}, which programs hearth runs cannot read; \
+             the connection is closed"
+        ),
+    ))
 }
 
-/// The error for a request of protocol 2 or later sent before the hello.
+/// The error for a request sent before the hello.
 pub fn hello_first(op: &str) -> Value {
     error(
         Code::HelloFirst,
         &format!(
-            "`{op}` needs the hello exchange first: send {{\"op\":\"hello\",\"version\":{VERSION}}}"
+            "`{op}` needs the hello exchange first: send {{\"op\":\"hello\",\"version\":{VERSION},\
+             \"token\":\"<the contents of $HEARTH_HOME/{TOKEN_FILE}>\"}}"
         ),
     )
 }

@@ -6,17 +6,30 @@
 //! that show confirmations; the client is told what it waits for
 //! (`waiting`), and can withdraw it (`withdraw`, or by closing the
 //! connection) until the owner answers.
+//!
+//! A client with the owner at a terminal says so (`"terminal": true`):
+//! it is then sent the question itself (`confirm`), asks there, and
+//! answers (`answer`), which counts as `owner via cli terminal`. Only this
+//! connection can answer its question, and only by the question's id, so
+//! the answer is bound to the exact call. The card is shown on the
+//! channels too; whichever answer comes first is the one that counts (the
+//! gate's [`Board`] takes one answer per question).
 
 use std::sync::{Arc, Mutex};
 
 use crossbeam_channel::Sender;
+use hearth_sdk::protocol::ConfirmationAnswer;
 use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::protocol::{Code, error};
-use crate::policy::Caller;
 use crate::policy::confirm::{Watch, watched};
+use crate::policy::{Board, Caller};
 use crate::tools::{ToolError, ToolRegistry};
+
+/// Who an answer from the owner's terminal is recorded as (the audit's
+/// approver, the confirmation's `decided_by`).
+pub const TERMINAL_APPROVER: &str = "owner via cli terminal";
 
 /// The tool call in flight on one connection (at most one).
 #[derive(Default)]
@@ -27,6 +40,8 @@ pub struct InFlight {
     withdraw: Option<Sender<()>>,
     /// The client asked to withdraw it.
     withdrawn: bool,
+    /// The question this client was sent to answer at its terminal.
+    asked: Option<String>,
 }
 
 /// Starts the call `request` asks for; its answers go to `tx`. Returns an
@@ -49,6 +64,11 @@ pub fn start(
         args @ Value::Object(_) => args.clone(),
         _ => return Some(error(Code::BadRequest, "`args` must be a JSON object")),
     };
+    let terminal = match &request["terminal"] {
+        Value::Null => false,
+        Value::Bool(terminal) => *terminal,
+        _ => return Some(error(Code::BadRequest, "`terminal` must be true or false")),
+    };
     let (withdraw_tx, withdraw) = crossbeam_channel::bounded(1);
     {
         let mut slot = lock(in_flight);
@@ -62,18 +82,29 @@ pub fn start(
             running: true,
             withdraw: Some(withdraw_tx),
             withdrawn: false,
+            asked: None,
         };
     }
-    let shown_tx = tx.clone();
+    let (shown_tx, asking) = (tx.clone(), Arc::clone(in_flight));
     let watch = Watch {
         shown: Box::new(move |request, channels| {
+            let op = if terminal {
+                // Recorded before the client hears of it, so its answer,
+                // however quick, finds the question.
+                lock(&asking).asked = Some(request.id.clone());
+                "confirm"
+            } else {
+                "waiting"
+            };
             let _ = shown_tx.blocking_send(json!({
-                "op": "waiting", "id": request.id, "tool": request.tool,
-                "command": request.command, "args": request.args, "reason": request.reason,
+                "op": op, "id": request.id, "tool": request.tool,
+                "command": request.command, "cwd": request.cwd, "args": request.args,
+                "reason": request.reason, "fingerprint": request.fingerprint,
                 "channels": channels, "expires_at_ms": request.expires_at_ms,
             }));
         }),
         withdraw,
+        answers: terminal,
     };
     let (tools, in_flight, tx) = (Arc::clone(tools), Arc::clone(in_flight), tx.clone());
     tokio::task::spawn_blocking(move || {
@@ -93,6 +124,44 @@ pub fn start(
         let _ = tx.blocking_send(answer);
     });
     None
+}
+
+/// The owner's answer, typed at the terminal, to the question this
+/// connection was sent (`{"op":"answer","id":...,"approve":bool}`): handed
+/// to the gate as any channel's answer is. `answered` says whether it
+/// counted (another channel may have answered first, or the question
+/// expired); an id this connection was not asked is `not_found`.
+pub fn answer(board: &Board, request: &Value, in_flight: &Mutex<InFlight>) -> Option<Value> {
+    let (Some(id), Some(approve)) = (request["id"].as_str(), request["approve"].as_bool()) else {
+        return Some(error(
+            Code::BadRequest,
+            "`answer` needs `id`, the question's, and `approve`, true or false",
+        ));
+    };
+    // Taken, so one question gets one answer from this connection.
+    let asked = {
+        let mut slot = lock(in_flight);
+        match &slot.asked {
+            Some(asked) if asked == id => slot.asked.take(),
+            _ => None,
+        }
+    };
+    if asked.is_none() {
+        return Some(error(
+            Code::NotFound,
+            &format!("no question {id:?} waits for this connection's answer"),
+        ));
+    }
+    let answer = ConfirmationAnswer {
+        id: id.to_owned(),
+        sender: TERMINAL_APPROVER.to_owned(),
+        approve,
+        always: false,
+        reason: None,
+    };
+    let counted = board.answer(&answer, TERMINAL_APPROVER);
+    tracing::info!(id, approve, counted, "the owner answered at the terminal");
+    Some(json!({ "op": "answered", "id": id, "counted": counted }))
 }
 
 /// Withdraws the call in flight: its question is taken down unanswered
