@@ -299,6 +299,9 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
             } else if meta.is_dir() {
                 stack.push(path.clone());
                 "dir".into()
+            } else if !meta.is_file() {
+                // A fifo or socket: opening one could block.
+                format!("special {:?}", meta.file_type())
             } else {
                 format!("{:?}", std::fs::read(&path).unwrap_or_default())
             };
@@ -310,7 +313,8 @@ fn snapshot(dir: &Path) -> BTreeMap<PathBuf, String> {
 
 /// A process's limits, nice value and affinity, as /proc shows them.
 fn limits(pid: u32) -> String {
-    let read = |what: &str| std::fs::read_to_string(format!("/proc/{pid}/{what}")).unwrap_or_default();
+    let read =
+        |what: &str| std::fs::read_to_string(format!("/proc/{pid}/{what}")).unwrap_or_default();
     let stat = read("stat");
     let nice = stat
         .rsplit(") ")
@@ -322,7 +326,11 @@ fn limits(pid: u32) -> String {
         .lines()
         .filter(|l| l.starts_with("Cpus_allowed"))
         .collect();
-    format!("{}\nnice {nice}\n{affinity}\nio {}", read("limits"), read("oom_score_adj"))
+    format!(
+        "{}\nnice {nice}\n{affinity}\nio {}",
+        read("limits"),
+        read("oom_score_adj")
+    )
 }
 
 /// An MCP stdio server is a program hearth runs: it cannot read the
@@ -367,7 +375,11 @@ fn an_mcp_server_cannot_read_the_credentials_or_the_daemons_environment() {
     assert!(!read("leak").contains(SECRET), "the server read the secret");
     assert!(read("err").contains("Permission denied"), "{}", read("err"));
     assert!(!read("env").contains("daemon-env-Vb4"), "{}", read("env"));
-    assert_eq!(read("sid").trim(), read("pid").trim(), "a session of its own");
+    assert_eq!(
+        read("sid").trim(),
+        read("pid").trim(),
+        "a session of its own"
+    );
     drop(daemon);
 }
 
@@ -381,10 +393,40 @@ fn the_daemons_environment_is_invisible_to_commands() {
     // SAFETY: no other thread of this test reads or writes this variable.
     unsafe { std::env::set_var("HEARTH_TEST_DAEMON_SECRET", "daemon-env-Xq9") };
     let w = World::new("production");
-    let result = w
-        .rt
-        .tools
-        .call("shell_exec", json!({"command": "env; cat /proc/$PPID/environ | tr '\\0' '\\n'", "cwd": w.work}))
-        .unwrap();
+    let result =
+        w.rt.tools
+            .call(
+                "shell_exec",
+                json!({"command": "env; cat /proc/$PPID/environ | tr '\\0' '\\n'", "cwd": w.work}),
+            )
+            .unwrap();
     assert!(!result.to_string().contains("daemon-env-Xq9"), "{result}");
+}
+
+/// A program hearth runs cannot act as the owner on the control socket:
+/// the control token is hidden from it, so `hearth ...` inside
+/// `shell_exec` is refused, and nothing it asked for happens.
+#[test]
+fn a_confined_command_cannot_act_as_the_owner_through_the_socket() {
+    if !supported() {
+        return;
+    }
+    let h = Hearth::with_plugins(&[plugin("shell")], "");
+    let _daemon = h.daemon();
+    // A config of its own naming the same home: the daemon's config is
+    // hidden, so the command brings one; the control token stays hidden.
+    std::fs::create_dir_all(h.home().join("work")).unwrap();
+    let inner = format!(
+        "printf 'home = \"%s\"\\n' \"$HEARTH_HOME\" > work/c.toml; {} --config work/c.toml contacts; echo exit=$?",
+        hearth_tests::bin().display(),
+    );
+    let out = h.cmd(&[
+        "tool",
+        "call",
+        "shell_exec",
+        &json!({ "command": inner }).to_string(),
+    ]);
+    let text = format!("{}{}", out.stdout, out.stderr);
+    assert!(text.contains("cannot act as the owner"), "{text}");
+    assert!(!text.contains("exit=0"), "{text}");
 }

@@ -269,7 +269,10 @@ fn hearth_check_and_status_report_the_floor_and_what_it_protects() {
     let protects = line("protected in the roots: ");
     let hidden = line("credentials (hidden): ");
     assert!(roots.contains("/tmp"), "{roots}");
-    assert!(protects.contains(&s.protected.display().to_string()), "{protects}");
+    assert!(
+        protects.contains(&s.protected.display().to_string()),
+        "{protects}"
+    );
     for path in [
         s.h.home().join("hearth.db-wal").display().to_string(),
         s.h.home().join("secrets.json").display().to_string(),

@@ -35,7 +35,7 @@ fn probe_home(mode: &str, probe_settings: &str) -> (Hearth, PathBuf, tempfile::T
 /// logged it.
 fn outcome(rt: &hearth::runtime::Runtime, tool: &str, args: Value) -> (Expect, String) {
     match rt.tools.call(tool, args) {
-        Ok(_) => (Expect::Runs, String::new()),
+        Ok(result) => (Expect::Runs, result.to_string()),
         Err(e) => {
             let text = e.to_string();
             let kind = if text.contains("needs the owner's approval") {
@@ -160,10 +160,11 @@ fn production_mode_asks_only_for_guarded_actions() {
             json!({ "command": "r''m -rf /" }),
             Expect::Asks,
         ),
+        // What the guard cannot see into runs, confined by the kernel.
         (
             "probe_shell",
             json!({ "command": "echo $(id)" }),
-            Expect::Asks,
+            Expect::Runs,
         ),
         ("probe_write", json!({ "path": "/etc/hosts" }), Expect::Asks),
         (
@@ -183,17 +184,17 @@ fn production_mode_asks_only_for_guarded_actions() {
         (
             "probe_shell",
             json!({ "command": "ls", "env": { "LD_PRELOAD": "/tmp/evil.so" } }),
-            Expect::Asks,
+            Expect::Runs,
         ),
         (
             "probe_shell",
             json!({ "command": "perl x.pl", "env": { "PERL5OPT": "-Mx" } }),
-            Expect::Asks,
+            Expect::Runs,
         ),
         (
             "probe_shell",
             json!({ "command": "git commit", "env": { "GIT_EDITOR": "sh -c x" } }),
-            Expect::Asks,
+            Expect::Runs,
         ),
         (
             "probe_shell",
@@ -212,7 +213,17 @@ fn production_mode_asks_only_for_guarded_actions() {
     }
     assert_eq!(
         lines(&exec_log),
-        ["ls -la", "git status", "notes/a.md", "m", "sort x"],
+        [
+            "ls -la",
+            "git status",
+            "echo $(id)",
+            "notes/a.md",
+            "m",
+            "ls",
+            "perl x.pl",
+            "git commit",
+            "sort x"
+        ],
         "exactly the allowed calls ran"
     );
     rt.stop(std::time::Duration::from_secs(5)).unwrap();
@@ -455,7 +466,8 @@ fn check_reports_the_mode_landlock_and_the_guards_file() {
 }
 
 #[test]
-fn through_the_registry_in_production_every_guarded_form_asks_and_everyday_commands_run() {
+fn through_the_registry_in_production_every_guarded_form_asks_or_runs_confined_and_everyday_commands_run()
+ {
     // A home outside /tmp, as a real one is: under /tmp, `$HEARTH_HOME/..`
     // would still be inside a root.
     let dir = tempfile::tempdir().unwrap();
@@ -488,15 +500,26 @@ fn through_the_registry_in_production_every_guarded_form_asks_and_everyday_comma
         let (got, text) = outcome(&rt, "probe_shell", json!({ "command": command }));
         assert_eq!(got, Expect::Runs, "{command}: {text}");
     }
+    // Every guarded form asks, or (a spelling the guard cannot see into)
+    // runs under the kernel's confinement: none runs unconfined.
+    let mut ran_confined = Vec::new();
     for command in &guarded {
         let (got, text) = outcome(&rt, "probe_shell", json!({ "command": command }));
-        assert_eq!(got, Expect::Asks, "{command}: {text}");
+        if got == Expect::Runs {
+            let result: Value = serde_json::from_str(&text).unwrap();
+            assert_eq!(result["floor"]["protect"][0], "/", "{command}: {text}");
+            ran_confined.push(command.clone());
+        } else {
+            assert_eq!(got, Expect::Asks, "{command}: {text}");
+        }
     }
+    let ran = lines(&exec_log);
     assert_eq!(
-        lines(&exec_log),
-        harmless,
-        "exactly the everyday commands ran"
+        ran[..harmless.len()],
+        harmless[..],
+        "the everyday commands ran"
     );
+    assert_eq!(ran[harmless.len()..], ran_confined[..]);
     rt.stop(std::time::Duration::from_secs(5)).unwrap();
 }
 

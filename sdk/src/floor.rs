@@ -361,9 +361,7 @@ fn build(floor: &Floor, abi: i32, rules: Vec<Rule>) -> Result<Prepared, FloorErr
             .map_err(|e| fail(root, &e))?;
     }
     if !floor.hidden.is_empty() {
-        ruleset = ruleset
-            .handle_access(reads())
-            .map_err(|e| fail(root, &e))?;
+        ruleset = ruleset.handle_access(reads()).map_err(|e| fail(root, &e))?;
     }
     if floor.protect.is_empty() && floor.hidden.is_empty() && abi < SIGNAL_SCOPE_ABI {
         return Err(FloorError::Build {

@@ -36,8 +36,8 @@ pub mod live;
 mod logging;
 pub mod paths;
 mod plugin;
-pub mod sandbox;
 pub mod protocol;
+pub mod sandbox;
 
 pub use host::{Host, HostCallError, Level, SubmitError};
 pub use plugin::{Plugin, PluginError, parse_args};

@@ -267,8 +267,15 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
                 &format!("{root:?} must be an absolute path or start with ~/"),
             ));
         }
-        if root.contains('\0') || std::path::Path::new(root).components().any(|c| c.as_os_str() == "..") {
-            return Err(invalid(&key, &format!("{root:?} must not contain `..` or NUL")));
+        if root.contains('\0')
+            || std::path::Path::new(root)
+                .components()
+                .any(|c| c.as_os_str() == "..")
+        {
+            return Err(invalid(
+                &key,
+                &format!("{root:?} must not contain `..` or NUL"),
+            ));
         }
         if root.trim_end_matches('/').is_empty() {
             return Err(invalid(

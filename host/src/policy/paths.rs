@@ -40,7 +40,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let base = dir.path().canonicalize().unwrap();
         std::os::unix::fs::symlink("/etc", base.join("etc-link")).unwrap();
-        let roots = vec![base.clone()];
+        let roots = [base.clone()];
         let cases = [
             ("notes/a.md", true),
             ("new/dir/file", true),

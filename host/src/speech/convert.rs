@@ -127,12 +127,10 @@ pub fn convert(
     crate::policy::roots::helpers()
         .apply(&mut command)
         .map_err(|e| ConvertError::Failed(format!("ffmpeg cannot be confined: {e}")))?;
-    let mut child = command
-        .spawn()
-        .map_err(|e| match e.kind() {
-            std::io::ErrorKind::NotFound => ConvertError::Missing,
-            _ => ConvertError::Io(e),
-        })?;
+    let mut child = command.spawn().map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => ConvertError::Missing,
+        _ => ConvertError::Io(e),
+    })?;
     // Read standard error on its own thread, so a chatty ffmpeg never
     // blocks on a full pipe while this one waits for it to exit.
     let stderr = child.stderr.take();

@@ -214,6 +214,13 @@ fn take_lines(
     Ok(taken)
 }
 
+/// The path the kernel gives an open file (`/proc/self/fd/N`), to check
+/// what was really opened.
+pub fn opened_path(file: &File) -> Option<std::path::PathBuf> {
+    use std::os::fd::AsRawFd;
+    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,11 +250,4 @@ mod tests {
         let trailing = take_lines(&b"a\nb\n"[..], 1, u64::MAX, 100, true).unwrap();
         assert_eq!(trailing.lines_seen, 2);
     }
-}
-
-/// The path the kernel gives an open file (`/proc/self/fd/N`), to check
-/// what was really opened.
-pub fn opened_path(file: &File) -> Option<std::path::PathBuf> {
-    use std::os::fd::AsRawFd;
-    std::fs::read_link(format!("/proc/self/fd/{}", file.as_raw_fd())).ok()
 }

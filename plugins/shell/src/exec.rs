@@ -71,7 +71,10 @@ pub fn shell_exec(
     floor: Option<&Floor>,
     watching: Watching<'_>,
 ) -> Result<Value, PluginError> {
-    let args = Args::new(args, &["command", "cwd", "timeout_s", "env", "outside_roots"])?;
+    let args = Args::new(
+        args,
+        &["command", "cwd", "timeout_s", "env", "outside_roots"],
+    )?;
     let command = args.text("command")?;
     let timeout_s = args.u64_in("timeout_s", 1, MAX_TIMEOUT_S, DEFAULT_TIMEOUT_S)?;
     let env = args.string_map("env")?;

@@ -83,7 +83,11 @@ pub fn refusal_note(stderr: &str) -> Option<String> {
 /// The first path quoted in `line` (`'/etc/x'`, `"/etc/x"`, or `/etc/x:`).
 fn quoted_path(line: &str) -> Option<String> {
     for quote in ['\'', '"', '`', '\u{2018}'] {
-        let close = if quote == '\u{2018}' { '\u{2019}' } else { quote };
+        let close = if quote == '\u{2018}' {
+            '\u{2019}'
+        } else {
+            quote
+        };
         let mut parts = line.split(quote);
         while let Some(_) = parts.next() {
             let Some(inside) = parts.next() else { break };
@@ -105,9 +109,18 @@ mod tests {
     #[test]
     fn refusals_name_the_path() {
         let cases = [
-            ("touch: cannot touch '/etc/x': Permission denied", Some("/etc/x")),
-            ("bash: /usr/local/y: Read-only file system", Some("/usr/local/y")),
-            ("rm: cannot remove \u{2018}/opt/z\u{2019}: Operation not permitted", Some("/opt/z")),
+            (
+                "touch: cannot touch '/etc/x': Permission denied",
+                Some("/etc/x"),
+            ),
+            (
+                "bash: /usr/local/y: Read-only file system",
+                Some("/usr/local/y"),
+            ),
+            (
+                "rm: cannot remove \u{2018}/opt/z\u{2019}: Operation not permitted",
+                Some("/opt/z"),
+            ),
             ("bash: line 1: kill: (1) - Operation not permitted", None),
             ("all good", None),
         ];

@@ -157,9 +157,8 @@ impl Launcher {
         } else {
             Reach::Approved
         };
-        sandbox::apply(&mut command, reach, floor).map_err(|e| {
-            PluginError::failed(format!("the command was not run: {e}"))
-        })?;
+        sandbox::apply(&mut command, reach, floor)
+            .map_err(|e| PluginError::failed(format!("the command was not run: {e}")))?;
         Ok(command)
     }
 }

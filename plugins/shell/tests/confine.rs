@@ -80,7 +80,10 @@ fn a_confined_command_writes_only_beneath_the_roots() {
     }
     assert!(!Path::new("/etc/hearth-x").exists());
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
-    assert_eq!(std::fs::read_to_string(outside.join("keep.txt")).unwrap(), "kept");
+    assert_eq!(
+        std::fs::read_to_string(outside.join("keep.txt")).unwrap(),
+        "kept"
+    );
     assert!(root.join("in-root").exists());
     // Reading and running programs anywhere still works, from anywhere.
     let read = f.ok(
@@ -231,13 +234,23 @@ fn a_confined_command_cannot_change_another_process() {
         assert_ne!(got["exit_code"], 0, "{form}: {got}");
     }
     assert!(common::alive(pid as i32), "the stranger lives");
-    assert_eq!(limits(pid), before, "its limits, nice and affinity are unchanged");
+    assert_eq!(
+        limits(pid),
+        before,
+        "its limits, nice and affinity are unchanged"
+    );
     // Its own limits and priority it may change.
-    let own = run(&f, "ulimit -n 100 && renice -n 5 -p $$ >/dev/null; nice -n 3 true && echo ok");
+    let own = run(
+        &f,
+        "ulimit -n 100 && renice -n 5 -p $$ >/dev/null; nice -n 3 true && echo ok",
+    );
     assert_eq!(own["stdout"], "ok\n", "{own}");
     // Approved, the owner's command reaches it.
     let approved = Fixture::new();
-    let got = approved.ok("shell_exec", json!({"command": format!("renice -n 7 -p {pid}")}));
+    let got = approved.ok(
+        "shell_exec",
+        json!({"command": format!("renice -n 7 -p {pid}")}),
+    );
     assert_eq!(got["exit_code"], 0, "{got}");
     stranger.stop();
 }
@@ -268,7 +281,14 @@ impl Drop for Stranger {
 fn limits(pid: u32) -> String {
     let limits = std::fs::read_to_string(format!("/proc/{pid}/limits")).unwrap();
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
-    let nice = stat.rsplit(") ").next().unwrap().split(' ').nth(16).unwrap().to_owned();
+    let nice = stat
+        .rsplit(") ")
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(16)
+        .unwrap()
+        .to_owned();
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let affinity: String = status
         .lines()
