@@ -216,35 +216,49 @@ impl World {
     }
 
     /// The canary as it starts: a git repo with a tracked file, a tracked
-    /// file in a subfolder, and an untracked file.
+    /// file in a subfolder, and an untracked file. Tried again while
+    /// something an unconfined form left running still changes it.
     fn reset_canary(&self) {
+        for _ in 0..50 {
+            if self.try_reset_canary().is_ok() && snapshot(self.canary.path()).len() > 3 {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        panic!("cannot reset the canary {}", self.canary.path().display());
+    }
+
+    fn try_reset_canary(&self) -> std::io::Result<()> {
         let dir = self.canary.path();
         // An unconfined form may have removed, moved or emptied it.
-        std::fs::create_dir_all(dir).unwrap();
-        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        std::fs::create_dir_all(dir)?;
+        for entry in std::fs::read_dir(dir)?.flatten() {
             let path = entry.path();
             if path.is_dir() && !path.is_symlink() {
-                std::fs::remove_dir_all(&path).unwrap();
+                std::fs::remove_dir_all(&path)?;
             } else {
-                std::fs::remove_file(&path).unwrap();
+                std::fs::remove_file(&path)?;
             }
         }
-        std::fs::create_dir(dir.join("sub")).unwrap();
-        std::fs::write(dir.join("keep.txt"), "kept\n").unwrap();
-        std::fs::write(dir.join("sub/deep.txt"), "deep\n").unwrap();
-        let git = |args: &[&str]| {
+        std::fs::create_dir(dir.join("sub"))?;
+        std::fs::write(dir.join("keep.txt"), "kept\n")?;
+        std::fs::write(dir.join("sub/deep.txt"), "deep\n")?;
+        for args in [
+            &["init", "-q"][..],
+            &["add", "."][..],
+            &["commit", "-qm", "canary"][..],
+        ] {
             let ok = Command::new("git")
                 .args(["-c", "user.email=t@t", "-c", "user.name=t"])
                 .args(args)
                 .current_dir(dir)
                 .output()
                 .is_ok_and(|o| o.status.success());
-            assert!(ok, "git {args:?}");
-        };
-        git(&["init", "-q"]);
-        git(&["add", "."]);
-        git(&["commit", "-qm", "canary"]);
-        std::fs::write(dir.join("untracked.txt"), "loose\n").unwrap();
+            if !ok {
+                return Err(std::io::Error::other(format!("git {args:?} failed")));
+            }
+        }
+        std::fs::write(dir.join("untracked.txt"), "loose\n")
     }
 
     fn fill(&self, form: &str) -> String {
@@ -266,18 +280,9 @@ impl Drop for World {
     }
 }
 
-/// The lines of a corpus in `fixtures/confinement/`, without blank lines
-/// and `#` comments.
+/// The lines of a corpus in `fixtures/confinement/`.
 fn corpus(file: &str) -> Vec<String> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/confinement")
-        .join(file);
-    std::fs::read_to_string(&path)
-        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-        .lines()
-        .filter(|l| !l.trim().is_empty() && !l.starts_with('#'))
-        .map(str::to_owned)
-        .collect()
+    hearth_tests::corpus("confinement", file)
 }
 
 /// Every entry beneath `dir`: its kind and, for files, its contents.
@@ -429,4 +434,170 @@ fn a_confined_command_cannot_act_as_the_owner_through_the_socket() {
     let text = format!("{}{}", out.stdout, out.stderr);
     assert!(text.contains("cannot act as the owner"), "{text}");
     assert!(!text.contains("exit=0"), "{text}");
+}
+
+/// The in-process file tools refuse the credentials however they are
+/// named: directly, through a symbolic link, through a hard link, and as a
+/// file to send.
+#[test]
+fn the_file_tools_refuse_the_credentials_by_every_path() {
+    let h = Hearth::with_plugins(&[plugin("fs")], "");
+    h.write(
+        "secrets.json",
+        &json!({"secrets": {"CANARY": {"value": SECRET, "set_at_ms": 0}}}).to_string(),
+    );
+    let home = h.home().canonicalize().unwrap();
+    let secret = home.join("secrets.json");
+    let elsewhere = outside_roots();
+    let sym = elsewhere.path().join("sym");
+    let hard = home.join("hard");
+    std::os::unix::fs::symlink(&secret, &sym).unwrap();
+    std::fs::hard_link(&secret, &hard).unwrap();
+    let rt = h.runtime();
+    let calls = [
+        ("read_file", json!({"path": "secrets.json"})),
+        (
+            "read_file",
+            json!({"path": "secrets.json", "encoding": "base64"}),
+        ),
+        ("read_file", json!({"path": sym})),
+        ("read_file", json!({"path": hard})),
+        ("read_file", json!({"path": "config/../secrets.json"})),
+        ("search_files", json!({"path": ".", "pattern": SECRET})),
+        (
+            "write_file",
+            json!({"path": "secrets.json", "content": "{}"}),
+        ),
+        ("delete_path", json!({"path": "secrets.json"})),
+        ("attach_file", json!({"path": secret})),
+        ("attach_file", json!({"path": hard})),
+    ];
+    for (tool, args) in calls {
+        let shown = match rt.tools.call(tool, args.clone()) {
+            Ok(result) => result.to_string(),
+            Err(e) => e.to_string(),
+        };
+        assert!(leaked(&shown).is_none(), "{tool} {args}: {shown}");
+        if tool != "search_files" {
+            assert!(
+                shown.contains("credential") || shown.contains("approval"),
+                "{tool} {args}: {shown}"
+            );
+        }
+    }
+    assert!(std::fs::read_to_string(&secret).unwrap().contains(SECRET));
+}
+
+/// `process_stop` acts on records no confined program can change: a
+/// command that rewrites a record to name another process is refused, and
+/// the other process lives.
+#[test]
+fn process_stop_cannot_be_aimed_at_a_stranger() {
+    if !supported() {
+        return;
+    }
+    let mut w = World::new("production");
+    let started =
+        w.rt.tools
+            .call(
+                "process_start",
+                json!({"command": "sleep 60", "cwd": w.work}),
+            )
+            .unwrap();
+    let id = started["id"].as_str().unwrap().to_owned();
+    let meta = w.h.home().join(format!("processes/{id}/meta.json"));
+    let forge = format!(
+        "sed -i 's/\"pid\": *[0-9]*/\"pid\": {pid}/' {m}; python3 -c \"import json; p='{m}'; d=json.load(open(p)); d['pid']={pid}; json.dump(d, open(p, 'w'))\"",
+        pid = w.pid(),
+        m = meta.display()
+    );
+    let _ =
+        w.rt.tools
+            .call("shell_exec", json!({"command": forge, "cwd": w.work}));
+    let _ = w.rt.tools.call("process_stop", json!({"id": id}));
+    assert!(w.stranger_alive(), "the stranger was signalled");
+    let record: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&meta).unwrap()).unwrap();
+    assert_ne!(record["pid"], w.pid(), "{record}");
+}
+
+/// Read-only actions of many-action tools never ask, in development mode
+/// too; changing actions do.
+#[test]
+fn read_only_actions_never_ask() {
+    let h = Hearth::new("").in_mode("development");
+    let rt = h.runtime();
+    for args in [
+        json!({"action": "help"}),
+        json!({"action": "list", "tier": "memory"}),
+    ] {
+        rt.tools
+            .call("manage_knowledge", args.clone())
+            .unwrap_or_else(|e| panic!("{args}: {e}"));
+    }
+    let asked = rt
+        .tools
+        .call(
+            "manage_knowledge",
+            json!({"action": "add", "tier": "memory", "text": "x"}),
+        )
+        .unwrap_err()
+        .to_string();
+    assert!(asked.contains("approval"), "{asked}");
+}
+
+/// A Lua worker runs the least trusted code hearth has: it starts with no
+/// new privileges, under the seccomp filter, in a session of its own, with
+/// an empty environment.
+#[test]
+fn a_lua_worker_runs_sandboxed_with_an_empty_environment() {
+    if !supported() {
+        return;
+    }
+    let h = Hearth::new("");
+    h.write(
+        "tools/spin.lua",
+        "return { name = \"spin\", description = \"Spins a while.\", run = function()\n\
+         local x = 0\nfor i = 1, 400000000 do x = x + i end\nreturn { x = x }\nend }\n",
+    );
+    // SAFETY: no other thread of this test reads or writes this variable.
+    unsafe { std::env::set_var("HEARTH_TEST_WORKER_SECRET", "worker-env-Pq7") };
+    let rt = h.runtime();
+    let me = std::process::id().to_string();
+    // The call runs here; another thread finds its worker meanwhile.
+    let inspector = std::thread::spawn(move || {
+        let start = std::time::Instant::now();
+        loop {
+            let found = std::fs::read_dir("/proc").unwrap().flatten().find_map(|e| {
+                let pid = e.file_name().to_string_lossy().into_owned();
+                let status = std::fs::read_to_string(e.path().join("status")).ok()?;
+                let cmdline = std::fs::read(e.path().join("cmdline")).ok()?;
+                let parent = status
+                    .lines()
+                    .find(|l| l.starts_with("PPid:"))?
+                    .split_whitespace()
+                    .nth(1)?
+                    .to_owned();
+                let environ = std::fs::read(e.path().join("environ")).unwrap_or_default();
+                let stat = std::fs::read_to_string(e.path().join("stat")).ok()?;
+                (parent == me && String::from_utf8_lossy(&cmdline).contains("__lua-worker"))
+                    .then_some((pid, status, environ, stat))
+            });
+            if let Some(found) = found {
+                return found;
+            }
+            assert!(
+                start.elapsed() < std::time::Duration::from_secs(20),
+                "no worker"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+    });
+    let _ = rt.tools.call("spin", json!({}));
+    let (pid, status, environ, stat) = inspector.join().unwrap();
+    assert!(status.contains("NoNewPrivs:\t1"), "{status}");
+    assert!(status.contains("Seccomp:\t2"), "{status}");
+    assert!(environ.is_empty(), "{}", String::from_utf8_lossy(&environ));
+    let session = stat.rsplit(") ").next().unwrap().split(' ').nth(3).unwrap();
+    assert_eq!(session, pid, "a session of its own");
 }

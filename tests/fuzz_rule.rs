@@ -1,10 +1,11 @@
 //! Fuzzing the whole `rule` path with real parts: deleting `rm`s of
 //! protected paths, however spelled (`hearth_fuzz::shell`), called through
-//! the registry as the probe plugin's `probe_shell` in production mode,
-//! where the guard alone decides. The JSON Schema check, the policy's
-//! reading of `command`, `cwd` and `env`, the owner's guards file and the
-//! guard all stand between the call and the probe's exec log, which must
-//! stay empty: every one asks (and, with no channel to ask on, is refused).
+//! the registry as the probe plugin's `probe_shell` in production mode.
+//! The JSON Schema check, the policy's reading of `command`, `cwd` and
+//! `env`, the owner's guards file and the guard all stand between the call
+//! and the probe: every one asks (and, with no channel to ask on, is
+//! refused), or, a spelling the guard cannot see into, reaches the probe
+//! with the kernel's confinement (`/` protected). None runs unconfined.
 
 use hearth_fuzz::{Target, shell};
 use hearth_tests::{Hearth, probe};
@@ -32,14 +33,22 @@ fn no_spelling_of_a_deleting_rm_runs_unasked() {
         .run(|input, _| {
             let command = String::from_utf8_lossy(input);
             let args = json!({ "command": command, "cwd": home, "env": { "RM": "rm" } });
-            let outcome = rt.tools.call("probe_shell", args);
-            let ran = std::fs::read_to_string(&exec_log).unwrap_or_default();
-            assert!(ran.is_empty(), "ran without asking: {ran}");
-            let refusal = outcome.expect_err("the call is refused").to_string();
-            assert!(
-                refusal.contains("needs the owner's approval"),
-                "refused for another reason: {refusal}"
-            );
+            let before = std::fs::read_to_string(&exec_log).unwrap_or_default().len();
+            match rt.tools.call("probe_shell", args) {
+                Ok(result) => assert_eq!(
+                    result["floor"]["protect"][0], "/",
+                    "ran unconfined: {command}: {result}"
+                ),
+                Err(e) => {
+                    let refusal = e.to_string();
+                    assert!(
+                        refusal.contains("needs the owner's approval"),
+                        "refused for another reason: {refusal}"
+                    );
+                    let ran = std::fs::read_to_string(&exec_log).unwrap_or_default();
+                    assert_eq!(ran.len(), before, "ran without asking: {command}");
+                }
+            }
         });
     rt.stop(std::time::Duration::from_secs(5)).expect("stops");
 }

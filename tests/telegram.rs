@@ -632,11 +632,19 @@ fn attach_file_refuses_what_it_cannot_send_and_names_the_field() {
         let err = hearth_tests::call_err(&rt, "attach_file", args.clone());
         assert!(err.contains(wanted), "{args}: {err}");
     }
-    let ok = hearth_tests::call_ok(
+    // The config is one of hearth's credentials: never sent.
+    let err = hearth_tests::call_err(
         &rt,
         "attach_file",
         json!({ "path": big.display().to_string().replace("big.bin", "hearth.toml") }),
     );
-    assert_eq!(ok["attached"]["name"], "hearth.toml");
+    assert!(err.contains("credentials"), "{err}");
+    let notes = h.write("notes.md", "# notes\n");
+    let ok = hearth_tests::call_ok(
+        &rt,
+        "attach_file",
+        json!({ "path": notes.display().to_string() }),
+    );
+    assert_eq!(ok["attached"]["name"], "notes.md");
     let _ = rt.stop(Duration::from_secs(5));
 }

@@ -105,8 +105,15 @@ pub fn call_err(rt: &hearth::runtime::Runtime, tool: &str, args: serde_json::Val
 /// The lines of a guard corpus in `tests/fixtures/guards/`, without blank
 /// lines and `#` comments.
 pub fn guard_corpus(file: &str) -> Vec<String> {
+    corpus("guards", file)
+}
+
+/// The lines of a corpus in `tests/fixtures/<dir>/`, without blank lines
+/// and `#` comments.
+pub fn corpus(dir: &str, file: &str) -> Vec<String> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("fixtures/guards")
+        .join("fixtures")
+        .join(dir)
         .join(file);
     std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e}", path.display()))

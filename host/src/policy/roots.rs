@@ -12,6 +12,7 @@
 //! secrets, and one in progress is being written).
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, LazyLock, Mutex};
 
 use hearth_sdk::sandbox::Helpers;
 
@@ -85,25 +86,29 @@ impl Confinement {
 }
 
 /// The sandbox of the helper programs the host starts on its own (media
-/// conversion): the credentials of the daemon's home hidden. Until
-/// [`install`] runs (a CLI command with no runtime), helpers still
-/// get a session of their own and the seccomp filter.
-pub fn helpers() -> &'static Helpers {
-    HELPERS.get_or_init(|| Helpers::new(&[]))
+/// conversion): the installed credentials hidden. Until [`install`] runs
+/// (a CLI command with no runtime), helpers still get a session of their
+/// own and the seccomp filter.
+pub fn helpers() -> Arc<Helpers> {
+    let installed = lock(&INSTALLED);
+    Arc::clone(&installed.helpers)
 }
 
-/// Makes `confinement`'s credentials the process's: hidden from the
-/// helpers' sandbox and refused by [`is_credential`]. The first call wins
-/// (one daemon, one home).
+/// Adds `confinement`'s credentials to the process's: hidden from the
+/// helpers' sandbox and refused by [`is_credential`]. A daemon has one
+/// home; a process that opens several (the tests) refuses the credentials
+/// of every one.
 pub fn install(confinement: &Confinement) {
-    let hidden: Vec<String> = confinement
-        .hidden
-        .iter()
-        .map(|p| p.display().to_string())
-        .collect();
-    let floor = hearth_sdk::floor::helper(&hidden);
-    let _ = CREDENTIALS.set(hearth_sdk::floor::hidden_identities(&floor));
-    let _ = HELPERS.set(Helpers::new(&hidden));
+    let mut installed = lock(&INSTALLED);
+    for path in &confinement.hidden {
+        let text = path.display().to_string();
+        if !installed.hidden.contains(&text) {
+            installed.hidden.push(text);
+        }
+    }
+    let floor = hearth_sdk::floor::helper(&installed.hidden);
+    installed.identities = hearth_sdk::floor::hidden_identities(&floor);
+    installed.helpers = Arc::new(Helpers::new(&installed.hidden));
 }
 
 /// Whether `path` leads to one of the installed credentials, by its
@@ -112,11 +117,27 @@ pub fn install(confinement: &Confinement) {
 /// (`attach_file`, `send_message`'s attachments), which no kernel rule
 /// covers.
 pub fn is_credential(path: &Path) -> bool {
-    CREDENTIALS.get().is_some_and(|hidden| hidden.matches(path))
+    lock(&INSTALLED).identities.matches(path)
 }
 
-static HELPERS: std::sync::OnceLock<Helpers> = std::sync::OnceLock::new();
-static CREDENTIALS: std::sync::OnceLock<hearth_sdk::floor::Hidden> = std::sync::OnceLock::new();
+/// The credentials installed in this process, and what is made of them.
+struct Installed {
+    hidden: Vec<String>,
+    identities: hearth_sdk::floor::Hidden,
+    helpers: Arc<Helpers>,
+}
+
+static INSTALLED: LazyLock<Mutex<Installed>> = LazyLock::new(|| {
+    Mutex::new(Installed {
+        hidden: Vec::new(),
+        identities: hearth_sdk::floor::Hidden::default(),
+        helpers: Arc::new(Helpers::new(&[])),
+    })
+});
+
+fn lock(m: &Mutex<Installed>) -> std::sync::MutexGuard<'_, Installed> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
 
 /// `~/x` under `user_home`; an absolute path as it is.
 fn expand(root: &str, user_home: Option<&Path>) -> Option<PathBuf> {

@@ -1,0 +1,84 @@
+//! The host's own gate branches, reached through a channel that filters
+//! nothing itself (the probe plugin): a sender outside the allow-list, a
+//! disabled contact, and a contact with no agent are dropped before
+//! anything is stored, whatever the channel lets through; an enabled
+//! contact with an agent is stored. Each outcome is read from the inbox.
+
+use hearth_tests::{Hearth, probe};
+use serde_json::json;
+
+/// A home whose probe channel allows `c-on`, `c-off` and `c-none`, with a
+/// contact for each (enabled with an agent, disabled, and with no agent),
+/// and `outsider` a contact too but outside the allow-list.
+fn home() -> Hearth {
+    let h = Hearth::with_plugins(
+        &[probe()],
+        "[owner.identities]\nprobe = [\"owner\"]\n\
+         [plugins.probe]\nallowed = [\"c-on\", \"c-off\", \"c-none\"]\n",
+    );
+    // The store exists once a command has opened it.
+    h.cmd(&["contacts"]).ok();
+    let db = h.db();
+    for (name, native, enabled, agent) in [
+        ("On", "c-on", 1, Some(1)),
+        ("Off", "c-off", 0, Some(1)),
+        ("None", "c-none", 1, None),
+        ("Outsider", "outsider", 1, Some(1)),
+    ] {
+        db.execute(
+            "INSERT INTO contacts (display_name, agent_id, enabled, created_at_ms, updated_at_ms) \
+             VALUES (?1, ?2, ?3, 0, 0)",
+            rusqlite::params![name, agent, enabled],
+        )
+        .unwrap();
+        db.execute(
+            "INSERT INTO contact_identities (contact_id, channel, native_id, created_at_ms) \
+             VALUES (last_insert_rowid(), 'probe', ?1, 0)",
+            [native],
+        )
+        .unwrap();
+    }
+    h
+}
+
+fn submit(h: &Hearth, sender: &str) {
+    let raw =
+        json!({"type": "message", "channel": "probe", "idempotency_key": format!("k-{sender}"),
+                     "sender": sender, "text": format!("hello from {sender}")})
+        .to_string();
+    let args = json!({ "raw": raw }).to_string();
+    let result = h
+        .cmd_with_input(&["tool", "call", "probe_submit", "-"], &args)
+        .json();
+    // Strangers are acknowledged (told nothing), like everyone else.
+    assert_eq!(result["result"], "Ok(())", "{sender}: {result}");
+}
+
+fn stored(h: &Hearth, sender: &str) -> i64 {
+    h.db()
+        .query_row(
+            "SELECT COUNT(*) FROM inbox WHERE channel = 'probe' AND sender = ?1",
+            [sender],
+            |r| r.get(0),
+        )
+        .unwrap()
+}
+
+#[test]
+fn the_hosts_gates_drop_what_the_channel_lets_through() {
+    let h = home();
+    let cases = [
+        ("outsider", 0, "outside the allow-list, even as a contact"),
+        ("stranger", 0, "outside the allow-list, no contact"),
+        ("c-off", 0, "a disabled contact"),
+        ("c-none", 0, "a contact with no agent"),
+        ("c-on", 1, "an enabled contact with an agent"),
+        ("owner", 1, "the owner"),
+    ];
+    for (sender, _, _) in cases {
+        submit(&h, sender);
+    }
+    for (sender, expected, what) in cases {
+        assert_eq!(stored(&h, sender), expected, "{what} ({sender})");
+    }
+}
