@@ -265,8 +265,8 @@ fn hearth_check_and_status_report_the_floor_and_what_it_protects() {
             .unwrap_or_else(|| panic!("no {prefix:?} line: {text}"))
             .to_owned()
     };
-    let roots = line("writable roots: ");
-    let protects = line("protected in the roots: ");
+    let roots = line("writable: ");
+    let protects = line("read-only: ");
     let hidden = line("credentials (hidden): ");
     assert!(roots.contains("/tmp"), "{roots}");
     assert!(

@@ -731,8 +731,8 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
     );
     with_runtime(config, |rt| {
         if let Some(floor) = rt.tools.floor() {
-            println!("writable roots: {}", floor.writable.join(", "));
-            println!("protected in the roots: {}", floor.protect.join(", "));
+            println!("writable: {}", floor.writable.join(", "));
+            println!("read-only: {}", floor.protect.join(", "));
             println!("credentials (hidden): {}", floor.hidden.join(", "));
         }
         inventory::plugins(rt, false)?;
