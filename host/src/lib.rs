@@ -12,6 +12,7 @@ pub mod config;
 pub mod daemon;
 pub mod doctor;
 pub mod groups;
+pub mod hex;
 pub mod knowledge;
 pub mod llm;
 pub mod logging;

@@ -19,6 +19,7 @@
 //! turn (its [`CallScope`](crate::tools::scope::CallScope) is cancelled):
 //! recorded as expired, decided by `stop` ([`DECIDED_BY_STOP`]).
 
+use crate::hex::hex;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -385,18 +386,6 @@ fn random_id() -> String {
         bytes[..8].copy_from_slice(&now_ms().to_le_bytes());
     }
     hex(&bytes)
-}
-
-fn hex(bytes: &[u8]) -> String {
-    // Every tool call computes a fingerprint: a table lookup per nibble,
-    // not a `format!` per byte, keeps it off the profile.
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
 }
 
 #[cfg(test)]

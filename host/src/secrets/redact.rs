@@ -26,6 +26,7 @@
 //! two markers. Values shorter than [`MIN_REDACTED_LEN`] bytes are not
 //! matched: they would also match ordinary words.
 
+use crate::hex::hex;
 use std::borrow::Cow;
 
 use aho_corasick::{AhoCorasick, MatchKind};
@@ -285,16 +286,6 @@ fn base64_cores(engine: &impl Engine, bytes: &[u8]) -> Vec<String> {
             encoded[first..last].to_owned()
         })
         .collect()
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
 }
 
 /// A text with its percent-escapes (and, when asked, its `+`) decoded,

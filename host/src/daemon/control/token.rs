@@ -11,6 +11,7 @@
 //! removes the file when it stops cleanly. Clients read it and send it in
 //! their hello; the daemon compares in constant time.
 
+use crate::hex::hex;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
@@ -132,16 +133,6 @@ fn write_new(home: &Path, path: &Path, value: &str) -> std::io::Result<()> {
         let _ = std::fs::remove_file(&temp);
     }
     written
-}
-
-fn hex(bytes: &[u8]) -> String {
-    const DIGITS: &[u8; 16] = b"0123456789abcdef";
-    let mut out = String::with_capacity(bytes.len() * 2);
-    for b in bytes {
-        out.push(DIGITS[usize::from(b >> 4)] as char);
-        out.push(DIGITS[usize::from(b & 0xf)] as char);
-    }
-    out
 }
 
 #[cfg(test)]
