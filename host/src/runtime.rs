@@ -151,8 +151,8 @@ impl Runtime {
             abi_minor: abi::ABI_MINOR,
             home: config.home.display().to_string(),
             mode: config.mode.name().into(),
-            confine_to: text_paths(&confinement.roots),
-            hidden: text_paths(&confinement.hidden),
+            confine_to: policy::floor::texts(&confinement.roots),
+            hidden: policy::floor::texts(&confinement.hidden),
             serving: daemon,
             // `model.summarize` answers only in the daemon, with a cheap model.
             summaries: daemon && cheap_model(&config).is_some(),
@@ -458,9 +458,4 @@ fn cheap_model(config: &Config) -> Option<crate::config::CheapConfig> {
         .as_ref()
         .and_then(|llm| llm.cheap.as_deref())
         .cloned()
-}
-
-/// Paths as the plugin protocol carries them.
-fn text_paths(paths: &[std::path::PathBuf]) -> Vec<String> {
-    paths.iter().map(|p| p.display().to_string()).collect()
 }

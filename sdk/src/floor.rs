@@ -150,8 +150,7 @@ pub fn helper(hidden: &[String]) -> Floor {
 /// hidden file or a link to one, nor a folder holding a protected or
 /// hidden path.
 pub fn allows_write(floor: &Floor, path: &Path) -> bool {
-    let protect: Vec<String> = floor.protect.iter().chain(&floor.hidden).cloned().collect();
-    let Ok(marks) = Marks::new(&protect, &floor.writable) else {
+    let Ok(marks) = Marks::writes(floor) else {
         return false;
     };
     let path = lexical(path);
@@ -320,9 +319,7 @@ impl Cache {
 }
 
 fn plan_with_dirs(floor: &Floor) -> Result<(Vec<Rule>, BTreeSet<PathBuf>), FloorError> {
-    // Hidden paths are never written either.
-    let protect: Vec<String> = floor.protect.iter().chain(&floor.hidden).cloned().collect();
-    let writes = Marks::new(&protect, &floor.writable)?;
+    let writes = Marks::writes(floor)?;
     let reads = Marks::new(&floor.hidden, &[])?;
     let mut rules = Vec::new();
     let root = PathBuf::from("/");
@@ -436,6 +433,13 @@ enum Mark {
 struct Marks(BTreeMap<PathBuf, Mark>, BTreeSet<(u64, u64)>);
 
 impl Marks {
+    /// The marks of `floor`'s write plan: hidden paths are never written
+    /// either.
+    fn writes(floor: &Floor) -> Result<Marks, FloorError> {
+        let protect: Vec<String> = floor.protect.iter().chain(&floor.hidden).cloned().collect();
+        Marks::new(&protect, &floor.writable)
+    }
+
     fn new(protect: &[String], writable: &[String]) -> Result<Marks, FloorError> {
         let mut marks = BTreeMap::new();
         for text in protect {

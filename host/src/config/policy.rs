@@ -30,3 +30,42 @@ impl Default for PolicyConfig {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use crate::config::parse;
+
+    #[test]
+    fn bad_writable_roots_and_settings_name_the_key() {
+        let cases = [
+            (
+                "writable_roots = [\"projects\"]",
+                "policy.writable_roots[0]",
+                "absolute",
+            ),
+            (
+                "writable_roots = [\"/srv/a\", \"/srv/../etc\"]",
+                "policy.writable_roots[1]",
+                "..",
+            ),
+            (
+                "writable_roots = [\"/\"]",
+                "policy.writable_roots[0]",
+                "whole machine",
+            ),
+            ("writable_roots = \"/srv\"", "writable_roots", "sequence"),
+            ("ask_inside_roots = \"no\"", "ask_inside_roots", "bool"),
+            ("writeable_roots = []", "writeable_roots", "unknown field"),
+        ];
+        for (line, key, says) in cases {
+            let text = format!("home = \"/nonexistent-hearth-test\"\n[policy]\n{line}\n");
+            let err = parse(&text, None).unwrap_err().to_string();
+            assert!(err.contains(key) && err.contains(says), "{line}: {err}");
+        }
+        let text = "home = \"/nonexistent-hearth-test\"\n[policy]\n\
+                    writable_roots = [\"~/projects\", \"/srv/app\"]\nask_inside_roots = false\n";
+        let config = parse(text, None).unwrap();
+        assert_eq!(config.policy.writable_roots, ["~/projects", "/srv/app"]);
+        assert_eq!(config.policy.ask_inside_roots, Some(false));
+    }
+}

@@ -78,11 +78,10 @@ pub fn build(
     writable.extend(PROGRAM_DEVICES.iter().map(PathBuf::from));
     let mut seen = std::collections::HashSet::new();
     writable.retain(|p| seen.insert(p.clone()));
-    let text = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect();
     Floor {
-        protect: text(&protect),
-        writable: text(&writable),
-        hidden: text(&confinement.hidden),
+        protect: texts(&protect),
+        writable: texts(&writable),
+        hidden: texts(&confinement.hidden),
     }
 }
 
@@ -90,12 +89,16 @@ pub fn build(
 /// worker): everything read-only but the null devices, the credentials
 /// hidden.
 pub fn sealed(confinement: &Confinement) -> Floor {
-    let text = |paths: &[PathBuf]| paths.iter().map(|p| p.display().to_string()).collect();
     Floor {
         protect: vec!["/".into()],
         writable: PROGRAM_DEVICES.iter().map(|d| (*d).to_owned()).collect(),
-        hidden: text(&confinement.hidden),
+        hidden: texts(&confinement.hidden),
     }
+}
+
+/// Paths as the plugin protocol carries them.
+pub fn texts(paths: &[PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
 }
 
 #[cfg(test)]

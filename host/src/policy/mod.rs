@@ -303,7 +303,7 @@ impl Policy {
             ));
         }
         for (text, path) in &call.writes {
-            if self.hidden(path) {
+            if self.confinement.hides(path) {
                 return outside(format!("{text:?} is one of hearth's credentials"));
             }
             if !self.confinement.writable(path) {
@@ -364,11 +364,6 @@ impl Policy {
             ),
             outside: false,
         }
-    }
-
-    /// Whether `path` is, or lies in, one of the credentials.
-    fn hidden(&self, path: &Path) -> bool {
-        self.confinement.hidden.iter().any(|h| path.starts_with(h))
     }
 
     /// The confinement for a call run now.

@@ -73,6 +73,11 @@ impl Confinement {
         Confinement { roots, hidden }
     }
 
+    /// Whether `path` (resolved) is, or lies in, one of the credentials.
+    pub fn hides(&self, path: &Path) -> bool {
+        self.hidden.iter().any(|h| path.starts_with(h))
+    }
+
     /// Whether `path` (resolved) lies in a writable root.
     pub fn writable(&self, path: &Path) -> bool {
         self.roots.iter().any(|r| path.starts_with(r))
@@ -100,8 +105,7 @@ pub fn helpers() -> Arc<Helpers> {
 /// of every one.
 pub fn install(confinement: &Confinement) {
     let mut installed = lock(&INSTALLED);
-    for path in &confinement.hidden {
-        let text = path.display().to_string();
+    for text in super::floor::texts(&confinement.hidden) {
         if !installed.hidden.contains(&text) {
             installed.hidden.push(text);
         }

@@ -281,8 +281,7 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
     let id = json!({ "type": "string", "minLength": 1,
         "description": "The id process_start returned, like proc-3." });
     let outside = json!({ "type": "string", "minLength": 1,
-        "description": "Only when the command must change something outside the writable roots: \
-                        why. The owner is asked; once approved it runs unconfined." });
+        "description": "Why it must change files outside the writable roots (asks the owner)." });
     let runs = || Targets {
         command: Some("command".into()),
         cwd: Some("cwd".into()),

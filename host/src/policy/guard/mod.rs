@@ -162,33 +162,32 @@ impl Guard {
         reading: Reading,
     ) -> Verdict {
         let strict = reading == Reading::Strict;
-        if !strict {
-            let home = self.home.to_string_lossy();
-            return match words::parse(command, &home) {
-                Ok(tree) => match self.walk(&tree, cwd, env, false) {
-                    Ok(()) => Verdict::Allow,
-                    Err(why) => Verdict::Ask(why),
-                },
-                // What it cannot read runs confined.
-                Err(_) => Verdict::Allow,
-            };
-        }
+        // What the guard cannot read asks while the guard is the only line,
+        // and runs, confined, when the kernel is.
+        let unreadable = |why: String| {
+            if strict {
+                Verdict::Ask(why)
+            } else {
+                Verdict::Allow
+            }
+        };
         if command.len() > MAX_COMMAND_BYTES {
-            return Verdict::Ask(format!(
+            return unreadable(format!(
                 "the command is {} bytes, over the {MAX_COMMAND_BYTES}-byte limit the guard reads",
                 command.len()
             ));
         }
-        if let Some(c) = command
-            .chars()
-            .find(|c| (c.is_control() && *c != '\n' && *c != '\t') || is_invisible(*c))
+        if strict
+            && let Some(c) = command
+                .chars()
+                .find(|c| (c.is_control() && *c != '\n' && *c != '\t') || is_invisible(*c))
         {
             return Verdict::Ask(format!(
                 "the command contains the control or invisible character U+{:04X}",
                 c as u32
             ));
         }
-        for (name, value) in env {
+        for (name, value) in env.iter().filter(|_| strict) {
             if let Some(why) = env::anywhere(name, value) {
                 return Verdict::Ask(format!("the `env` argument: {why}"));
             }
@@ -196,9 +195,9 @@ impl Guard {
         let home = self.home.to_string_lossy();
         let tree = match words::parse(command, &home) {
             Ok(tree) => tree,
-            Err(Unresolved(why)) => return Verdict::Ask(format!("cannot check it fully: {why}")),
+            Err(Unresolved(why)) => return unreadable(format!("cannot check it fully: {why}")),
         };
-        match self.walk(&tree, cwd, env, true) {
+        match self.walk(&tree, cwd, env, strict) {
             Ok(()) => Verdict::Allow,
             Err(why) => Verdict::Ask(why),
         }
