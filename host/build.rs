@@ -8,10 +8,14 @@
 //! (written by `scripts/text-order`), into one section ahead of the rest of
 //! the code, so they share a few windows. A name it lists that a build
 //! lacks matches nothing, so a stale list costs memory, never correctness.
+//!
+//! It also records the commit the binary is built from, for `hearth
+//! --version`, so a bug report names the exact source.
 
 use std::path::Path;
 
 fn main() {
+    record_commit();
     let order = Path::new("link/idle.ld");
     println!("cargo:rerun-if-changed={}", order.display());
     if !orders_text() {
@@ -36,4 +40,32 @@ fn orders_text() -> bool {
     let linker_chosen = env("CARGO_ENCODED_RUSTFLAGS").contains("link")
         || std::env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some();
     env("PROFILE") == "release" && env("TARGET") == "x86_64-unknown-linux-gnu" && !linker_chosen
+}
+
+/// Sets `HEARTH_COMMIT` to the checkout's commit (12 hex digits), or
+/// "unknown commit" outside a git checkout or without git; reruns when
+/// the checkout moves to another commit.
+fn record_commit() {
+    let git = |args: &[&str]| {
+        std::process::Command::new("git")
+            .args(args)
+            .output()
+            .ok()
+            .filter(|out| out.status.success())
+            .and_then(|out| String::from_utf8(out.stdout).ok())
+            .map(|text| text.trim().to_owned())
+    };
+    let commit = git(&["rev-parse", "--short=12", "HEAD"]);
+    for path in ["HEAD", "packed-refs"] {
+        if let Some(file) = git(&["rev-parse", "--git-path", path]) {
+            println!("cargo:rerun-if-changed={file}");
+        }
+    }
+    if let Some(branch) = git(&["symbolic-ref", "-q", "HEAD"])
+        && let Some(file) = git(&["rev-parse", "--git-path", &branch])
+    {
+        println!("cargo:rerun-if-changed={file}");
+    }
+    let commit = commit.map_or_else(|| "unknown commit".to_owned(), |c| format!("commit {c}"));
+    println!("cargo:rustc-env=HEARTH_COMMIT={commit}");
 }

@@ -36,11 +36,11 @@ pub fn backup(
         }
     };
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&made)?);
+        outln!("{}", serde_json::to_string_pretty(&made)?);
         return Ok(ExitCode::SUCCESS);
     }
     let count = |key: &str| made[key].as_array().map_or(0, Vec::len);
-    println!(
+    outln!(
         "backup: {} ({}, {} files, schema version {})",
         made["path"].as_str().unwrap_or_default(),
         size(made["size"].as_u64().unwrap_or_default()),
@@ -48,13 +48,13 @@ pub fn backup(
         made["manifest"]["schema_version"]
     );
     if made["manifest"]["secrets"] == true {
-        println!("it holds secrets.json in clear text: keep it as private as the home");
+        outln!("it holds secrets.json in clear text: keep it as private as the home");
     }
     for skipped in made["skipped"].as_array().into_iter().flatten() {
-        println!("left out: {}", skipped.as_str().unwrap_or_default());
+        outln!("left out: {}", skipped.as_str().unwrap_or_default());
     }
     if count("pruned") > 0 {
-        println!("older backups deleted by retention: {}", count("pruned"));
+        outln!("older backups deleted by retention: {}", count("pruned"));
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -64,7 +64,7 @@ pub fn restore(archive: &Path, home: &Path, force: bool) -> anyhow::Result<ExitC
     let now = Clock::from_env().map_err(anyhow::Error::msg)?.now();
     let restored = restore::restore(archive, home, force, now)?;
     let manifest = &restored.manifest;
-    println!(
+    outln!(
         "restored {} (made {} by hearth {}, schema version {}) into {}: {} files",
         archive.display(),
         manifest.created,
@@ -74,12 +74,12 @@ pub fn restore(archive: &Path, home: &Path, force: bool) -> anyhow::Result<ExitC
         manifest.files.len()
     );
     if let Some(aside) = &restored.moved_aside {
-        println!("the files it replaced are in {}", aside.display());
+        outln!("the files it replaced are in {}", aside.display());
     }
     if let Some(config) = &manifest.config {
         let now_at = home.join("hearth.toml");
         if Path::new(config) != now_at {
-            println!(
+            outln!(
                 "the config file was {config} when backed up; it is restored as {} (start \
                  with --config {}, or copy it where you keep it)",
                 now_at.display(),
@@ -88,12 +88,12 @@ pub fn restore(archive: &Path, home: &Path, force: bool) -> anyhow::Result<ExitC
         }
     }
     if !manifest.secrets {
-        println!(
+        outln!(
             "the archive holds no secrets.json (there was none, or [backup] include_secrets = \
              false): set any secrets again with `hearth secret set`"
         );
     }
-    println!(
+    outln!(
         "start the daemon: HEARTH_HOME={} hearth run",
         home.display()
     );

@@ -43,7 +43,7 @@ pub fn once(home: &Path, text: &str, timeout: Duration) -> anyhow::Result<ExitCo
                     .iter()
                     .find(|r| key.is_some() && r["in_reply_to"].as_str() == key.as_deref());
                 if let Some(reply) = mine {
-                    println!("{}", reply["text"].as_str().unwrap_or_default());
+                    outln!("{}", reply["text"].as_str().unwrap_or_default());
                     return Ok(ExitCode::SUCCESS);
                 }
             }
@@ -79,7 +79,7 @@ pub fn interactive(home: &Path) -> anyhow::Result<ExitCode> {
                     match message["op"].as_str() {
                         Some("reply") => {
                             answered += 1;
-                            println!("{}\n", message["text"].as_str().unwrap_or_default());
+                            outln!("{}\n", message["text"].as_str().unwrap_or_default());
                         }
                         Some("error") => {
                             answered += 1;
@@ -102,7 +102,7 @@ pub fn status(home: &Path) -> anyhow::Result<ExitCode> {
         loop {
             let message = next(&mut lines).await?;
             if message["op"] == "status" {
-                println!("{}", message["text"].as_str().unwrap_or_default());
+                outln!("{}", message["text"].as_str().unwrap_or_default());
                 return Ok(ExitCode::SUCCESS);
             }
         }

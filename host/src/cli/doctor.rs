@@ -53,9 +53,9 @@ pub fn run(
     }
     if as_json {
         let report = json!({ "worst": worst(&findings), "findings": findings });
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{}", text(&findings));
+        outln!("{}", text(&findings));
     }
     Ok(if worst(&findings) == Level::Fail {
         ExitCode::FAILURE

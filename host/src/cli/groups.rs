@@ -36,7 +36,7 @@ pub fn run(
     let answer = daemon.ask(ask)?;
     let result = &answer["result"];
     if as_json {
-        println!("{}", serde_json::to_string_pretty(result)?);
+        outln!("{}", serde_json::to_string_pretty(result)?);
         return Ok(ExitCode::SUCCESS);
     }
     match request.action {
@@ -45,15 +45,15 @@ pub fn run(
                 .as_array()
                 .context("the daemon sent a malformed answer")?;
             if groups.is_empty() {
-                println!("no groups");
+                outln!("no groups");
             }
             for g in groups {
-                println!("{}", g["line"].as_str().unwrap_or_default());
+                outln!("{}", g["line"].as_str().unwrap_or_default());
             }
         }
-        "show" => println!("{}", result["text"].as_str().unwrap_or_default()),
-        "create" => println!("created {}", result["group"].as_str().unwrap_or_default()),
-        _ => println!("{}", result["done"].as_str().unwrap_or("done")),
+        "show" => outln!("{}", result["text"].as_str().unwrap_or_default()),
+        "create" => outln!("created {}", result["group"].as_str().unwrap_or_default()),
+        _ => outln!("{}", result["done"].as_str().unwrap_or("done")),
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -46,19 +46,20 @@ pub fn run(
     };
     match action {
         Action::Log => {
-            println!("{:>4}  {:<12} {:>6}  change", "ver", "author", "chars");
+            outln!("{:>4}  {:<12} {:>6}  change", "ver", "author", "chars");
             for v in answer["versions"].as_array().into_iter().flatten() {
-                println!(
+                outln!(
                     "{:>4}  {:<12} {:>6}  {}",
-                    v["version"],
+                    // A JSON value ignores widths: pad its text.
+                    v["version"].to_string(),
                     v["author"].as_str().unwrap_or_default(),
-                    v["chars"],
+                    v["chars"].to_string(),
                     v["note"].as_str().unwrap_or_default()
                 );
             }
         }
-        Action::Show(_) => println!("{}", answer["text"].as_str().unwrap_or_default()),
-        Action::Rollback(v) => println!(
+        Action::Show(_) => outln!("{}", answer["text"].as_str().unwrap_or_default()),
+        Action::Rollback(v) => outln!(
             "restored version {v} as version {}",
             answer["version"]["version"]
         ),

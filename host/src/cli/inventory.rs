@@ -91,12 +91,12 @@ pub fn warnings(rt: &Runtime) -> Vec<String> {
 /// then can a channel's health be known).
 fn print_plugins(rows: &[Value], live: bool, as_json: bool) -> anyhow::Result<ExitCode> {
     if as_json {
-        println!("{}", serde_json::to_string_pretty(rows)?);
+        outln!("{}", serde_json::to_string_pretty(rows)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("plugins ({}):", rows.len());
+    outln!("plugins ({}):", rows.len());
     for r in rows {
-        println!(
+        outln!(
             "  {:<12} {:<8} {:<8} tools: {:<3} {}",
             r["name"].as_str().unwrap_or("?"),
             r["version"].as_str().unwrap_or("-"),
@@ -105,7 +105,7 @@ fn print_plugins(rows: &[Value], live: bool, as_json: bool) -> anyhow::Result<Ex
             r["path"].as_str().unwrap_or("?")
         );
         if let Some(reason) = r["reason"].as_str() {
-            println!("      reason: {reason}");
+            outln!("      reason: {reason}");
         }
         if let Some(channel) = r["channel"].as_str() {
             let health = &r["channel_status"];
@@ -117,7 +117,7 @@ fn print_plugins(rows: &[Value], live: bool, as_json: bool) -> anyhow::Result<Ex
                     None => state.to_owned(),
                 },
             };
-            println!("      channel {channel}: {shown}");
+            outln!("      channel {channel}: {shown}");
         }
     }
     Ok(ExitCode::SUCCESS)
@@ -134,34 +134,36 @@ fn print_tools(doc: &Value, as_json: bool) -> anyhow::Result<ExitCode> {
     );
     if as_json {
         let out = json!({ "tools": tools, "script_errors": problems });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!("tools ({}):", tools.len());
+    outln!("tools ({}):", tools.len());
     for t in tools {
         let spec = &t["spec"];
-        println!(
+        let row = format!(
             "  {:<20} {:<6} {:<24} {}",
             spec["name"].as_str().unwrap_or("?"),
             spec["risk"].as_str().unwrap_or("?"),
             t["source"].as_str().unwrap_or("?"),
             spec["description"].as_str().unwrap_or("")
         );
+        outln!("{}", super::fit(row));
     }
     if !problems.is_empty() {
-        println!("\nscripts that did not load ({}):", problems.len());
+        outln!("\nscripts that did not load ({}):", problems.len());
         for p in problems {
-            println!("  {}", p.as_str().unwrap_or("?"));
+            outln!("  {}", p.as_str().unwrap_or("?"));
         }
     }
     if doc["skills"].is_array() {
-        println!("\nskills ({}):", skills.len());
+        outln!("\nskills ({}):", skills.len());
         for s in skills {
-            println!(
+            let row = format!(
                 "  {:<20} {}",
                 s["name"].as_str().unwrap_or("?"),
                 s["description"].as_str().unwrap_or("")
             );
+            outln!("{}", super::fit(row));
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -29,12 +29,12 @@ pub fn list(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
 fn print(doc: &Value, live: bool, as_json: bool) -> anyhow::Result<ExitCode> {
     if as_json {
         let out = json!({ "plugin": doc["plugin"], "servers": doc["servers"], "live": live });
-        println!("{}", serde_json::to_string_pretty(&out)?);
+        outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
     let plugin = &doc["plugin"];
     if plugin["state"] != "active" {
-        println!(
+        outln!(
             "the mcp plugin is {}: {}",
             plugin["state"].as_str().unwrap_or("?"),
             plugin["reason"].as_str().unwrap_or("no reason given")
@@ -43,13 +43,13 @@ fn print(doc: &Value, live: bool, as_json: bool) -> anyhow::Result<ExitCode> {
     }
     let servers = doc["servers"].as_array().map(Vec::as_slice).unwrap_or(&[]);
     if servers.is_empty() {
-        println!("no MCP servers are configured ([plugins.mcp.servers.NAME], docs/mcp.md)");
+        outln!("no MCP servers are configured ([plugins.mcp.servers.NAME], docs/mcp.md)");
         return Ok(ExitCode::SUCCESS);
     }
     if !live {
-        println!("the daemon is not running: states are as configured, tools as last seen");
+        outln!("the daemon is not running: states are as configured, tools as last seen");
     }
-    println!("mcp servers ({}):", servers.len());
+    outln!("mcp servers ({}):", servers.len());
     for server in servers {
         let tools: Vec<&str> = server["tools"]
             .as_array()
@@ -57,17 +57,17 @@ fn print(doc: &Value, live: bool, as_json: bool) -> anyhow::Result<ExitCode> {
             .flatten()
             .filter_map(Value::as_str)
             .collect();
-        println!(
+        outln!(
             "  {:<16} {:<9} tools: {}",
             server["name"].as_str().unwrap_or("?"),
             server["state"].as_str().unwrap_or("?"),
             tools.len()
         );
         if let Some(detail) = server["detail"].as_str().filter(|d| !d.is_empty()) {
-            println!("      {detail}");
+            outln!("      {detail}");
         }
         for tool in tools {
-            println!("      {tool}");
+            outln!("      {tool}");
         }
     }
     Ok(ExitCode::SUCCESS)

@@ -7,6 +7,18 @@
 //! library error arrives here with its own message and is printed as
 //! `error: ...` with the causes, and the exit code says whether it worked.
 
+/// `println!` for the CLI's answers: a reader that went away (`hearth tools
+/// | head`) ends the program quietly instead of panicking on the closed
+/// pipe. Defined before the submodules so that they can use it.
+macro_rules! outln {
+    () => {
+        $crate::cli::print_line(format_args!(""))
+    };
+    ($($arg:tt)*) => {
+        $crate::cli::print_line(format_args!($($arg)*))
+    };
+}
+
 mod backup;
 mod chat;
 mod client;
@@ -36,9 +48,60 @@ use client::Daemon;
 use crate::config::{self, Config, LogFormat, LogLevel};
 use crate::runtime::Runtime;
 
+/// Writes one line to standard output for `outln!`. A closed pipe is the
+/// reader saying it has seen enough, so it ends the program with success,
+/// as `head` expects; any other failure (a full disk) ends it with a
+/// message and failure.
+pub(crate) fn print_line(line: std::fmt::Arguments) {
+    use std::io::Write;
+    let mut out = std::io::stdout().lock();
+    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
+        if e.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: writing the answer to standard output: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// Cuts a listing's row to the terminal's width, ending it with "…", so a
+/// long description never wraps into the next row. Output to a pipe or a
+/// file keeps the whole line, for grep.
+pub(crate) fn fit(line: String) -> String {
+    let Some(width) = terminal_width() else {
+        return line;
+    };
+    if line.chars().count() <= width {
+        return line;
+    }
+    let mut cut: String = line.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
+}
+
+/// The width of the terminal standard output is, if it is one.
+fn terminal_width() -> Option<usize> {
+    // SAFETY: isatty and TIOCGWINSZ only read the descriptor's state into
+    // a zeroed winsize this function owns.
+    unsafe {
+        if libc::isatty(1) != 1 {
+            return None;
+        }
+        let mut size: libc::winsize = std::mem::zeroed();
+        if libc::ioctl(1, libc::TIOCGWINSZ, &mut size) == 0 && size.ws_col > 0 {
+            return Some(usize::from(size.ws_col));
+        }
+    }
+    std::env::var("COLUMNS").ok()?.parse().ok()
+}
+
+/// `hearth --version`: the release and the commit it was built from
+/// (host/build.rs), so a report names the exact source.
+const VERSION: &str = concat!(env!("CARGO_PKG_VERSION"), " (", env!("HEARTH_COMMIT"), ")");
+
 /// hearth: one person's AI agent, on their own always-on PC.
 #[derive(Parser, Debug)]
-#[command(name = "hearth", version, about, propagate_version = true)]
+#[command(name = "hearth", version = VERSION, about, propagate_version = true)]
 pub struct Cli {
     /// Config file [default: $HEARTH_CONFIG, else $HEARTH_HOME/hearth.toml if present]
     #[arg(long, global = true, value_name = "FILE")]
@@ -537,7 +600,7 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
     let config = match loaded {
         Ok(config) => config,
         Err(e) if matches!(cli.command, Command::Check) => {
-            println!("config: {e}");
+            outln!("config: {e}");
             return Ok(ExitCode::FAILURE);
         }
         // The doctor reports a broken config and checks the rest anyway.
@@ -714,15 +777,15 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
         .source
         .as_ref()
         .map_or("built-in defaults".into(), |p| p.display().to_string());
-    println!("config: {shown} (ok)");
-    println!("home: {}", config.home.display());
-    println!("mode: {}", config.mode.name());
-    println!("landlock: {}", crate::policy::landlock::report());
-    println!(
+    outln!("config: {shown} (ok)");
+    outln!("home: {}", config.home.display());
+    outln!("mode: {}", config.mode.name());
+    outln!("landlock: {}", crate::policy::landlock::report());
+    outln!(
         "floor: {}",
         crate::policy::landlock::floor_status(config.mode).0
     );
-    println!(
+    outln!(
         "guards: {}",
         config
             .home
@@ -731,28 +794,28 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
     );
     with_runtime(config, |rt| {
         if let Some(floor) = rt.tools.floor() {
-            println!("writable: {}", floor.writable.join(", "));
-            println!("read-only: {}", floor.protect.join(", "));
-            println!("credentials (hidden): {}", floor.hidden.join(", "));
+            outln!("writable: {}", floor.writable.join(", "));
+            outln!("read-only: {}", floor.protect.join(", "));
+            outln!("credentials (hidden): {}", floor.hidden.join(", "));
         }
         inventory::plugins(rt, false)?;
-        println!();
+        outln!();
         inventory::tools(rt, false)?;
         let warnings = inventory::warnings(rt);
         if !warnings.is_empty() {
-            println!("\nwarnings:");
+            outln!("\nwarnings:");
             for w in &warnings {
-                println!("  - {w}");
+                outln!("  - {w}");
             }
         }
         let problems = inventory::problems(rt);
         if problems.is_empty() {
-            println!("\ncheck passed");
+            outln!("\ncheck passed");
             Ok(ExitCode::SUCCESS)
         } else {
-            println!("\ncheck failed:");
+            outln!("\ncheck failed:");
             for p in &problems {
-                println!("  - {p}");
+                outln!("  - {p}");
             }
             Ok(ExitCode::FAILURE)
         }
@@ -782,7 +845,7 @@ fn canvas_url(config: &Config) -> anyhow::Result<ExitCode> {
                 .and_then(|entry| entry.settings["listen"].as_str().map(str::to_owned))
         })
         .unwrap_or_else(|| "127.0.0.1:8080".into());
-    println!("http://{address}/login?token={}", token.trim());
+    outln!("http://{address}/login?token={}", token.trim());
     Ok(ExitCode::SUCCESS)
 }
 

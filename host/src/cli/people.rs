@@ -40,13 +40,13 @@ pub fn list_contacts(
         }
     };
     if as_json {
-        println!(
+        outln!(
             "{}",
             serde_json::to_string_pretty(&json!({ "contacts": list, "pairing_codes": codes }))?
         );
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<24} {:<8} {:<12} ids", "name", "state", "agent");
+    outln!("{:<24} {:<8} {:<12} ids", "name", "state", "agent");
     for c in &list {
         let state = match (c.is_owner, c.enabled) {
             (true, _) => "owner",
@@ -58,7 +58,7 @@ pub fn list_contacts(
             .iter()
             .map(|i| format!("{} {}", i.channel, i.id))
             .collect();
-        println!(
+        outln!(
             "{:<24} {:<8} {:<12} {}",
             c.name,
             state,
@@ -67,9 +67,9 @@ pub fn list_contacts(
         );
     }
     if !codes.is_empty() {
-        println!("\npairing codes waiting (approve with `hearth contacts approve CODE`):");
+        outln!("\npairing codes waiting (approve with `hearth contacts approve CODE`):");
         for p in &codes {
-            println!(
+            outln!(
                 "  {}  {} {}{}",
                 p.code,
                 p.channel,
@@ -110,7 +110,7 @@ pub fn approve(
             format!("{name} is a contact now")
         }
     };
-    println!("{done}");
+    outln!("{done}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -128,15 +128,18 @@ pub fn list_agents(
         None => profiles::list(open(config)?.conn()).context("cannot read the agents")?,
     };
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:>3}  {:<20} {:<8} {:<20} tools",
-        "id", "name", "state", "model"
+        "id",
+        "name",
+        "state",
+        "model"
     );
     for a in &list {
-        println!(
+        outln!(
             "{:>3}  {:<20} {:<8} {:<20} {}",
             a.id,
             a.name,

@@ -35,16 +35,19 @@ pub fn approvals(
         None => grants::list(open(config)?.conn(), all).context("cannot read the grants")?,
     };
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&list)?);
+        outln!("{}", serde_json::to_string_pretty(&list)?);
         return Ok(ExitCode::SUCCESS);
     }
     if list.is_empty() {
-        println!("no standing grants (answer \"always allow\" on a confirmation to make one)");
+        outln!("no standing grants (answer \"always allow\" on a confirmation to make one)");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:>4}  {:<19}  {:<14} {:>5}  what",
-        "id", "granted", "tool", "uses"
+        "id",
+        "granted",
+        "tool",
+        "uses"
     );
     for g in &list {
         let what = g.command.clone().unwrap_or_else(|| g.args.to_string());
@@ -52,7 +55,7 @@ pub fn approvals(
             .revoked_at_ms
             .map(|at| format!("  (revoked {})", when(at)))
             .unwrap_or_default();
-        println!(
+        outln!(
             "{:>4}  {:<19}  {:<14} {:>5}  {}{revoked}",
             g.id,
             when(g.created_at_ms),
@@ -76,7 +79,7 @@ pub fn revoke(config: &Config, daemon: Option<&mut Daemon>, id: i64) -> anyhow::
             }
         }
     }
-    println!("grant {id} revoked: that call asks again from now on");
+    outln!("grant {id} revoked: that call asks again from now on");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -99,7 +102,7 @@ pub fn audit(
         }
     };
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&records)?);
+        outln!("{}", serde_json::to_string_pretty(&records)?);
         return Ok(ExitCode::SUCCESS);
     }
     for r in &records {
@@ -108,7 +111,7 @@ pub fn audit(
             (Some(a), None) => format!(" {a}"),
             _ => String::new(),
         };
-        println!(
+        outln!(
             "{}  {:<16} {:<14} {}{approval} -> {} ({:.1} ms)",
             when(r.at_ms),
             r.caller,
@@ -117,16 +120,16 @@ pub fn audit(
             r.outcome,
             r.duration_ms
         );
-        println!("      args: {}", one_line(&r.args.to_string(), 120));
+        outln!("      args: {}", one_line(&r.args.to_string(), 120));
         if let Some(reason) = &r.reason {
-            println!("      reason: {}", one_line(reason, 120));
+            outln!("      reason: {}", one_line(reason, 120));
         }
         if let Some(detail) = &r.detail {
-            println!("      detail: {}", one_line(detail, 120));
+            outln!("      detail: {}", one_line(detail, 120));
         }
     }
     if records.is_empty() {
-        println!("no tool calls recorded");
+        outln!("no tool calls recorded");
     }
     Ok(ExitCode::SUCCESS)
 }

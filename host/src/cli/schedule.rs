@@ -34,16 +34,21 @@ pub fn list(
         None => offline_list(config)?,
     };
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&jobs)?);
+        outln!("{}", serde_json::to_string_pretty(&jobs)?);
         return Ok(ExitCode::SUCCESS);
     }
     if jobs.is_empty() {
-        println!("no jobs");
+        outln!("no jobs");
         return Ok(ExitCode::SUCCESS);
     }
-    println!(
+    outln!(
         "{:>4}  {:<8} {:<9} {:<22} {:<24} {:<10} text",
-        "id", "kind", "state", "next run", "schedule", "agent"
+        "id",
+        "kind",
+        "state",
+        "next run",
+        "schedule",
+        "agent"
     );
     for job in &jobs {
         let when = job["cron"]
@@ -52,7 +57,7 @@ pub fn list(
             .or_else(|| job["at"].as_str().map(|a| format!("once {a}")))
             .unwrap_or_default();
         let text = job["text"].as_str().unwrap_or_default();
-        println!(
+        outln!(
             "{:>4}  {:<8} {:<9} {:<22} {:<24} {:<10} {}",
             job["id"],
             job["kind"].as_str().unwrap_or_default(),
@@ -76,14 +81,14 @@ pub fn act(daemon: Option<&mut Daemon>, action: &str, id: i64) -> anyhow::Result
     let answer = daemon.ask(json!({ "op": "schedule", "action": action, "id": id }))?;
     let result = &answer["result"];
     match action {
-        "run_now" => println!("job {id} fired; its answer arrives like any other"),
-        "remove" => println!("job {id} removed"),
+        "run_now" => outln!("job {id} fired; its answer arrives like any other"),
+        "remove" => outln!("job {id} removed"),
         _ => {
             let next: Vec<&str> = result["next_runs"]
                 .as_array()
                 .map(|a| a.iter().filter_map(Value::as_str).collect())
                 .unwrap_or_default();
-            println!(
+            outln!(
                 "job {id} is {}{}",
                 result["state"].as_str().unwrap_or(action),
                 if next.is_empty() {

@@ -9,10 +9,14 @@ use serde_json::Value;
 
 /// Prints `script_history`'s answer as a table.
 pub fn print_log(answer: &Value) -> anyhow::Result<()> {
-    println!("{}", answer["script"].as_str().unwrap_or_default());
-    println!(
+    outln!("{}", answer["script"].as_str().unwrap_or_default());
+    outln!(
         "{:>4}  {:<19}  {:<24} {:>7}  {:<12}  change",
-        "ver", "saved (UTC)", "author", "bytes", "sha256"
+        "ver",
+        "saved (UTC)",
+        "author",
+        "bytes",
+        "sha256"
     );
     for v in answer["versions"].as_array().into_iter().flatten() {
         let at = v["created_at_ms"]
@@ -21,11 +25,12 @@ pub fn print_log(answer: &Value) -> anyhow::Result<()> {
             .map(|t| t.strftime("%Y-%m-%d %H:%M:%S").to_string())
             .unwrap_or_default();
         let hash = v["hash"].as_str().unwrap_or_default();
-        println!(
+        outln!(
             "{:>4}  {at:<19}  {:<24} {:>7}  {:<12}  {}",
-            v["version"],
+            // A JSON value ignores widths: pad its text.
+            v["version"].to_string(),
             v["author"].as_str().unwrap_or_default(),
-            v["size"],
+            v["size"].to_string(),
             hash.get(..12)
                 .unwrap_or(if hash.is_empty() { "-" } else { hash }),
             v["note"].as_str().unwrap_or_default()
@@ -38,11 +43,11 @@ pub fn print_log(answer: &Value) -> anyhow::Result<()> {
 pub fn print_rollback(answer: &Value) -> anyhow::Result<()> {
     let file = answer["written"].as_str().unwrap_or_default();
     match answer["version"].as_i64() {
-        Some(new) => println!(
+        Some(new) => outln!(
             "restored version {} of {file} as version {new}",
             answer["rolled_back_to"]
         ),
-        None => println!(
+        None => outln!(
             "{file} already has the content of version {}; nothing changed",
             answer["rolled_back_to"]
         ),

@@ -44,19 +44,19 @@ pub fn set(config: &Config, name: &str) -> anyhow::Result<ExitCode> {
 pub fn list(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
     let listed = Secrets::open(&config.home).list()?;
     if json {
-        println!("{}", serde_json::to_string_pretty(&listed)?);
+        outln!("{}", serde_json::to_string_pretty(&listed)?);
         return Ok(ExitCode::SUCCESS);
     }
     if listed.is_empty() {
-        println!("no secrets are set; set one with `hearth secret set NAME` (the value on stdin)");
+        outln!("no secrets are set; set one with `hearth secret set NAME` (the value on stdin)");
         return Ok(ExitCode::SUCCESS);
     }
-    println!("{:<32} set", "name");
+    outln!("{:<32} set", "name");
     for secret in listed {
         let when = crate::scheduler::jobs::timestamp(secret.set_at_ms)
             .strftime("%Y-%m-%d %H:%M:%S UTC")
             .to_string();
-        println!("{:<32} {when}", secret.name);
+        outln!("{:<32} {when}", secret.name);
     }
     Ok(ExitCode::SUCCESS)
 }

@@ -118,21 +118,21 @@ pub fn install(config: &Config, target: &Target) -> anyhow::Result<ExitCode> {
     } else {
         ""
     };
-    println!("wrote {}", unit_path.display());
+    outln!("wrote {}", unit_path.display());
     if config.mode == Mode::Production {
-        println!(
+        outln!(
             "wrote {} (production mode: the sandbox is lifted)",
             drop_in.display()
         );
     }
-    println!(
+    outln!(
         "secrets (the model's API key, channel tokens): VARIABLE=value lines in {} (mode 0600)",
         env_file.display()
     );
     if target.scope == Scope::User {
-        println!("to keep it running after you log out: loginctl enable-linger");
+        outln!("to keep it running after you log out: loginctl enable-linger");
     }
-    println!("next: systemctl{user} enable --now {UNIT_NAME}");
+    outln!("next: systemctl{user} enable --now {UNIT_NAME}");
     Ok(ExitCode::SUCCESS)
 }
 
@@ -151,7 +151,7 @@ pub fn uninstall(target: &Target) -> anyhow::Result<ExitCode> {
         .with_context(|| format!("cannot remove {}", unit_path.display()))?;
     remove_drop_in(&dir.join(DROP_IN))?;
     systemctl(target.scope, &["daemon-reload"])?;
-    println!("stopped, disabled and removed {}", unit_path.display());
+    outln!("stopped, disabled and removed {}", unit_path.display());
     Ok(ExitCode::SUCCESS)
 }
 

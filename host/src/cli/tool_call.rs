@@ -51,7 +51,7 @@ pub type Show = fn(&Value) -> anyhow::Result<()>;
 
 /// Prints the result as pretty JSON.
 pub fn print_json(result: &Value) -> anyhow::Result<()> {
-    println!("{}", serde_json::to_string_pretty(result)?);
+    outln!("{}", serde_json::to_string_pretty(result)?);
     Ok(())
 }
 

@@ -21,9 +21,9 @@ use crate::usage::report::{self, Which};
 pub fn show_live(daemon: &mut Daemon, spans: &[Which], as_json: bool) -> anyhow::Result<ExitCode> {
     let answer = daemon.ask(serde_json::json!({ "op": "usage", "spans": spans }))?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&answer["report"])?);
+        outln!("{}", serde_json::to_string_pretty(&answer["report"])?);
     } else {
-        println!("{}", answer["text"].as_str().unwrap_or_default());
+        outln!("{}", answer["text"].as_str().unwrap_or_default());
     }
     Ok(ExitCode::SUCCESS)
 }
@@ -49,9 +49,9 @@ pub fn show(config: &Config, spans: &[Which], as_json: bool) -> anyhow::Result<E
             )
         })?;
     if as_json {
-        println!("{}", serde_json::to_string_pretty(&report)?);
+        outln!("{}", serde_json::to_string_pretty(&report)?);
     } else {
-        println!("{}", report.text());
+        outln!("{}", report.text());
     }
     Ok(ExitCode::SUCCESS)
 }

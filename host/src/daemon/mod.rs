@@ -145,7 +145,8 @@ async fn serve(
     // systemd arms the watchdog at READY=1, so the pings start here.
     let pings = watchdog::start();
     tracing::info!(
-        startup_ms = started.elapsed().as_secs_f64() * 1000.0,
+        // Tenths of a millisecond are all a start-up time can mean.
+        startup_ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0,
         plugins = runtime.plugins.active().len(),
         tools = runtime.tools.list().len(),
         home = %runtime.config.home.display(),
@@ -181,7 +182,7 @@ async fn serve(
         .map_err(|e| std::io::Error::other(e.to_string()))?;
     match &outcome {
         Ok(()) => tracing::info!(
-            stop_ms = stop_started.elapsed().as_secs_f64() * 1000.0,
+            stop_ms = (stop_started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0,
             "stopped"
         ),
         Err(e) => tracing::error!("{e}; exiting anyway"),

@@ -377,7 +377,8 @@ impl PluginSet {
     }
 
     fn off(&mut self, mut report: Report, why: String) {
-        tracing::info!(plugin = ?report.name, "plugin not loaded: {why}");
+        let plugin = report.name.as_deref().unwrap_or("?");
+        tracing::info!(plugin, "plugin not loaded: {why}");
         report.state = PluginState::Off(why);
         self.reports.push(report);
     }

@@ -150,6 +150,19 @@ impl Scripts {
         let current = self.catalog();
         let mut files = current.files().clone();
         let mut libraries_changed = false;
+        // Files loaded in this pass after the last library was: they saw
+        // every library's new version already (a folder scan loads `lib/`
+        // first), so they need no second load below.
+        let mut current_with_libraries = HashSet::new();
+        let mut refresh =
+            |files: &mut BTreeMap<(usize, PathBuf), Entry>, root: usize, file: &Path| {
+                self.refresh(files, root, file);
+                if file.starts_with(self.roots[root].join("lib")) {
+                    current_with_libraries.clear();
+                } else {
+                    current_with_libraries.insert((root, file.to_owned()));
+                }
+            };
         for path in paths {
             let Some(root) = self.roots.iter().position(|r| path.starts_with(r)) else {
                 continue;
@@ -157,7 +170,7 @@ impl Scripts {
             libraries_changed |= path.starts_with(self.roots[root].join("lib"));
             if path.is_dir() {
                 for file in self.scan_dir(root, path) {
-                    self.refresh(&mut files, root, &file);
+                    refresh(&mut files, root, &file);
                 }
                 // Files that were in the folder but are gone now.
                 let stale: Vec<_> = files
@@ -169,7 +182,7 @@ impl Scripts {
                     self.forget(&mut files, key);
                 }
             } else if path.exists() {
-                self.refresh(&mut files, root, path);
+                refresh(&mut files, root, path);
             } else {
                 // A deleted file, or a deleted folder and all it held.
                 let gone: Vec<_> = files
@@ -189,6 +202,7 @@ impl Scripts {
                 .iter()
                 .filter(|(_, e)| matches!(&e.good, Some(Loaded::Tool(t)) if t.source.contains("require")))
                 .map(|(k, _)| k.clone())
+                .filter(|k| !current_with_libraries.contains(k))
                 .collect();
             for (root, file) in dependents {
                 self.refresh(&mut files, root, &file);

@@ -1,0 +1,117 @@
+//! A newcomer's first hour: the answers the CLI gives are true and tidy.
+//! A reader that closes the pipe early (`hearth tools | head`) ends the
+//! command quietly, `--version` names the commit, the bundled config
+//! finds the bundled scripts wherever it is copied, each script loads
+//! once, and the listings' columns line up.
+
+use std::io::Read;
+use std::process::Stdio;
+
+use hearth_tests::Hearth;
+
+/// The bundled config, as a newcomer runs it.
+fn bundled_config() -> String {
+    std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../config/hearth.toml"
+    ))
+    .expect("read config/hearth.toml")
+}
+
+#[test]
+fn a_closed_pipe_ends_a_listing_quietly() {
+    let h = Hearth::new("");
+    for args in [&["tools"][..], &["check"], &["plugins"], &["--help"]] {
+        let mut child = h
+            .command(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run hearth");
+        // The reader is gone before the command writes its first line.
+        drop(child.stdout.take());
+        let mut stderr = String::new();
+        child
+            .stderr
+            .take()
+            .expect("piped")
+            .read_to_string(&mut stderr)
+            .expect("read stderr");
+        let status = child.wait().expect("wait");
+        assert!(
+            status.success() && !stderr.contains("panicked"),
+            "hearth {args:?} into a closed pipe: {status}, stderr: {stderr}"
+        );
+    }
+}
+
+#[test]
+fn version_names_the_commit() {
+    let out = Hearth::new("").cmd(&["--version"]).ok().to_owned();
+    let commit = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .output()
+        .ok()
+        .filter(|o| o.status.success())
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned());
+    match commit {
+        // The binary may be a commit behind a checkout with new commits
+        // only if it was not rebuilt; the test suite always rebuilds.
+        Some(commit) => assert!(out.contains(&format!("(commit {commit})")), "{out}"),
+        None => assert!(out.contains("commit"), "{out}"),
+    }
+}
+
+#[test]
+fn the_bundled_config_copied_into_the_home_keeps_the_bundled_scripts() {
+    // As a restore or a newcomer would: the bundled config, copied as is.
+    let h = Hearth::exact(&bundled_config().replace("127.0.0.1:8080", "127.0.0.1:0"));
+    let out = h.cmd(&["tools"]).ok().to_owned();
+    for tool in ["convert_units", "convert_many", "notes"] {
+        assert!(out.contains(tool), "{tool} missing:\n{out}");
+    }
+}
+
+#[test]
+fn each_bundled_script_loads_once() {
+    let h = Hearth::exact(&bundled_config().replace("127.0.0.1:8080", "127.0.0.1:0"));
+    let daemon = h.daemon();
+    let loaded: Vec<String> = daemon
+        .logs()
+        .into_iter()
+        .filter(|l| l.contains("script loaded"))
+        .collect();
+    let mut files: Vec<&str> = loaded
+        .iter()
+        .filter_map(|l| l.split("\"file\":").nth(1))
+        .collect();
+    let all = files.len();
+    files.sort_unstable();
+    files.dedup();
+    assert_eq!(
+        all,
+        files.len(),
+        "a script loaded twice:\n{}",
+        loaded.join("\n")
+    );
+    assert!(
+        !daemon.logs().iter().any(|l| l.contains("Some(")),
+        "a log field shows Rust's debug form"
+    );
+}
+
+#[test]
+fn version_columns_line_up() {
+    let h = Hearth::new("");
+    let out = h.cmd(&["identity", "log"]).ok().to_owned();
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines.len() >= 2, "{out}");
+    // "ver" is right-aligned in four columns, and so is each version.
+    for line in &lines {
+        assert_eq!(
+            line.get(4..6),
+            Some("  "),
+            "misaligned row {line:?} in:\n{out}"
+        );
+    }
+}
