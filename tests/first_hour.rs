@@ -115,3 +115,62 @@ fn version_columns_line_up() {
         );
     }
 }
+
+#[test]
+fn one_shot_commands_use_the_config_the_daemon_runs_with() {
+    let h = Hearth::new("");
+    // The config lives outside the home, so only the daemon knows it.
+    let elsewhere = tempfile::tempdir().unwrap();
+    let config = elsewhere.path().join("mine.toml");
+    std::fs::rename(h.config(), &config).unwrap();
+    let _daemon = h.daemon_with_config(&config);
+    let doctor = std::process::Command::new(hearth_tests::bin())
+        .arg("doctor")
+        .env("HEARTH_HOME", h.home())
+        .env_remove("HEARTH_CONFIG")
+        .output()
+        .unwrap();
+    let out = String::from_utf8_lossy(&doctor.stdout);
+    assert!(
+        out.contains(&config.display().to_string()) && !out.contains("built-in defaults"),
+        "doctor did not use the daemon's config:\n{out}"
+    );
+}
+
+#[test]
+fn the_tools_only_the_daemon_has_are_listed_and_explained_without_it() {
+    let h = Hearth::new("");
+    let out = h.cmd(&["tools"]).ok().to_owned();
+    for tool in [
+        "manage_schedule",
+        "manage_contacts",
+        "manage_agents",
+        "manage_groups",
+        "assign_mission",
+        "send_message",
+        "send_agent_message",
+        "spawn_agent",
+        "manage_agent_templates",
+    ] {
+        let row = out.lines().find(|l| l.trim_start().starts_with(tool));
+        assert!(
+            row.is_some_and(|r| r.contains("needs the daemon")),
+            "{tool} not listed as needing the daemon:\n{out}"
+        );
+    }
+    let call = h.cmd(&["tool", "call", "manage_schedule", r#"{"action":"list"}"#]);
+    let error = call.fails();
+    assert!(
+        error.contains("only the running daemon provides") && !error.contains("did you mean"),
+        "{error}"
+    );
+}
+
+#[test]
+fn check_says_it_reads_the_file_not_the_daemon() {
+    let h = Hearth::new("[plugins.canvas]\nlisten = \"127.0.0.1:0\"\n");
+    let _daemon = h.daemon();
+    let out = h.cmd(&["check"]).ok().to_owned();
+    assert!(!out.contains("the daemon is not running"), "{out}");
+    assert!(out.contains("`hearth status` shows"), "{out}");
+}

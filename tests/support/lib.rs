@@ -323,7 +323,24 @@ impl Hearth {
 
     /// Like [`Hearth::daemon`], after `setup` adjusts the command.
     pub fn daemon_with(&self, setup: impl FnOnce(&mut Command)) -> Daemon {
-        let mut cmd = self.command(&["--log-format", "json", "--log-level", "debug", "run"]);
+        let cmd = self.command(&["--log-format", "json", "--log-level", "debug", "run"]);
+        self.start_daemon(cmd, setup)
+    }
+
+    /// Like [`Hearth::daemon`], run with the config file `config` instead
+    /// of the home's.
+    pub fn daemon_with_config(&self, config: &Path) -> Daemon {
+        let mut cmd = Command::new(bin());
+        cmd.arg("--config")
+            .arg(config)
+            .args(["--log-format", "json", "--log-level", "debug", "run"])
+            .env("HEARTH_HOME", self.home())
+            .env_remove("HEARTH_CONFIG")
+            .env_remove("NOTIFY_SOCKET");
+        self.start_daemon(cmd, |_| {})
+    }
+
+    fn start_daemon(&self, mut cmd: Command, setup: impl FnOnce(&mut Command)) -> Daemon {
         cmd.stdout(Stdio::null()).stderr(Stdio::piped());
         setup(&mut cmd);
         let mut child = cmd.spawn().expect("start hearth run");

@@ -89,6 +89,9 @@ pub struct AgentBase {
     pub plugins: Vec<String>,
     /// The kernel floor, in words, for `/status`.
     pub floor: String,
+    /// The config file the daemon runs with (absolute), `None` for the
+    /// built-in defaults: one-shot commands use the same one.
+    pub config_file: Option<std::path::PathBuf>,
     /// The plugins that serve a channel.
     pub channels: Vec<Arc<ActivePlugin>>,
     /// When the daemon started.
@@ -191,6 +194,7 @@ impl Agent {
             "tools": self.base.tools.list().len(),
             "queue": self.base.conversations.pending().unwrap_or(-1),
             "floor": self.base.floor,
+            "config": self.base.config_file,
         })
     }
 

@@ -15,7 +15,7 @@
 //! its own.
 
 use std::io::ErrorKind;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::{Context, bail};
 use serde_json::{Value, json};
@@ -35,6 +35,16 @@ pub struct Daemon {
     rt: tokio::runtime::Runtime,
     lines: Lines<BufReader<OwnedReadHalf>>,
     write: OwnedWriteHalf,
+}
+
+/// The config file the daemon of the default home runs with, when one
+/// runs, answers, and runs with a file. Quiet on every failure: the command
+/// that follows reports what it finds.
+pub fn running_config() -> Option<PathBuf> {
+    let home = crate::config::fallback_home().ok()?;
+    let mut daemon = Daemon::find(&home).ok()??;
+    let answer = daemon.ask(json!({ "op": "status" })).ok()?;
+    answer["status"]["config"].as_str().map(PathBuf::from)
 }
 
 impl Daemon {

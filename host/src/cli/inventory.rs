@@ -15,16 +15,28 @@ use crate::daemon::control::{plugin_rows, script_problems, tool_rows};
 use crate::plugins::PluginState;
 use crate::runtime::Runtime;
 
+/// Whose plugins a listing shows, which says what a channel's health is.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Whose {
+    /// The running daemon's: each channel's reported health.
+    Daemon,
+    /// This command's own, because no daemon runs.
+    NoDaemon,
+    /// `hearth check`'s own, whether a daemon runs or not: it checks the
+    /// config file, and its channels never connect.
+    Check,
+}
+
 /// `hearth plugins` from the running daemon.
 pub fn plugins_live(daemon: &mut Daemon, as_json: bool) -> anyhow::Result<ExitCode> {
     let answer = daemon.ask(json!({ "op": "plugins" }))?;
-    print_plugins(rows(&answer["plugins"]), true, as_json)
+    print_plugins(rows(&answer["plugins"]), Whose::Daemon, as_json)
 }
 
-/// `hearth plugins` from this command's own runtime (no daemon runs, so
-/// no channel health is known).
-pub fn plugins(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
-    print_plugins(&plugin_rows(&rt.plugins, false), false, as_json)
+/// `hearth plugins` from this command's own runtime (no channel health
+/// is known).
+pub fn plugins(rt: &Runtime, whose: Whose, as_json: bool) -> anyhow::Result<ExitCode> {
+    print_plugins(&plugin_rows(&rt.plugins, false), whose, as_json)
 }
 
 /// `hearth tools` from the running daemon.
@@ -33,9 +45,21 @@ pub fn tools_live(daemon: &mut Daemon, as_json: bool) -> anyhow::Result<ExitCode
     print_tools(&answer, as_json)
 }
 
-/// `hearth tools` from this command's own runtime.
+/// `hearth tools` from this command's own runtime, with the tools only
+/// the daemon provides marked as such.
 pub fn tools(rt: &Runtime, as_json: bool) -> anyhow::Result<ExitCode> {
-    print_tools(&tool_rows(&rt.tools), as_json)
+    let mut doc = tool_rows(&rt.tools);
+    let extra: Vec<Value> = rt
+        .tools
+        .daemon_only()
+        .into_iter()
+        .map(|t| json!({ "spec": t.spec, "source": t.source, "needs_daemon": true }))
+        .collect();
+    if let Some(tools) = doc["tools"].as_array_mut() {
+        tools.extend(extra);
+        tools.sort_by(|a, b| a["spec"]["name"].as_str().cmp(&b["spec"]["name"].as_str()));
+    }
+    print_tools(&doc, as_json)
 }
 
 /// Everything `hearth check` counts as a failure.
@@ -87,9 +111,9 @@ pub fn warnings(rt: &Runtime) -> Vec<String> {
         .collect()
 }
 
-/// Prints plugin rows; `live` says whether they are the daemon's (only
+/// Prints plugin rows; `whose` says whether they are the daemon's (only
 /// then can a channel's health be known).
-fn print_plugins(rows: &[Value], live: bool, as_json: bool) -> anyhow::Result<ExitCode> {
+fn print_plugins(rows: &[Value], whose: Whose, as_json: bool) -> anyhow::Result<ExitCode> {
     if as_json {
         outln!("{}", serde_json::to_string_pretty(rows)?);
         return Ok(ExitCode::SUCCESS);
@@ -109,13 +133,19 @@ fn print_plugins(rows: &[Value], live: bool, as_json: bool) -> anyhow::Result<Ex
         }
         if let Some(channel) = r["channel"].as_str() {
             let health = &r["channel_status"];
-            let shown = match (live, health["state"].as_str()) {
-                (false, _) => "the daemon is not running".to_owned(),
-                (true, None) => "no report yet".to_owned(),
-                (true, Some(state)) => match health["detail"].as_str().filter(|d| !d.is_empty()) {
-                    Some(detail) => format!("{state} ({detail})"),
-                    None => state.to_owned(),
-                },
+            let shown = match (whose, health["state"].as_str()) {
+                (Whose::NoDaemon, _) => "the daemon is not running".to_owned(),
+                (Whose::Check, _) => {
+                    "not connected by `hearth check` (`hearth status` shows the daemon's)"
+                        .to_owned()
+                }
+                (Whose::Daemon, None) => "no report yet".to_owned(),
+                (Whose::Daemon, Some(state)) => {
+                    match health["detail"].as_str().filter(|d| !d.is_empty()) {
+                        Some(detail) => format!("{state} ({detail})"),
+                        None => state.to_owned(),
+                    }
+                }
             };
             outln!("      channel {channel}: {shown}");
         }
@@ -137,7 +167,15 @@ fn print_tools(doc: &Value, as_json: bool) -> anyhow::Result<ExitCode> {
         outln!("{}", serde_json::to_string_pretty(&out)?);
         return Ok(ExitCode::SUCCESS);
     }
-    outln!("tools ({}):", tools.len());
+    let needing = tools.iter().filter(|t| t["needs_daemon"] == true).count();
+    if needing > 0 {
+        outln!(
+            "tools ({}, of which {needing} only in the running daemon):",
+            tools.len()
+        );
+    } else {
+        outln!("tools ({}):", tools.len());
+    }
     for t in tools {
         let spec = &t["spec"];
         let row = format!(

@@ -584,9 +584,15 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
     {
         return service::uninstall(&target.into_target(None));
     }
-    let path = config::resolve_path(cli.config.as_deref());
-    let loaded = config::load(path.as_deref());
     let is_daemon = matches!(cli.command, Command::Run);
+    let path = config::resolve_path(cli.config.as_deref());
+    // With no config named or in the home, a one-shot command uses the
+    // one the running daemon runs with, so both tell the same story.
+    let path = match path {
+        None if !is_daemon => client::running_config(),
+        path => path,
+    };
+    let loaded = config::load(path.as_deref());
     // Log before the config is known to be good, so a config error in `run`
     // still reaches the log collector in the requested format.
     let (format, level) = match &loaded {
@@ -620,7 +626,9 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
         // and never start a second copy of its plugins.
         Command::Plugins { json } => match Daemon::find(&config.home)? {
             Some(mut daemon) => inventory::plugins_live(&mut daemon, json),
-            None => with_runtime(config, |rt| inventory::plugins(rt, json)),
+            None => with_runtime(config, |rt| {
+                inventory::plugins(rt, inventory::Whose::NoDaemon, json)
+            }),
         },
         Command::Tools { json } => match Daemon::find(&config.home)? {
             Some(mut daemon) => inventory::tools_live(&mut daemon, json),
@@ -778,6 +786,9 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
         .as_ref()
         .map_or("built-in defaults".into(), |p| p.display().to_string());
     outln!("config: {shown} (ok)");
+    outln!(
+        "(checks the file with its own copy of the plugins; `hearth status` shows the running daemon)"
+    );
     outln!("home: {}", config.home.display());
     outln!("mode: {}", config.mode.name());
     outln!("landlock: {}", crate::policy::landlock::report());
@@ -798,7 +809,7 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
             outln!("read-only: {}", floor.protect.join(", "));
             outln!("credentials (hidden): {}", floor.hidden.join(", "));
         }
-        inventory::plugins(rt, false)?;
+        inventory::plugins(rt, inventory::Whose::Check, false)?;
         outln!();
         inventory::tools(rt, false)?;
         let warnings = inventory::warnings(rt);

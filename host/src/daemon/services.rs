@@ -88,6 +88,11 @@ impl Services {
             owner: runtime.config.owner.name.clone(),
             plugins,
             floor,
+            config_file: runtime
+                .config
+                .source
+                .as_deref()
+                .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.to_owned())),
             channels: runtime
                 .plugins
                 .active()

@@ -162,6 +162,24 @@ impl Builtin {
         Builtin::AssignMission,
     ];
 
+    /// Whether only the running daemon provides this tool: it needs the
+    /// people, the scheduler or the groups, which a one-shot command (`hearth
+    /// tools`, `hearth tool call`) does not start.
+    pub fn daemon_only(self) -> bool {
+        matches!(
+            self,
+            Builtin::ManageContacts
+                | Builtin::SendMessage
+                | Builtin::ManageAgents
+                | Builtin::SendAgentMessage
+                | Builtin::ManageAgentTemplates
+                | Builtin::SpawnAgent
+                | Builtin::ManageSchedule
+                | Builtin::ManageGroups
+                | Builtin::AssignMission
+        )
+    }
+
     /// Whether `context` has what this tool needs.
     pub fn available(self, context: &BuiltinContext) -> bool {
         match self {

@@ -86,6 +86,15 @@ pub enum ToolError {
         /// The closest known name.
         suggestion: Option<String>,
     },
+    /// A tool only the running daemon provides, called without one.
+    #[error(
+        "{name} is one of the tools only the running daemon provides: start it (`hearth run`, \
+         or the service) and call it again"
+    )]
+    NeedsDaemon {
+        /// The tool.
+        name: String,
+    },
     /// The arguments do not match the tool's schema.
     #[error("invalid arguments for {tool}: {message}")]
     InvalidArguments {
@@ -278,6 +287,20 @@ impl ToolRegistry {
         all
     }
 
+    /// The tools only the running daemon provides, when this registry
+    /// lacks them (a one-shot command's): listed so that `hearth tools`
+    /// shows everything the agent has, each marked as needing the daemon.
+    pub fn daemon_only(&self) -> Vec<Listed> {
+        Builtin::ALL
+            .into_iter()
+            .filter(|b| b.daemon_only() && !b.available(&self.builtins))
+            .map(|b| Listed {
+                spec: b.spec(),
+                source: "builtin (needs the daemon)".into(),
+            })
+            .collect()
+    }
+
     /// Validates `args` and runs the tool for someone at this machine
     /// ([`Caller::local`]). Blocks until it answers: call it from a thread
     /// that may block.
@@ -364,6 +387,11 @@ impl ToolRegistry {
                             tool: name.to_owned(),
                             failure,
                         })
+                })
+            }
+            _ if self.daemon_only().iter().any(|t| t.spec.name == name) => {
+                Err(ToolError::NeedsDaemon {
+                    name: name.to_owned(),
                 })
             }
             _ => Err(ToolError::Unknown {
@@ -616,7 +644,7 @@ fn redact(result: Result<Value, ToolError>, redactor: &Redactor) -> Result<Value
         Err(error) => error,
     };
     Err(match error {
-        unknown @ ToolError::Unknown { .. } => unknown,
+        unknown @ (ToolError::Unknown { .. } | ToolError::NeedsDaemon { .. }) => unknown,
         ToolError::InvalidArguments { tool, message } => ToolError::InvalidArguments {
             tool,
             message: clean(message),
