@@ -174,3 +174,60 @@ fn check_says_it_reads_the_file_not_the_daemon() {
     assert!(!out.contains("the daemon is not running"), "{out}");
     assert!(out.contains("`hearth status` shows"), "{out}");
 }
+
+#[test]
+fn mistakes_in_a_plugin_table_stop_the_start_naming_file_line_and_key() {
+    let cases: [(&str, &[&str]); 4] = [
+        (
+            "[plugins.canvas]\nlisten = 8080\n",
+            &[
+                "line 2",
+                "[plugins.canvas]",
+                "`listen`",
+                "expected a string",
+            ],
+        ),
+        (
+            "[plugins.canvas]\nlisten = \"127.0.0.1:0\"\nlistenn = \"127.0.0.1:0\"\n",
+            &[
+                "line 3",
+                "unknown field `listenn`",
+                "did you mean `listen`?",
+            ],
+        ),
+        (
+            "mode = \"development\"\n\n[plugins.telegramm]\nbot_token_env = \"T\"\n",
+            &["line 3", "did you mean [plugins.telegram]?"],
+        ),
+        (
+            "[plugins.canvas]\nlisten = \"nowhere\"\n",
+            &["line 2", "listen: \"nowhere\" is not an address"],
+        ),
+    ];
+    for (config, expected) in cases {
+        let h = Hearth::exact(config);
+        let path = h.config().display().to_string();
+        for command in [&["check"][..], &["run"]] {
+            let out = h.cmd(command).fails();
+            for needle in expected.iter().chain([&path.as_str()]) {
+                assert!(
+                    out.contains(needle),
+                    "hearth {command:?} with {config:?}: {needle:?} missing from:\n{out}"
+                );
+            }
+        }
+    }
+}
+
+#[test]
+fn a_channel_that_cannot_start_shows_as_failed_with_why() {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let address = taken.local_addr().unwrap();
+    let h = Hearth::new(&format!("[plugins.canvas]\nlisten = \"{address}\"\n"));
+    let _daemon = h.daemon();
+    let status = h.cmd(&["status"]).ok().to_owned();
+    assert!(
+        status.contains("canvas (failed: ") && status.contains("cannot listen on"),
+        "{status}"
+    );
+}

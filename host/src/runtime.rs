@@ -18,7 +18,7 @@ use crate::config::Config;
 use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
 use crate::people::{People, Reach};
-use crate::plugins::{Bridge, BridgeError, PluginSet, RequiredPluginError, ShutdownTimeout};
+use crate::plugins::{Bridge, BridgeError, PluginSet, PluginsError, ShutdownTimeout};
 use crate::policy::{
     self, Audit, Confinement, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy,
 };
@@ -93,9 +93,9 @@ pub enum StartError {
     /// The bridge's threads could not start.
     #[error(transparent)]
     Bridge(#[from] BridgeError),
-    /// A required plugin failed.
+    /// A required plugin failed, or the config's plugin tables are wrong.
     #[error(transparent)]
-    RequiredPlugin(#[from] RequiredPluginError),
+    Plugins(#[from] PluginsError),
     /// The script subsystem could not start.
     #[error(transparent)]
     Scripts(#[from] ScriptsError),
@@ -191,7 +191,12 @@ impl Runtime {
         let exe_dir = std::env::current_exe()
             .ok()
             .and_then(|exe| exe.parent().map(Path::to_owned));
-        let plugins = match PluginSet::load(&config.plugins, exe_dir.as_deref(), &bridge) {
+        let plugins = match PluginSet::load(
+            &config.plugins,
+            config.source.as_deref(),
+            exe_dir.as_deref(),
+            &bridge,
+        ) {
             Ok(plugins) => plugins,
             Err(e) => {
                 bridge.finish();

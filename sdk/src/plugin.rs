@@ -124,7 +124,20 @@ impl PluginError {
 }
 
 /// Deserializes tool arguments or config into `T`, with an error that names
-/// the offending field.
+/// the offending field: `` `listen`: invalid type: integer `8080`, expected
+/// a string ``. (serde's own message names the field only when it is
+/// missing or unknown; the host turns the name into a file and line.)
 pub fn parse_args<T: DeserializeOwned>(value: Value) -> Result<T, PluginError> {
-    serde_json::from_value(value).map_err(|e| PluginError::InvalidArguments(e.to_string()))
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = e.path().to_string();
+        let error = e.into_inner();
+        let text = error.to_string();
+        // serde names a missing or unknown field itself: say it once.
+        let named = text.starts_with("unknown field") || text.starts_with("missing field");
+        PluginError::InvalidArguments(if path == "." || named {
+            text
+        } else {
+            format!("`{path}`: {text}")
+        })
+    })
 }

@@ -26,7 +26,7 @@ use serde::Deserialize;
 pub use agent::{AgentConfig, CheapConfig, LlmConfig, OwnerConfig, ProviderKind};
 pub use backup::{BackupConfig, DEFAULT_SCHEDULE as DEFAULT_BACKUP_SCHEDULE};
 pub use groups::GroupsConfig;
-pub use plugins::{PluginEntry, PluginsConfig};
+pub use plugins::{PluginEntry, PluginsConfig, closest, line_of};
 pub use policy::PolicyConfig;
 pub use scheduler::SchedulerConfig;
 pub use scripts::{HttpConfig, ScriptsConfig};

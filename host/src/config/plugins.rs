@@ -115,3 +115,58 @@ pub(super) fn build(raw: RawPlugins, base: &Path) -> Result<PluginsConfig, (Stri
         entries,
     })
 }
+
+/// The line (from 1) of `[plugins.<name>]` in the config text, or of `key`
+/// inside that table when `key` is given and found there: how a plugin's
+/// complaint about its settings is pointed at the file.
+pub fn line_of(text: &str, name: &str, key: Option<&str>) -> Option<usize> {
+    let header = format!("[plugins.{name}]");
+    let mut lines = text.lines().enumerate();
+    let (table, _) = lines.find(|(_, l)| l.trim() == header)?;
+    let Some(key) = key else {
+        return Some(table + 1);
+    };
+    let found = lines
+        .take_while(|(_, l)| !l.trim_start().starts_with('['))
+        .find(|(_, l)| {
+            l.trim_start()
+                .strip_prefix(key)
+                .is_some_and(|rest| rest.trim_start().starts_with('='))
+        });
+    Some(found.map_or(table, |(line, _)| line) + 1)
+}
+
+/// The candidate closest to `name`, for a "did you mean": one a slip of
+/// the keyboard away (a letter added, dropped, swapped or changed).
+pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) -> Option<&'a str> {
+    candidates
+        .into_iter()
+        .map(|c| (strsim::damerau_levenshtein(name, c), c))
+        .filter(|(distance, c)| *distance <= 2 && *distance < c.len())
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, c)| c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{closest, line_of};
+
+    #[test]
+    fn lines_point_at_the_table_or_its_key() {
+        let text = "mode = \"x\"\n\n[plugins.canvas]\nlisten = 8080\n\n[plugins.web]\nlisten = 1\n";
+        assert_eq!(line_of(text, "canvas", None), Some(3));
+        assert_eq!(line_of(text, "canvas", Some("listen")), Some(4));
+        assert_eq!(line_of(text, "web", Some("listen")), Some(7));
+        // A key the table lacks points at the table.
+        assert_eq!(line_of(text, "canvas", Some("port")), Some(3));
+        assert_eq!(line_of(text, "telegram", None), None);
+    }
+
+    #[test]
+    fn suggestions_are_one_slip_away() {
+        let known = ["telegram", "signal", "canvas"];
+        assert_eq!(closest("telegramm", known), Some("telegram"));
+        assert_eq!(closest("singal", known), Some("signal"));
+        assert_eq!(closest("matrix", known), None);
+    }
+}

@@ -60,10 +60,13 @@ impl Services {
             .reports()
             .into_iter()
             .map(|r| {
+                // A plugin that failed says why, so `hearth status` and
+                // `/status` show a channel that could not start (its port
+                // taken) and what to do, not just its absence.
                 let state = match r.state {
-                    PluginState::Active => "active",
-                    PluginState::Off(_) => "off",
-                    PluginState::Failed(_) => "failed",
+                    PluginState::Active => "active".to_owned(),
+                    PluginState::Off(_) => "off".to_owned(),
+                    PluginState::Failed(why) => format!("failed: {why}"),
                 };
                 format!(
                     "{} ({state})",

@@ -131,6 +131,26 @@ pub struct RequiredPluginError {
     pub why: String,
 }
 
+/// Why the plugins could not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PluginsError {
+    /// A plugin marked `required = true` did not load.
+    #[error(transparent)]
+    Required(#[from] RequiredPluginError),
+    /// The config names a plugin that does not exist, or a plugin refused
+    /// its table: a mistake in the file, so the start stops, as for a
+    /// misspelt top-level key.
+    #[error("invalid config {where_}: [plugins.{name}]: {detail}")]
+    Config {
+        /// The file and line, as `path, line N`.
+        where_: String,
+        /// The plugin table.
+        name: String,
+        /// What is wrong, with a "did you mean" where one fits.
+        detail: String,
+    },
+}
+
 /// Shutdown did not finish within its deadline.
 #[derive(Debug, thiserror::Error)]
 #[error("plugin {plugin} did not finish shutting down within {waited:?}")]
@@ -143,11 +163,13 @@ pub struct ShutdownTimeout {
 
 impl PluginSet {
     /// Finds, loads and initialises every plugin the config names.
+    /// `source` is the config file, to point a mistake at its line.
     pub fn load(
         config: &PluginsConfig,
+        source: Option<&Path>,
         exe_dir: Option<&Path>,
         bridge: &Arc<Bridge>,
-    ) -> Result<PluginSet, RequiredPluginError> {
+    ) -> Result<PluginSet, PluginsError> {
         let (files, warnings) = discovery::candidates(config, exe_dir);
         let mut set = PluginSet {
             active: Vec::new(),
@@ -178,18 +200,49 @@ impl PluginSet {
                     return Err(RequiredPluginError {
                         name: name.clone(),
                         why,
-                    });
+                    }
+                    .into());
                 }
-                (None, true) => {
+                // A table one slip away from a plugin's name is a typo:
+                // the start stops. Any other is kept for a plugin not
+                // installed now (its file removed, or switched off).
+                (None, required) if entry.enabled || required => {
+                    let known: Vec<&str> = built_in::all()
+                        .iter()
+                        .map(|p| p.name)
+                        .chain(set.reports.iter().filter_map(|r| r.name.as_deref()))
+                        .collect();
+                    match crate::config::closest(name, known) {
+                        Some(near) => {
+                            let detail =
+                                format!("no plugin has this name; did you mean [plugins.{near}]?");
+                            set.shutdown(Duration::from_secs(5)).ok();
+                            return Err(config_error(source, name, None, detail));
+                        }
+                        None if required => {
+                            set.shutdown(Duration::from_secs(5)).ok();
+                            return Err(RequiredPluginError {
+                                name: name.clone(),
+                                why: "no plugin with that name was found".into(),
+                            }
+                            .into());
+                        }
+                        None => set.warnings.push(format!(
+                            "config has [plugins.{name}], but no plugin named {name} was found"
+                        )),
+                    }
+                }
+                (
+                    Some(Report {
+                        state: PluginState::Failed(why),
+                        ..
+                    }),
+                    false,
+                ) if why.contains("invalid arguments: ") => {
+                    let (key, detail) = settings_mistake(why);
                     set.shutdown(Duration::from_secs(5)).ok();
-                    return Err(RequiredPluginError {
-                        name: name.clone(),
-                        why: "no plugin with that name was found".into(),
-                    });
+                    return Err(config_error(source, name, key.as_deref(), detail));
                 }
-                (None, false) => set.warnings.push(format!(
-                    "config has [plugins.{name}], but no plugin named {name} was found"
-                )),
                 _ => {}
             }
         }
@@ -369,7 +422,8 @@ impl PluginSet {
         }
     }
 
-    /// The report of a plugin already loaded (or switched off) under `name`.
+    /// The report of a plugin already loaded (or switched off) under
+    /// `name`.
     fn named(&self, name: &str) -> Option<&Report> {
         self.reports
             .iter()
@@ -388,4 +442,75 @@ impl PluginSet {
         report.state = PluginState::Failed(why);
         self.reports.push(report);
     }
+}
+
+/// A mistake in `[plugins.<name>]`, pointed at the file and line: of the
+/// key when it is known, else of the table.
+fn config_error(
+    source: Option<&Path>,
+    name: &str,
+    key: Option<&str>,
+    detail: String,
+) -> PluginsError {
+    let where_ = match source {
+        Some(path) => {
+            let line = std::fs::read_to_string(path)
+                .ok()
+                .and_then(|text| crate::config::line_of(&text, name, key));
+            match line {
+                Some(line) => format!("{}, line {line}", path.display()),
+                None => path.display().to_string(),
+            }
+        }
+        None => "(built-in defaults)".to_owned(),
+    };
+    PluginsError::Config {
+        where_,
+        name: name.to_owned(),
+        detail,
+    }
+}
+
+/// The key a plugin's "invalid arguments" complaint is about, and the
+/// complaint in the owner's words: `` `listen`: invalid type... `` names
+/// it first, serde's "unknown field `listenn`, expected one of `listen`,
+/// ..." inside, where a "did you mean" is added.
+fn settings_mistake(why: &str) -> (Option<String>, String) {
+    let detail = why
+        .split_once("invalid arguments: ")
+        .map_or(why, |(_, rest)| rest);
+    // The plugin's own prefix, `[plugins.x]`, says again what the error
+    // says first.
+    let detail = match detail
+        .strip_prefix("[plugins.")
+        .and_then(|d| d.split_once(']'))
+    {
+        Some((_, rest)) => rest.trim_start_matches(':').trim_start(),
+        None => detail,
+    }
+    .to_owned();
+    let quoted = |text: &str| text.split('`').nth(1).map(str::to_owned);
+    if let Some(at) = detail.find("unknown field `") {
+        let key = quoted(&detail[at..]);
+        let expected: Vec<&str> = detail
+            .split_once("expected one of ")
+            .map(|(_, list)| list.split(", ").map(|k| k.trim_matches('`')).collect())
+            .unwrap_or_default();
+        let hint = key
+            .as_deref()
+            .and_then(|k| crate::config::closest(k, expected))
+            .map(|near| format!(" (did you mean `{near}`?)"))
+            .unwrap_or_default();
+        return (key, format!("{detail}{hint}"));
+    }
+    if detail.starts_with('`') {
+        return (quoted(&detail), detail);
+    }
+    // "listen: ... is not an address": a plugin's own check names its key.
+    let key = detail
+        .split_once(": ")
+        .map(|(key, _)| key)
+        .filter(|key| !key.is_empty() && key.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .map(str::to_owned);
+    (key, detail)
 }

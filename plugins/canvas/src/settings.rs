@@ -37,8 +37,12 @@ impl Settings {
     /// is refused unless `allow_remote = true`: the canvas controls the
     /// whole machine, so exposing it must be a decision, not a typo.
     pub fn parse(config: serde_json::Value) -> Result<Settings, PluginError> {
-        let raw: Raw = serde_json::from_value(config)
-            .map_err(|e| PluginError::InvalidArguments(format!("[plugins.canvas]: {e}")))?;
+        let raw: Raw = hearth_sdk::parse_args(config).map_err(|e| match e {
+            PluginError::InvalidArguments(why) => {
+                PluginError::InvalidArguments(format!("[plugins.canvas]: {why}"))
+            }
+            other => other,
+        })?;
         let listen: SocketAddr = raw.listen.parse().map_err(|_| {
             PluginError::InvalidArguments(format!(
                 "[plugins.canvas] listen: {:?} is not an address like \"127.0.0.1:8080\"",
