@@ -173,6 +173,38 @@ fn each_way_the_model_fails_names_the_cause_and_the_fix() {
 }
 
 #[test]
+fn an_html_error_page_is_reported_by_its_status_and_first_line() {
+    // A proxy in front of the model answering with its own error page.
+    let proxy = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}", proxy.local_addr().unwrap());
+    std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        for mut stream in proxy.incoming().map_while(Result::ok) {
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let body = "<!DOCTYPE html>\n<html><head><title>502 Bad Gateway</title>\
+                        <style>body{margin:0}</style></head><body><center><h1>502 Bad \
+                        Gateway</h1></center><hr><center>nginx</center></body></html>\n";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 502 Bad Gateway\r\ncontent-type: text/html\r\ncontent-length: {}\r\n\
+                 connection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let fake = FakeLlm::start();
+    let h = Hearth::new(&model_config(&fake, "anthropic", "fake-model", Some(&url)));
+    let run = doctor(&h);
+    let (level, detail, _) = finding(&run, "model");
+    assert_eq!(level, "fail", "{detail}");
+    assert!(
+        detail.contains("502") && detail.contains("Bad Gateway") && !detail.contains('<'),
+        "{detail}"
+    );
+}
+
+#[test]
 fn a_broken_config_fails_with_its_line_and_the_rest_is_checked_anyway() {
     let h = Hearth::exact("mode = \"production\"\n[agent]\nname = \n");
     let run = doctor(&h);

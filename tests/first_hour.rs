@@ -231,3 +231,67 @@ fn a_channel_that_cannot_start_shows_as_failed_with_why() {
         "{status}"
     );
 }
+
+#[test]
+fn a_missing_script_folder_and_an_unset_model_key_fail_the_check() {
+    let cases: [(&str, &[&str]); 2] = [
+        (
+            "[scripts]\nbundled_dir = \"no-such-folder\"\n",
+            &["scripts.bundled_dir", "no-such-folder", "is not a folder"],
+        ),
+        (
+            "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\napi_key_env = \"HEARTH_TEST_UNSET_KEY\"\n",
+            &["check failed", "HEARTH_TEST_UNSET_KEY"],
+        ),
+    ];
+    for (config, expected) in cases {
+        let h = Hearth::new(config);
+        let out = h
+            .command(&["check"])
+            .env_remove("HEARTH_TEST_UNSET_KEY")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.status.success(), "{config}: check passed:\n{text}");
+        for needle in expected {
+            assert!(
+                text.contains(needle),
+                "{config}: {needle:?} missing:\n{text}"
+            );
+        }
+    }
+}
+
+#[test]
+fn errors_are_said_once_in_the_owners_words() {
+    let h = Hearth::new("");
+    let missing = h.home().join("nowhere.toml");
+    let run = std::process::Command::new(hearth_tests::bin())
+        .arg("--config")
+        .arg(&missing)
+        .arg("status")
+        .env("HEARTH_HOME", h.home())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert_eq!(
+        stderr.matches("No such file or directory").count(),
+        1,
+        "{stderr}"
+    );
+    let cases: [(&[&str], &str); 2] = [
+        (&["chat", "-m", " "], "the message after -m is empty"),
+        (
+            &["secret", "set", "bad name"],
+            "not with an upper-case letter A-Z",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = h.cmd(args).fails();
+        assert!(out.contains(expected), "hearth {args:?}: {out}");
+    }
+}

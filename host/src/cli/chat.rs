@@ -18,6 +18,9 @@ const CHAT: &str = "terminal";
 
 /// `hearth chat -m TEXT`: sends one message, prints the reply.
 pub fn once(home: &Path, text: &str, timeout: Duration) -> anyhow::Result<ExitCode> {
+    if text.trim().is_empty() {
+        bail!("nothing to send: the message after -m is empty");
+    }
     let (rt, mut lines, mut write) = connect(home)?;
     rt.block_on(async {
         send(&mut write, json!({ "op": "subscribe", "chat": CHAT })).await?;

@@ -570,10 +570,28 @@ pub fn main() -> ExitCode {
     match run(cli, started) {
         Ok(code) => code,
         Err(e) => {
-            eprintln!("error: {e:#}");
+            eprintln!("error: {}", causes(&e));
             ExitCode::FAILURE
         }
     }
+}
+
+/// The error and its causes, joined by ": ", each said once: an error
+/// whose message already quotes its cause (`cannot read config x: No such
+/// file or directory`) is not followed by the cause again.
+fn causes(e: &anyhow::Error) -> String {
+    let mut text = String::new();
+    for cause in e.chain() {
+        let cause = cause.to_string();
+        if text.contains(&cause) {
+            continue;
+        }
+        if !text.is_empty() {
+            text.push_str(": ");
+        }
+        text.push_str(&cause);
+    }
+    text
 }
 
 fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
@@ -803,6 +821,13 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
             .join(crate::policy::guards_file::RELATIVE_PATH)
             .display()
     );
+    // The model's key: without it the daemon starts but cannot answer,
+    // which `hearth doctor` calls a failure too.
+    let model_problem = config
+        .llm
+        .as_ref()
+        .and_then(|llm| crate::llm::Llm::new(llm).err())
+        .map(|e| format!("[llm]: {e}"));
     with_runtime(config, |rt| {
         if let Some(floor) = rt.tools.floor() {
             outln!("writable: {}", floor.writable.join(", "));
@@ -819,7 +844,8 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
                 outln!("  - {w}");
             }
         }
-        let problems = inventory::problems(rt);
+        let mut problems = inventory::problems(rt);
+        problems.extend(model_problem);
         if problems.is_empty() {
             outln!("\ncheck passed");
             Ok(ExitCode::SUCCESS)

@@ -103,6 +103,19 @@ pub(super) fn build(raw: RawScripts, base: &Path) -> Result<ScriptsConfig, (Stri
         watch: raw.watch.unwrap_or(d.watch),
         http: raw.http,
     };
+    // A folder that is not there would load no bundled tool, silently.
+    if let Some(dir) = &config.bundled_dir
+        && !dir.is_dir()
+    {
+        return Err((
+            "scripts.bundled_dir".to_owned(),
+            format!(
+                "{} is not a folder (a relative path is from the config file's folder; \
+                 leave the key out to use the scripts beside the binary)",
+                dir.display()
+            ),
+        ));
+    }
     let positive = [
         ("scripts.workers", config.workers as u64),
         ("scripts.deadline_ms", config.deadline_ms),

@@ -345,14 +345,63 @@ fn backoff(base_ms: u64, attempt: u32) -> Duration {
     Duration::from_millis(exp + jitter)
 }
 
-/// The message in an Anthropic or OpenAI error body, or the body itself.
+/// The message in an Anthropic or OpenAI error body; for an HTML page (a
+/// proxy's, or a wrong address's), its first readable line; else the
+/// body's start. Never markup: this ends up in `hearth doctor` and logs.
 fn error_message(body: &str) -> String {
     let parsed: Option<Value> = serde_json::from_str(body).ok();
-    parsed
+    if let Some(message) = parsed
         .as_ref()
         .and_then(|v| v["error"]["message"].as_str().or(v["message"].as_str()))
-        .map(str::to_owned)
-        .unwrap_or_else(|| body.chars().take(300).collect())
+    {
+        return message.to_owned();
+    }
+    let trimmed = body.trim_start();
+    let text = if trimmed.starts_with('<') {
+        first_readable_line(trimmed)
+    } else {
+        trimmed.lines().next().unwrap_or_default().to_owned()
+    };
+    let text: String = text.chars().take(200).collect();
+    if text.is_empty() {
+        "(an empty body)".to_owned()
+    } else {
+        text
+    }
+}
+
+/// The first line of text in an HTML page once its tags, scripts and
+/// styles are gone (its title, usually).
+fn first_readable_line(html: &str) -> String {
+    let mut text = String::new();
+    let mut rest = html;
+    while let Some(open) = rest.find('<') {
+        text.push_str(&rest[..open]);
+        let tag = &rest[open..];
+        let lower = tag.get(..7).unwrap_or(tag).to_ascii_lowercase();
+        // Skip a script's or style's content with its tags.
+        let skip_to = match () {
+            _ if lower.starts_with("<script") => {
+                tag.to_ascii_lowercase().find("</script>").map(|i| i + 9)
+            }
+            _ if lower.starts_with("<style") => {
+                tag.to_ascii_lowercase().find("</style>").map(|i| i + 8)
+            }
+            _ => tag.find('>').map(|i| i + 1),
+        };
+        let Some(skip) = skip_to else {
+            rest = "";
+            break;
+        };
+        text.push('\n');
+        rest = &tag[skip..];
+    }
+    text.push_str(rest);
+    text.lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty())
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The whole error chain, which is where reqwest puts the reason.
@@ -365,4 +414,32 @@ pub(crate) fn describe(error: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+#[cfg(test)]
+mod error_body_tests {
+    use super::error_message;
+
+    #[test]
+    fn error_bodies_become_one_readable_line() {
+        let cases = [
+            (
+                r#"{"error":{"message":"invalid x-api-key"}}"#,
+                "invalid x-api-key",
+            ),
+            (
+                "<!DOCTYPE html>\n<html><head><style>p{color:red}</style><title>502 Bad Gateway</title></head>\n<body><h1>502 Bad Gateway</h1><hr>nginx</body></html>",
+                "502 Bad Gateway",
+            ),
+            (
+                "<html><script>var x = '<b>';</script><body>Not Found</body></html>",
+                "Not Found",
+            ),
+            ("upstream timed out\nmore", "upstream timed out"),
+            ("", "(an empty body)"),
+        ];
+        for (body, expected) in cases {
+            assert_eq!(error_message(body), expected, "{body}");
+        }
+    }
 }

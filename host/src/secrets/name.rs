@@ -33,7 +33,7 @@ pub fn check_name(name: &str) -> Result<(), SecretsError> {
     }
     if !first.is_ascii_uppercase() {
         return Err(bad(format!(
-            "it starts with {first:?}, not with a letter A-Z"
+            "it starts with {first:?}, not with an upper-case letter A-Z"
         )));
     }
     if let Some(c) = name
