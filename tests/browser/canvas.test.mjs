@@ -328,9 +328,46 @@ async function main() {
   await waitForAgentMessage(page, "While you were away");
   await page.screenshot({ path: path.join(ARTIFACTS, "page-final.png"), fullPage: true });
 
+  // i. on a phone: the composer's placeholder fits, the bar stays on top,
+  // and the pane's heading and first element land below it.
+  await page.setViewportSize({ width: 390, height: 844 });
+  const phone = await page.evaluate(() => {
+    const ta = document.querySelector('[data-testid="composer"]');
+    const style = getComputedStyle(ta);
+    const ctx = document.createElement("canvas").getContext("2d");
+    ctx.font = `${style.fontSize} ${style.fontFamily}`;
+    const needed = ctx.measureText(ta.placeholder).width + parseFloat(style.paddingLeft) + parseFloat(style.paddingRight);
+    const bar = document.querySelector(".topbar");
+    const below = (el) => {
+      el.scrollIntoView({ block: "start" });
+      return el.getBoundingClientRect().top >= bar.getBoundingClientRect().bottom - 1;
+    };
+    const heading = below(document.getElementById("canvas-heading"));
+    const first = below(document.querySelector('[data-testid="canvas"] > *'));
+    window.scrollTo(0, document.body.scrollHeight);
+    return {
+      fits: needed <= ta.clientWidth,
+      needed: Math.ceil(needed),
+      width: ta.clientWidth,
+      heading,
+      first,
+      barTop: bar.getBoundingClientRect().top,
+      row: [...document.querySelector(".composer-row").children]
+        .filter((c) => c.offsetParent !== null)
+        .map((c) => `${c.className || c.tagName}:${Math.round(c.getBoundingClientRect().width)}`)
+        .join(" "),
+    };
+  });
+  log("phone:", JSON.stringify(phone));
+  await page.screenshot({ path: path.join(ARTIFACTS, "page-phone.png") });
+  assert(phone.fits, `the placeholder needs ${phone.needed}px, the composer has ${phone.width}px`);
+  assert(phone.heading, "the canvas heading is hidden under the top bar");
+  assert(phone.first, "the first canvas element is hidden under the top bar");
+  assertEq(phone.barTop, 0, "the top bar stays at the top when scrolled");
+
   assertEq(pageErrors, [], "uncaught errors in the page");
 
-  // i. done
+  // j. done
   await step("done");
 }
 
