@@ -2,7 +2,12 @@
 //! A reader that closes the pipe early (`hearth tools | head`) ends the
 //! command quietly, `--version` names the commit, the bundled config
 //! finds the bundled scripts wherever it is copied, each script loads
-//! once, and the listings' columns line up.
+//! once, and the listings' columns line up. One-shot commands use the
+//! running daemon's config, list the tools only the daemon has, and `check`
+//! says it reads the file. Mistakes in the config stop the start with the
+//! file, line and key (a plugin's table, a misspelt plugin, a missing
+//! script folder, an unset model key), a channel that cannot start shows as
+//! failed with why, and each error is said once, in the owner's words.
 
 use std::io::Read;
 use std::process::Stdio;

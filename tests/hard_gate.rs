@@ -82,3 +82,75 @@ fn the_hosts_gates_drop_what_the_channel_lets_through() {
         assert_eq!(stored(&h, sender), expected, "{what} ({sender})");
     }
 }
+
+/// Who the owner is, as the host decides it: `[owner.identities]` first
+/// (an empty list counts as naming none), else the channel's own list of
+/// the owner's ids; and the sender `owner` only on a channel that vouches
+/// for it. A sender who is neither the owner nor a contact is dropped, so
+/// what is stored says who was taken for the owner.
+#[test]
+fn the_owner_is_who_the_identities_or_the_channel_name() {
+    let cases = [
+        // (identities, channel owners, vouches, sender, stored, why)
+        (
+            "[\"boss\"]",
+            "[]",
+            false,
+            "owner",
+            0,
+            "`owner` on a channel that does not vouch",
+        ),
+        (
+            "[\"boss\"]",
+            "[]",
+            true,
+            "owner",
+            1,
+            "`owner` on a channel that vouches",
+        ),
+        (
+            "[\"boss\"]",
+            "[]",
+            false,
+            "boss",
+            1,
+            "the id the identities name",
+        ),
+        (
+            "[]",
+            "[\"boss\"]",
+            false,
+            "boss",
+            1,
+            "empty identities: the channel's owners",
+        ),
+        (
+            "[]",
+            "[\"boss\"]",
+            false,
+            "other",
+            0,
+            "empty identities: not among the channel's owners",
+        ),
+        (
+            "[\"chief\"]",
+            "[\"boss\"]",
+            false,
+            "boss",
+            0,
+            "the identities win over the channel's list",
+        ),
+    ];
+    for (identities, owners, vouches, sender, expected, why) in cases {
+        let h = Hearth::with_plugins(
+            &[probe()],
+            &format!(
+                "[owner.identities]\nprobe = {identities}\n\
+                 [plugins.probe]\nallowed = [\"owner\", \"boss\", \"other\"]\n\
+                 owners = {owners}\nauthenticates_owner = {vouches}\n"
+            ),
+        );
+        submit(&h, sender);
+        assert_eq!(stored(&h, sender), expected, "{why}");
+    }
+}

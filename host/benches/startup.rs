@@ -16,7 +16,8 @@
 //! is in the binary either way; this is what loading it adds).
 //!
 //! Run with `cargo build --release --workspace && cargo bench -p hearth --bench startup`
-//! (add `HEARTH_BENCH_LONG=1` for the 5-minute sample).
+//! (add `HEARTH_BENCH_LONG=1` for the 5-minute sample, and
+//! `HEARTH_BENCH_BIN=target/dist/hearth` to measure the `dist` build).
 
 use std::os::unix::net::UnixDatagram;
 use std::path::{Path, PathBuf};
@@ -37,7 +38,10 @@ fn main() {
         .ok()
         .and_then(|p| p.parent()?.parent().map(PathBuf::from))
         .expect("bench binary lives in <profile>/deps");
-    let bin = target.join("hearth");
+    // HEARTH_BENCH_BIN measures another build (the `dist` profile's) with
+    // this one bench binary.
+    let bin =
+        std::env::var_os("HEARTH_BENCH_BIN").map_or_else(|| target.join("hearth"), PathBuf::from);
     assert!(
         bin.is_file(),
         "build first: cargo build --release --workspace"

@@ -33,6 +33,7 @@ mod schedule;
 mod scripts;
 mod secret;
 mod service;
+mod setup;
 mod tool_call;
 mod usage;
 
@@ -261,6 +262,9 @@ enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Set hearth up: the model and its key, the mode, your time zone;
+    /// writes $HEARTH_HOME/hearth.toml, runs the doctor, offers the service.
+    Setup(setup::SetupArgs),
     /// Install or remove hearth as a systemd service.
     Service {
         #[command(subcommand)]
@@ -595,6 +599,10 @@ fn causes(e: &anyhow::Error) -> String {
 }
 
 fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
+    // Setup writes the config, so it must not need one.
+    if let Command::Setup(args) = cli.command {
+        return setup::run(args);
+    }
     // Removing the service needs no config: a broken one must not stop it.
     if let Command::Service {
         action: ServiceAction::Uninstall { target },
@@ -793,7 +801,7 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             home,
             force,
         } => backup::restore(&archive, &backup::home(&config, home)?, force),
-        Command::LuaWorker { .. } => Ok(ExitCode::FAILURE),
+        Command::LuaWorker { .. } | Command::Setup(_) => Ok(ExitCode::FAILURE),
     }
 }
 

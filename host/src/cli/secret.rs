@@ -19,9 +19,8 @@ pub fn set(config: &Config, name: &str) -> anyhow::Result<ExitCode> {
     crate::secrets::check_name(name)?;
     crate::runtime::create_home(&config.home)?;
     let raw = if std::io::stdin().is_terminal() {
-        eprint!("Value for {name} (not shown as you type): ");
-        let _ = std::io::stderr().flush();
-        let line = read_line_hidden().context("cannot read the value from the terminal")?;
+        let prompt = format!("Value for {name} (not shown as you type): ");
+        let line = read_line_hidden(&prompt).context("cannot read the value from the terminal")?;
         eprintln!();
         line
     } else {
@@ -72,9 +71,10 @@ pub fn remove(config: &Config, name: &str) -> anyhow::Result<ExitCode> {
 /// handler to restore.
 static SAVED: std::sync::OnceLock<libc::termios> = std::sync::OnceLock::new();
 
-/// One line from the terminal on stdin, with echo off while it is typed.
-/// Ctrl-C turns echo back on before the process ends.
-fn read_line_hidden() -> std::io::Result<Vec<u8>> {
+/// One line from the terminal on stdin, with echo off while it is typed,
+/// after `prompt` on stderr. Ctrl-C turns echo back on before the process
+/// ends.
+pub(super) fn read_line_hidden(prompt: &str) -> std::io::Result<Vec<u8>> {
     let fd = libc::STDIN_FILENO;
     // SAFETY: a zeroed termios is a valid value for tcgetattr to fill.
     let mut saved: libc::termios = unsafe { std::mem::zeroed() };
@@ -96,6 +96,10 @@ fn read_line_hidden() -> std::io::Result<Vec<u8>> {
     if unsafe { libc::tcsetattr(fd, libc::TCSAFLUSH, &quiet) } != 0 {
         return Err(std::io::Error::last_os_error());
     }
+    // The prompt comes once echo is off: the flush above drops what was
+    // typed before it, so nothing typed after the prompt is lost.
+    eprint!("{prompt}");
+    let _ = std::io::stderr().flush();
     let mut line = String::new();
     let read = std::io::stdin().read_line(&mut line);
     // SAFETY: restores the attributes read above, whatever the read did.

@@ -62,6 +62,10 @@ pub struct LlmConfig {
     pub base_url: String,
     /// The environment variable holding the API key; never the key itself.
     pub api_key_env: Option<String>,
+    /// The secret holding the API key instead (`hearth secret set NAME`,
+    /// what `hearth setup` writes): nothing for the service's environment
+    /// to carry.
+    pub api_key_secret: Option<SecretKey>,
     /// The most tokens per answer.
     pub max_tokens: u32,
     /// One request's timeout, stream included.
@@ -82,6 +86,16 @@ pub struct LlmConfig {
     pub image_max_side: Option<u32>,
     /// `[llm.cheap]`: the model that summarizes long tool output.
     pub cheap: Option<Box<CheapConfig>>,
+}
+
+/// A key kept in the secret store: its name, and the home whose
+/// `secrets.json` holds it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct SecretKey {
+    /// The secret's name.
+    pub name: String,
+    /// `$HEARTH_HOME`.
+    pub home: PathBuf,
 }
 
 /// `[llm.cheap]`, validated: a cheaper model for summaries of long output
@@ -130,6 +144,7 @@ pub(super) struct RawLlm {
     model: String,
     base_url: Option<String>,
     api_key_env: Option<String>,
+    api_key_secret: Option<String>,
     #[serde(default = "max_tokens")]
     max_tokens: u32,
     #[serde(default = "timeout_ms")]
@@ -237,7 +252,10 @@ pub struct OwnerConfig {
     pub timezone: Option<String>,
 }
 
-pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (String, String)> {
+pub(super) fn build_llm(
+    raw: Option<RawLlm>,
+    home: &Path,
+) -> Result<Option<LlmConfig>, (String, String)> {
     let Some(raw) = raw else { return Ok(None) };
     if raw.model.trim().is_empty() {
         return Err(("llm.model".into(), "must not be empty".into()));
@@ -255,10 +273,33 @@ pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (Strin
     {
         return Err(("llm.image_max_side".into(), "must be 64 to 8000".into()));
     }
-    let api_key_env = raw.api_key_env.or_else(|| raw.provider.default_key_env());
+    let api_key_secret = match raw.api_key_secret {
+        Some(name) => {
+            if raw.api_key_env.is_some() {
+                return Err((
+                    "llm.api_key_secret".into(),
+                    "give api_key_env or api_key_secret, not both".into(),
+                ));
+            }
+            crate::secrets::check_name(&name)
+                .map_err(|e| ("llm.api_key_secret".to_owned(), e.to_string()))?;
+            Some(SecretKey {
+                name,
+                home: home.to_owned(),
+            })
+        }
+        None => None,
+    };
+    let api_key_env = match api_key_secret {
+        Some(_) => None,
+        None => raw.api_key_env.or_else(|| raw.provider.default_key_env()),
+    };
     let cheap = raw
         .cheap
-        .map(|cheap| build_cheap(cheap, raw.provider, &base_url, api_key_env.as_deref()))
+        .map(|cheap| {
+            let key = (api_key_env.as_deref(), api_key_secret.as_ref());
+            build_cheap(cheap, raw.provider, &base_url, key)
+        })
         .transpose()?
         .map(Box::new);
     Ok(Some(LlmConfig {
@@ -266,6 +307,7 @@ pub(super) fn build_llm(raw: Option<RawLlm>) -> Result<Option<LlmConfig>, (Strin
         model: raw.model,
         base_url,
         api_key_env,
+        api_key_secret,
         max_tokens: raw.max_tokens,
         timeout_ms: raw.timeout_ms.max(1),
         max_retries: raw.max_retries,
@@ -284,7 +326,7 @@ fn build_cheap(
     raw: RawCheap,
     provider: ProviderKind,
     base_url: &str,
-    api_key_env: Option<&str>,
+    (api_key_env, api_key_secret): (Option<&str>, Option<&SecretKey>),
 ) -> Result<CheapConfig, (String, String)> {
     if raw.model.trim().is_empty() {
         return Err(("llm.cheap.model".into(), "must not be empty".into()));
@@ -312,6 +354,12 @@ fn build_cheap(
     if !(16..=16_384).contains(&raw.max_tokens) {
         return Err(("llm.cheap.max_tokens".into(), "must be 16 to 16384".into()));
     }
+    // The main model's key, when the provider is the same and the table
+    // names no key of its own.
+    let api_key_secret = match (&raw.api_key_env, same) {
+        (None, true) => api_key_secret.cloned(),
+        _ => None,
+    };
     let api_key_env = raw.api_key_env.or_else(|| match same {
         true => api_key_env.map(str::to_owned),
         false => provider.default_key_env(),
@@ -322,6 +370,7 @@ fn build_cheap(
             model: raw.model,
             base_url,
             api_key_env,
+            api_key_secret,
             max_tokens: raw.max_tokens,
             timeout_ms: raw.timeout_ms,
             // One quick retry at most: a summary that waits long is no help,

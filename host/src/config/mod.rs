@@ -294,7 +294,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     };
     let plugins = plugins::build(raw.plugins, &base).map_err(invalid_at)?;
     let scripts = scripts::build(raw.scripts, &base).map_err(invalid_at)?;
-    let llm = agent::build_llm(raw.llm).map_err(invalid_at)?;
+    let llm = agent::build_llm(raw.llm, &home).map_err(invalid_at)?;
     let agent = agent::build_agent(raw.agent, &base).map_err(invalid_at)?;
     raw.scheduler.check().map_err(invalid_at)?;
     let stt = speech::build_stt(raw.stt).map_err(invalid_at)?;

@@ -184,11 +184,14 @@ pub async fn model(setup: ModelSetup<'_>) -> Finding {
 }
 
 /// What to do about a failed model check.
-fn model_fix(e: &LlmError) -> &'static str {
+pub fn model_fix(e: &LlmError) -> &'static str {
     match e {
         LlmError::Http {
             status: 401 | 403, ..
-        } => "the API refused the key: set a valid one in the variable [llm] api_key_env names",
+        } => {
+            "the API refused the key: set a valid one (`hearth secret set NAME` for the secret \
+             [llm] api_key_secret names, or the variable [llm] api_key_env names)"
+        }
         LlmError::Http { status: 404, .. } => {
             "the API does not know this model or address: check [llm] model and base_url"
         }

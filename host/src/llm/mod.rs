@@ -109,20 +109,39 @@ impl LlmError {
 }
 
 impl Llm {
-    /// A client for `config`; reads the key from the environment.
+    /// A client for `config`; reads the key from the secret store or the
+    /// environment.
     pub fn new(config: &LlmConfig) -> Result<Llm, LlmError> {
         crate::tls::install_crypto_provider();
-        let key = match &config.api_key_env {
-            Some(var) => match std::env::var(var) {
-                Ok(k) if !k.trim().is_empty() => Some(ApiKey(k.trim().to_owned())),
-                _ if config.provider == ProviderKind::Anthropic => {
-                    return Err(LlmError::NotConfigured(format!(
-                        "set the environment variable {var} to your Anthropic API key"
-                    )));
-                }
-                _ => None,
+        let key = match (&config.api_key_secret, &config.api_key_env) {
+            (Some(secret), _) => {
+                let secrets = crate::secrets::Secrets::open(&secret.home);
+                let snapshot = secrets.current().map_err(|e| {
+                    LlmError::NotConfigured(format!(
+                        "the secret {} cannot be read: {e}",
+                        secret.name
+                    ))
+                })?;
+                let value = snapshot.value(&secret.name).map_err(|_| {
+                    LlmError::NotConfigured(format!(
+                        "the secret {name} is not set: `hearth secret set {name}` (or `hearth setup`)",
+                        name = secret.name
+                    ))
+                })?;
+                Some(ApiKey(value.trim().to_owned()))
+            }
+            (None, env) => match env {
+                Some(var) => match std::env::var(var) {
+                    Ok(k) if !k.trim().is_empty() => Some(ApiKey(k.trim().to_owned())),
+                    _ if config.provider == ProviderKind::Anthropic => {
+                        return Err(LlmError::NotConfigured(format!(
+                            "set the environment variable {var} to your Anthropic API key"
+                        )));
+                    }
+                    _ => None,
+                },
+                None => None,
             },
-            None => None,
         };
         let http = reqwest::Client::builder()
             .tls_backend_rustls()
