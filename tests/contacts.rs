@@ -329,14 +329,24 @@ fn manage_contacts_refuses_bad_input_naming_the_field() {
 #[test]
 fn check_warns_when_a_channels_owner_comes_from_its_allow_list() {
     let s = Setup::new("", "");
-    let named = s.home.cmd(&["check"]).ok().to_owned();
+    // The model's key, which `check` wants, as the daemon gets it.
+    let check = || {
+        hearth_tests::Run::from(
+            s.home
+                .command(&["check"])
+                .env("HEARTH_TEST_API_KEY", "sk-test")
+                .output()
+                .unwrap(),
+        )
+    };
+    let named = check().ok().to_owned();
     assert!(!named.contains("warnings:"), "{named}");
     let config = std::fs::read_to_string(s.home.config()).unwrap();
     s.home.write_config(&config.replace(
         &format!("[owner.identities]\ntelegram = [\"{OWNER}\"]\n"),
         "",
     ));
-    let out = s.home.cmd(&["check"]).ok().to_owned();
+    let out = check().ok().to_owned();
     assert!(
         out.contains(
             "[owner.identities] names no telegram id, so every id in plugins.telegram.allowed_chat_ids counts as the owner"

@@ -154,3 +154,25 @@ fn the_owner_is_who_the_identities_or_the_channel_name() {
         assert_eq!(stored(&h, sender), expected, "{why}");
     }
 }
+
+/// A stranger inside the allow-list gets a pairing code only on a channel
+/// that pairs; elsewhere, silence. Their message is never stored.
+#[test]
+fn only_a_channel_that_pairs_gives_strangers_a_code() {
+    for pairing in [false, true] {
+        let h = Hearth::with_plugins(
+            &[probe()],
+            &format!(
+                "[owner.identities]\nprobe = [\"boss\"]\n\
+                 [plugins.probe]\nallowed = [\"newcomer\"]\npairing = {pairing}\n"
+            ),
+        );
+        submit(&h, "newcomer");
+        assert_eq!(stored(&h, "newcomer"), 0, "pairing = {pairing}");
+        let codes: i64 = h
+            .db()
+            .query_row("SELECT COUNT(*) FROM pairing_codes", [], |r| r.get(0))
+            .unwrap();
+        assert_eq!(codes, i64::from(pairing), "pairing = {pairing}");
+    }
+}

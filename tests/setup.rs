@@ -2,7 +2,9 @@
 //! model: from its flags with `--yes` (the key on stdin), and at a terminal
 //! answering its questions (the key typed without echo). The key lands in
 //! the secret store, never in the config; a key the model refuses stops
-//! the set-up with the reason, and nothing is written.
+//! the set-up with the reason, and nothing is written. With Telegram, the
+//! owner's first message to the (fake) bot names the owner and the chat,
+//! and the daemon then answers them there.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -123,6 +125,8 @@ fn at_a_terminal_the_questions_are_answered_and_the_key_is_not_shown() {
     terminal.type_line("");
     terminal.wait_for("time zone", wait);
     terminal.type_line("UTC");
+    terminal.wait_for("Set up Telegram", wait);
+    terminal.type_line("");
     let screen = terminal.wait_for("Install hearth as a service", Duration::from_secs(60));
     assert!(!screen.contains(KEY), "the key was shown:\n{screen}");
     terminal.type_line("n");
@@ -169,4 +173,69 @@ fn a_refused_key_stops_the_setup_with_the_reason_and_writes_nothing() {
         let (ok, stderr) = with_input(setup(home.path(), args), "");
         assert!(!ok && stderr.contains(expected), "{args:?}: {stderr}");
     }
+}
+
+#[test]
+fn telegram_is_set_up_from_the_owners_first_message() {
+    use hearth_tests::fake_telegram::FakeTelegram;
+    let fake = FakeLlm::start();
+    fake.require_key(KEY);
+    let token = "4242:setup-token";
+    let telegram = std::sync::Arc::new(FakeTelegram::start(token));
+    // A message from before the set-up is not the owner's answer.
+    telegram.push_message(555, 555, "an old message");
+    let home = tempfile::tempdir().unwrap();
+    let (url, api) = (fake.url(), telegram.url());
+    let args = [
+        "--provider",
+        "anthropic",
+        "--model",
+        "fake-model",
+        "--base-url",
+        &url,
+        "--telegram",
+        "--telegram-api",
+        &api,
+        "--telegram-wait",
+        "30",
+        "--yes",
+    ];
+    let cmd = setup(home.path(), &args);
+    let owner = std::thread::spawn({
+        let telegram = std::sync::Arc::clone(&telegram);
+        move || {
+            // Setup polls once the token is checked: then the owner writes.
+            let polled = telegram.wait_for_requests(3, Duration::from_secs(20));
+            assert!(polled, "setup never polled: {:?}", telegram.requests());
+            telegram.push_message(777, 777, "hi, it's me");
+        }
+    });
+    let (ok, stderr) = with_input(cmd, &format!("{KEY}\n{token}\n"));
+    owner.join().unwrap();
+    assert!(ok, "{stderr}");
+    let text = std::fs::read_to_string(home.path().join("hearth.toml")).unwrap();
+    for line in [
+        "telegram = [\"777\"]",
+        "allowed_chat_ids = [777]",
+        "token_secret = \"TELEGRAM_BOT_TOKEN\"",
+    ] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+    assert!(!text.contains(token), "the token is in the config:\n{text}");
+    // The daemon runs with it: the owner's next message is answered there.
+    std::fs::write(
+        home.path().join("hearth.toml"),
+        text.replace("127.0.0.1:8080", "127.0.0.1:0"),
+    )
+    .unwrap();
+    let h = Hearth::at(home);
+    fake.push(anthropic_text("Hello on Telegram."));
+    let _daemon = h.daemon();
+    telegram.push_message(777, 777, "hello?");
+    let sent = telegram.wait_for_sent(1, Duration::from_secs(30));
+    assert!(
+        sent.iter().any(|s| s.text.contains("Hello on Telegram.")),
+        "{:?}",
+        sent.iter().map(|s| &s.text).collect::<Vec<_>>()
+    );
 }

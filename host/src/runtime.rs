@@ -194,6 +194,7 @@ impl Runtime {
         let plugins = match PluginSet::load(
             &config.plugins,
             config.source.as_deref(),
+            &config.home,
             exe_dir.as_deref(),
             &bridge,
         ) {

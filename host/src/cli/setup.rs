@@ -4,10 +4,13 @@
 //! zone, writes `$HEARTH_HOME/hearth.toml` with absolute paths, runs the
 //! doctor and offers to install the service.
 //!
+//! Optionally Telegram: the bot token (kept as a secret too), then the
+//! owner's first message to the bot names the owner and the chat allowed.
+//!
 //! Every question has a default and a flag, so `--yes` with flags runs it
-//! from a script: no question is asked, the key is read from stdin. At a
-//! terminal the key is typed without echo; it never goes on the command
-//! line or into the config.
+//! from a script: no question is asked, the key (and the bot token) are
+//! read from stdin, a line each. At a terminal they are typed without
+//! echo; they never go on the command line or into the config.
 
 use std::io::{BufRead, IsTerminal, Read, Write};
 use std::path::Path;
@@ -15,6 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
+use super::setup_telegram;
 use crate::config::{self, Config};
 use crate::secrets::Secrets;
 
@@ -51,6 +55,15 @@ pub struct SetupArgs {
     /// Do not check the model with a request (offline set-up).
     #[arg(long)]
     pub no_check: bool,
+    /// Set up Telegram too (asked at a terminal).
+    #[arg(long)]
+    pub telegram: bool,
+    /// The Bot API's address (a local Bot API server's).
+    #[arg(long, value_name = "URL", default_value = "https://api.telegram.org")]
+    pub telegram_api: String,
+    /// How long to wait for your first message to the bot, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub telegram_wait: u64,
 }
 
 /// The providers setup knows, with their defaults.
@@ -172,8 +185,38 @@ pub fn run(args: SetupArgs) -> anyhow::Result<ExitCode> {
     };
     jiff::tz::TimeZone::get(&zone)
         .with_context(|| format!("{zone:?} is not a time zone (like Europe/Berlin or UTC)"))?;
+    let telegram = args.telegram
+        || (!args.yes
+            && ask.confirm(
+                "Set up Telegram (a bot you talk to from your phone)?",
+                false,
+            )?);
+    let telegram = match telegram {
+        true => {
+            let token = ask.hidden("Bot token from @BotFather (not shown)")?;
+            let token = token.trim();
+            if token.is_empty() {
+                bail!("no bot token was given");
+            }
+            let learned = setup_telegram::learn_owner(
+                &args.telegram_api,
+                token,
+                std::time::Duration::from_secs(args.telegram_wait),
+            )?;
+            Secrets::open(&home).set(setup_telegram::TOKEN_SECRET, token.as_bytes())?;
+            eprintln!(
+                "setup: @{} will answer you (user {}) in chat {}",
+                learned.bot, learned.owner, learned.chat
+            );
+            Some(learned)
+        }
+        false => None,
+    };
 
-    let text = config_text(&home, provider, &base_url, &model, &key, &mode, &zone);
+    let mut text = config_text(&home, provider, &base_url, &model, &key, &mode, &zone);
+    if let Some(learned) = &telegram {
+        text.push_str(&telegram_text(learned, &args.telegram_api));
+    }
     let parsed = config::parse(&text, Some(&path))
         .context("the config setup wrote does not load (a bug: please report it)")?;
     if !args.no_check {
@@ -260,6 +303,27 @@ fn config_text(
         model = quote(model),
         base_url = quote(base_url),
         zone = quote(zone),
+    )
+}
+
+/// The Telegram tables: the owner learned, the token by its secret.
+fn telegram_text(learned: &setup_telegram::Learned, api: &str) -> String {
+    let api_line = match api.trim_end_matches('/') {
+        "https://api.telegram.org" => String::new(),
+        other => format!("api_url = {}\n", toml_string(other)),
+    };
+    format!(
+        "\n[owner.identities]\n\
+         telegram = [\"{owner}\"]\n\
+         \n\
+         [plugins.telegram]\n\
+         # The bot token is the secret named here (`hearth secret set`).\n\
+         token_secret = \"{secret}\"\n\
+         allowed_chat_ids = [{chat}]\n\
+         {api_line}",
+        owner = learned.owner,
+        secret = setup_telegram::TOKEN_SECRET,
+        chat = learned.chat,
     )
 }
 
@@ -359,7 +423,7 @@ impl Asker {
     }
 
     /// A secret: typed without echo at a terminal, else the next line of
-    /// stdin (under `--yes`, all of stdin).
+    /// stdin.
     fn hidden(&mut self, question: &str) -> anyhow::Result<String> {
         if self.terminal {
             let line = super::secret::read_line_hidden(&format!("{question}: "))
@@ -368,17 +432,11 @@ impl Asker {
             return Ok(String::from_utf8_lossy(&line).into_owned());
         }
         let mut value = String::new();
-        if self.yes {
-            self.input
-                .by_ref()
-                .take(64 * 1024)
-                .read_to_string(&mut value)
-                .context("cannot read the key from stdin")?;
-        } else {
-            self.input
-                .read_line(&mut value)
-                .context("cannot read the key")?;
-        }
+        self.input
+            .by_ref()
+            .take(64 * 1024)
+            .read_line(&mut value)
+            .context("cannot read it from stdin")?;
         Ok(value)
     }
 }

@@ -18,6 +18,7 @@ mod discovery;
 mod instance;
 mod loader;
 pub mod running;
+mod secret_settings;
 mod services;
 mod sink;
 
@@ -40,6 +41,8 @@ pub struct PluginSet {
     warnings: Vec<String>,
     /// Bumped when a plugin's tools change at run time (`tools.set`).
     tools_generation: Arc<AtomicU64>,
+    /// `$HEARTH_HOME`, whose secrets a plugin table may name.
+    home: PathBuf,
 }
 
 /// One plugin file and what became of it.
@@ -163,10 +166,12 @@ pub struct ShutdownTimeout {
 
 impl PluginSet {
     /// Finds, loads and initialises every plugin the config names.
-    /// `source` is the config file, to point a mistake at its line.
+    /// `source` is the config file, to point a mistake at its line; `home`
+    /// holds the secrets a table names (`token_secret`).
     pub fn load(
         config: &PluginsConfig,
         source: Option<&Path>,
+        home: &Path,
         exe_dir: Option<&Path>,
         bridge: &Arc<Bridge>,
     ) -> Result<PluginSet, PluginsError> {
@@ -176,6 +181,7 @@ impl PluginSet {
             reports: Vec::new(),
             warnings,
             tools_generation: bridge.tools_generation(),
+            home: home.to_owned(),
         };
         for candidate in files {
             match candidate {
@@ -404,7 +410,13 @@ impl PluginSet {
         if !entry.enabled {
             return self.off(report, DISABLED.into());
         }
-        match ActivePlugin::start(library, bridge, &entry.settings) {
+        // A secret the table names that is not set is a mistake in the
+        // config, like a bad value: "invalid arguments" stops the start.
+        let settings = match secret_settings::resolve(&entry.settings, &self.home, &library.name) {
+            Ok(settings) => settings,
+            Err(why) => return self.fail(report, format!("invalid arguments: {why}")),
+        };
+        match ActivePlugin::start(library, bridge, &settings) {
             Ok(plugin) => {
                 let d = plugin.description();
                 report.tools = d.tools.iter().map(|t| t.name.clone()).collect();
