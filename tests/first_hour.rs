@@ -300,3 +300,22 @@ fn errors_are_said_once_in_the_owners_words() {
         assert!(out.contains(expected), "hearth {args:?}: {out}");
     }
 }
+
+#[test]
+fn an_mcp_tool_not_announced_yet_says_how_to_see_its_server() {
+    let h = Hearth::new("");
+    let out = h
+        .cmd(&[
+            "tool",
+            "call",
+            "mcp.notes.read_text_file",
+            r#"{"path":"x"}"#,
+        ])
+        .fails();
+    assert!(
+        out.contains("MCP server \"notes\" has not announced it")
+            && out.contains("hearth mcp list")
+            && !out.contains("did you mean"),
+        "{out}"
+    );
+}

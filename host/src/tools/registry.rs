@@ -86,6 +86,20 @@ pub enum ToolError {
         /// The closest known name.
         suggestion: Option<String>,
     },
+    /// An MCP tool no server has announced: its server has not started
+    /// yet (a lazy one learns its tools in the background the first time),
+    /// or it has no such tool.
+    #[error(
+        "unknown tool {name:?}: MCP server {server:?} has not announced it; a server's tools are \
+         known once it has started once (a lazy one is started in the background the first time, \
+         to learn them): `hearth mcp list` shows its state and tools"
+    )]
+    McpNotAnnounced {
+        /// The name asked for.
+        name: String,
+        /// The server its name points at.
+        server: String,
+    },
     /// A tool only the running daemon provides, called without one.
     #[error(
         "{name} is one of the tools only the running daemon provides: start it (`hearth run`, \
@@ -394,10 +408,30 @@ impl ToolRegistry {
                     name: name.to_owned(),
                 })
             }
-            _ => Err(ToolError::Unknown {
-                name: name.to_owned(),
-                suggestion: self.closest(name),
-            }),
+            _ => {
+                let suggestion = self.closest(name);
+                // A name of an MCP server none of whose tools is known: its
+                // server has not started yet, not a typo of another's tool.
+                let unannounced = name
+                    .strip_prefix("mcp.")
+                    .and_then(|rest| rest.split_once('.'))
+                    .map(|(server, _)| server)
+                    .filter(|server| {
+                        !suggestion
+                            .as_deref()
+                            .is_some_and(|s| s.starts_with(&format!("mcp.{server}.")))
+                    });
+                Err(match unannounced {
+                    Some(server) => ToolError::McpNotAnnounced {
+                        name: name.to_owned(),
+                        server: server.to_owned(),
+                    },
+                    None => ToolError::Unknown {
+                        name: name.to_owned(),
+                        suggestion,
+                    },
+                })
+            }
         }
     }
 
@@ -644,7 +678,9 @@ fn redact(result: Result<Value, ToolError>, redactor: &Redactor) -> Result<Value
         Err(error) => error,
     };
     Err(match error {
-        unknown @ (ToolError::Unknown { .. } | ToolError::NeedsDaemon { .. }) => unknown,
+        unknown @ (ToolError::Unknown { .. }
+        | ToolError::NeedsDaemon { .. }
+        | ToolError::McpNotAnnounced { .. }) => unknown,
         ToolError::InvalidArguments { tool, message } => ToolError::InvalidArguments {
             tool,
             message: clean(message),
