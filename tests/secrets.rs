@@ -491,3 +491,48 @@ fn secrets_set_at_the_same_moment_are_all_kept() {
         .collect();
     assert_eq!(shown, names, "{listed}");
 }
+
+/// The host's own credentials (the model's key, a channel's token named
+/// by `<key>_secret`) are in the same store, but no script may put them in
+/// a request: the agent cannot send the owner's keys where it likes.
+#[test]
+fn the_hosts_own_credentials_are_refused_to_scripts() {
+    let (port, seen) = echo_server();
+    let h = Hearth::new(
+        "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\napi_key_secret = \"MODEL_KEY\"\n\
+         [scripts.http]\nallow_private = true\n\
+         [plugins.web]\nexample_secret = \"WEB_TOKEN\"\nenabled = false\n",
+    );
+    h.write("tools/fetch.lua", FETCH);
+    for name in ["MODEL_KEY", "WEB_TOKEN", "API_TOKEN"] {
+        set(&h, name, VALUE).ok();
+    }
+    let rt = h.runtime();
+    let base = format!("http://127.0.0.1:{port}");
+    for args in [
+        json!({"url": format!("{base}/?k={{{{secret:MODEL_KEY}}}}")}),
+        json!({"url": base.clone(), "headers": {"x-api-key": "{{secret:MODEL_KEY}}"}}),
+        json!({"url": base.clone(), "headers": {"Authorization": "Bearer {{secret:WEB_TOKEN}}"}}),
+    ] {
+        let err = rt
+            .tools
+            .call("fetch", args.clone())
+            .unwrap_err()
+            .to_string();
+        assert!(
+            err.contains("one of hearth's own credentials"),
+            "{args}: {err}"
+        );
+    }
+    assert!(seen.lock().unwrap().is_empty(), "no request should be sent");
+    // A secret of the owner's for tools still works.
+    let got = rt
+        .tools
+        .call(
+            "fetch",
+            json!({"url": base, "headers": {"Authorization": "Bearer {{secret:API_TOKEN}}"}}),
+        )
+        .unwrap();
+    assert_eq!(got["status"], 200, "{got}");
+    rt.stop(Duration::from_secs(5)).unwrap();
+}

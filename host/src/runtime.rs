@@ -206,6 +206,7 @@ impl Runtime {
         };
         let reserved = ToolRegistry::fixed_names(&plugins);
         let secrets = Arc::new(Secrets::open(&config.home));
+        secrets.reserve_for_host(config.host_secrets());
         if let Err(e) = secrets.current() {
             tracing::warn!("{e}");
         }

@@ -184,6 +184,32 @@ pub enum ConfigError {
     NoHome,
 }
 
+impl Config {
+    /// The secrets the host itself uses, by name: the model's key
+    /// (`[llm] api_key_secret`, its cheap model's too) and every
+    /// `<key>_secret` of a plugin table. Scripts may not use them.
+    pub fn host_secrets(&self) -> Vec<String> {
+        let llm = self.llm.iter().flat_map(|llm| {
+            let cheap = llm
+                .cheap
+                .as_ref()
+                .and_then(|c| c.llm.api_key_secret.clone());
+            llm.api_key_secret.clone().into_iter().chain(cheap)
+        });
+        let plugins = self.plugins.entries.values().flat_map(|entry| {
+            entry
+                .settings
+                .as_object()
+                .into_iter()
+                .flatten()
+                .filter(|(key, _)| key.ends_with("_secret"))
+                .filter_map(|(_, value)| value.as_str().map(str::to_owned))
+                .collect::<Vec<_>>()
+        });
+        llm.map(|key| key.name).chain(plugins).collect()
+    }
+}
+
 /// Where the config comes from, in order of precedence.
 pub fn resolve_path(flag: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = flag {

@@ -266,6 +266,18 @@ impl Http {
         } else {
             Arc::default()
         };
+        // The host's own credentials never go into a script's request.
+        let mut named: Vec<String> = placeholder::find(&request.url)
+            .map(|found| found.into_iter().map(|p| p.name).collect())
+            .unwrap_or_default();
+        for (_, value) in &request.headers {
+            if let Ok(found) = placeholder::find(value) {
+                named.extend(found.into_iter().map(|p| p.name));
+            }
+        }
+        for name in &named {
+            self.secrets.for_script(name).map_err(|e| e.to_string())?;
+        }
         let url = secret_url(&request.url, &secrets, self.config.allow_private)?;
         let method = reqwest::Method::from_bytes(request.method.to_ascii_uppercase().as_bytes())
             .map_err(|_| format!("bad method {:?}", request.method))?;

@@ -34,6 +34,9 @@ pub use redact::{MIN_REDACTED_LEN, Redactor, marker};
 pub struct Secrets {
     path: PathBuf,
     cache: Mutex<Cache>,
+    /// The secrets the host itself uses (the model's key, a channel's
+    /// token): no script may put them in a request.
+    host_only: Mutex<std::collections::BTreeSet<String>>,
 }
 
 /// One secret as listed: its name and when it was set, never its value.
@@ -97,6 +100,15 @@ pub enum SecretsError {
         /// What is wrong.
         why: String,
     },
+    /// A secret the host uses for itself, asked for by a script.
+    #[error(
+        "the secret {name} is one of hearth's own credentials (the config names it for the model \
+         or a channel); scripts cannot use it: set another secret for the tool"
+    )]
+    HostOnly {
+        /// The secret.
+        name: String,
+    },
     /// The file's group or others have any permission on it.
     #[error(
         "{path} has mode {mode:04o}, so other users may read or change it; hearth reads \
@@ -154,7 +166,33 @@ impl Secrets {
                 snapshot: Arc::default(),
                 loaded: false,
             }),
+            host_only: Mutex::default(),
         }
+    }
+
+    /// Marks `names` as the host's own credentials: [`Secrets::for_script`]
+    /// refuses them, so an agent's script cannot send the owner's model key
+    /// or bot token to a server of its choosing.
+    pub fn reserve_for_host(&self, names: impl IntoIterator<Item = String>) {
+        self.host_only
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .extend(names);
+    }
+
+    /// Checks that a script may use the secret `name`.
+    pub fn for_script(&self, name: &str) -> Result<(), SecretsError> {
+        if self
+            .host_only
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .contains(name)
+        {
+            return Err(SecretsError::HostOnly {
+                name: name.to_owned(),
+            });
+        }
+        Ok(())
     }
 
     /// The file.
