@@ -270,7 +270,7 @@ impl Http {
         let mut named: Vec<String> = placeholder::find(&request.url)
             .map(|found| found.into_iter().map(|p| p.name).collect())
             .unwrap_or_default();
-        for (_, value) in &request.headers {
+        for value in request.headers.values() {
             if let Ok(found) = placeholder::find(value) {
                 named.extend(found.into_iter().map(|p| p.name));
             }
