@@ -4,7 +4,8 @@
 //! the secret store, never in the config; a key the model refuses stops
 //! the set-up with the reason, and nothing is written. With Telegram, the
 //! owner's first message to the (fake) bot names the owner and the chat,
-//! and the daemon then answers them there.
+//! and the daemon then answers them there; with Signal, likewise through
+//! the (fake) signal-cli daemon.
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -127,6 +128,8 @@ fn at_a_terminal_the_questions_are_answered_and_the_key_is_not_shown() {
     terminal.type_line("UTC");
     terminal.wait_for("Set up Telegram", wait);
     terminal.type_line("");
+    terminal.wait_for("Set up Signal", wait);
+    terminal.type_line("");
     let screen = terminal.wait_for("Install hearth as a service", Duration::from_secs(60));
     assert!(!screen.contains(KEY), "the key was shown:\n{screen}");
     terminal.type_line("n");
@@ -237,5 +240,68 @@ fn telegram_is_set_up_from_the_owners_first_message() {
         sent.iter().any(|s| s.text.contains("Hello on Telegram.")),
         "{:?}",
         sent.iter().map(|s| &s.text).collect::<Vec<_>>()
+    );
+}
+
+#[test]
+fn signal_is_set_up_from_the_owners_first_message() {
+    use hearth_tests::fake_signal::FakeSignal;
+    let fake = FakeLlm::start();
+    fake.require_key(KEY);
+    let account = "+15550001111";
+    let signal = std::sync::Arc::new(FakeSignal::start(account));
+    let home = tempfile::tempdir().unwrap();
+    let (url, cli) = (fake.url(), signal.url());
+    let args = [
+        "--provider",
+        "anthropic",
+        "--model",
+        "fake-model",
+        "--base-url",
+        &url,
+        "--signal",
+        "--signal-url",
+        &cli,
+        "--signal-account",
+        account,
+        "--signal-wait",
+        "30",
+        "--yes",
+    ];
+    let owner = std::thread::spawn({
+        let signal = std::sync::Arc::clone(&signal);
+        move || {
+            let until = std::time::Instant::now() + Duration::from_secs(20);
+            while signal.streams_opened() == 0 && std::time::Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            signal.push_message("+15557770000", "hi, it's me");
+        }
+    });
+    let (ok, stderr) = with_input(setup(home.path(), &args), &format!("{KEY}\n"));
+    owner.join().unwrap();
+    assert!(ok, "{stderr}");
+    let text = std::fs::read_to_string(home.path().join("hearth.toml")).unwrap();
+    for line in [
+        "signal = [\"+15557770000\"]",
+        "allowed_numbers = [\"+15557770000\"]",
+        "account = \"+15550001111\"",
+    ] {
+        assert!(text.contains(line), "{line} missing:\n{text}");
+    }
+    std::fs::write(
+        home.path().join("hearth.toml"),
+        text.replace("127.0.0.1:8080", "127.0.0.1:0"),
+    )
+    .unwrap();
+    let h = Hearth::at(home);
+    fake.push(anthropic_text("Hello on Signal."));
+    let _daemon = h.daemon();
+    signal.push_message("+15557770000", "hello?");
+    let sent = signal.wait_for_sent(1, Duration::from_secs(30));
+    assert!(
+        sent.iter().any(|s| s.message.contains("Hello on Signal.")),
+        "{:?}",
+        sent.iter().map(|s| &s.message).collect::<Vec<_>>()
     );
 }

@@ -34,6 +34,7 @@ mod scripts;
 mod secret;
 mod service;
 mod setup;
+mod setup_signal;
 mod setup_telegram;
 mod tool_call;
 mod usage;

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-use super::setup_telegram;
+use super::{setup_signal, setup_telegram};
 use crate::config::{self, Config};
 use crate::secrets::Secrets;
 
@@ -64,6 +64,19 @@ pub struct SetupArgs {
     /// How long to wait for your first message to the bot, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     pub telegram_wait: u64,
+    /// Set up Signal too, through a running signal-cli daemon (asked at a
+    /// terminal; docs/signal.md).
+    #[arg(long)]
+    pub signal: bool,
+    /// signal-cli's `--http` address.
+    #[arg(long, value_name = "URL", default_value = "http://127.0.0.1:8081")]
+    pub signal_url: String,
+    /// The Signal account signal-cli holds, e.g. +15550001111.
+    #[arg(long, value_name = "NUMBER")]
+    pub signal_account: Option<String>,
+    /// How long to wait for your first message on Signal, in seconds.
+    #[arg(long, value_name = "SECS", default_value_t = 120)]
+    pub signal_wait: u64,
 }
 
 /// The providers setup knows, with their defaults.
@@ -213,9 +226,61 @@ pub fn run(args: SetupArgs) -> anyhow::Result<ExitCode> {
         false => None,
     };
 
+    let signal = args.signal
+        || (!args.yes
+            && ask.confirm(
+                "Set up Signal (through a signal-cli daemon, docs/signal.md)?",
+                false,
+            )?);
+    let signal = match signal {
+        true => {
+            let url = match args.yes {
+                true => args.signal_url.clone(),
+                false => ask.line("signal-cli's address", &args.signal_url)?,
+            };
+            let account = match &args.signal_account {
+                Some(account) => account.clone(),
+                None if args.yes => bail!("--signal needs --signal-account +NUMBER"),
+                None => ask.line("The Signal number signal-cli holds", "")?,
+            };
+            if !account.starts_with('+') || account.len() < 8 {
+                bail!("{account:?} is not a phone number like +15550001111");
+            }
+            let owner = setup_signal::learn_owner(
+                &url,
+                &account,
+                std::time::Duration::from_secs(args.signal_wait),
+            )?;
+            eprintln!("setup: {account} will answer you ({owner}) on Signal");
+            Some((url, account, owner))
+        }
+        false => None,
+    };
+
     let mut text = config_text(&home, provider, &base_url, &model, &key, &mode, &zone);
+    let mut identities = Vec::new();
+    if let Some(learned) = &telegram {
+        identities.push(format!("telegram = [\"{}\"]", learned.owner));
+    }
+    if let Some((_, _, owner)) = &signal {
+        identities.push(format!("signal = [{}]", toml_string(owner)));
+    }
+    if !identities.is_empty() {
+        text.push_str(&format!(
+            "\n[owner.identities]\n{}\n",
+            identities.join("\n")
+        ));
+    }
     if let Some(learned) = &telegram {
         text.push_str(&telegram_text(learned, &args.telegram_api));
+    }
+    if let Some((url, account, owner)) = &signal {
+        text.push_str(&format!(
+            "\n[plugins.signal]\nurl = {}\naccount = {}\nallowed_numbers = [{}]\n",
+            toml_string(url),
+            toml_string(account),
+            toml_string(owner)
+        ));
     }
     let parsed = config::parse(&text, Some(&path))
         .context("the config setup wrote does not load (a bug: please report it)")?;
@@ -306,22 +371,18 @@ fn config_text(
     )
 }
 
-/// The Telegram tables: the owner learned, the token by its secret.
+/// The Telegram table: the chat learned, the token by its secret.
 fn telegram_text(learned: &setup_telegram::Learned, api: &str) -> String {
     let api_line = match api.trim_end_matches('/') {
         "https://api.telegram.org" => String::new(),
         other => format!("api_url = {}\n", toml_string(other)),
     };
     format!(
-        "\n[owner.identities]\n\
-         telegram = [\"{owner}\"]\n\
-         \n\
-         [plugins.telegram]\n\
+        "\n[plugins.telegram]\n\
          # The bot token is the secret named here (`hearth secret set`).\n\
          token_secret = \"{secret}\"\n\
          allowed_chat_ids = [{chat}]\n\
          {api_line}",
-        owner = learned.owner,
         secret = setup_telegram::TOKEN_SECRET,
         chat = learned.chat,
     )
