@@ -176,3 +176,40 @@ fn only_a_channel_that_pairs_gives_strangers_a_code() {
         assert_eq!(codes, i64::from(pairing), "pairing = {pairing}");
     }
 }
+
+/// A dropped stranger is logged once an hour per sender, not once per
+/// message: a flood cannot fill the log, and each stranger shows once.
+#[test]
+fn each_dropped_stranger_is_logged_once() {
+    let h = Hearth::with_plugins(
+        &[probe()],
+        "[owner.identities]\nprobe = [\"boss\"]\n[plugins.probe]\nallowed = [\"boss\"]\n",
+    );
+    let daemon = h.daemon();
+    for (n, sender) in ["stranger", "stranger", "stranger", "other"]
+        .iter()
+        .enumerate()
+    {
+        let raw =
+            json!({"type": "message", "channel": "probe", "idempotency_key": format!("k-{n}"),
+                         "sender": sender, "text": "let me in"})
+            .to_string();
+        h.cmd_with_input(
+            &["tool", "call", "probe_submit", "-"],
+            &json!({ "raw": raw }).to_string(),
+        )
+        .ok();
+    }
+    let dropped: Vec<String> = daemon
+        .logs()
+        .into_iter()
+        .filter(|l| l.contains("message from an unknown sender dropped"))
+        .collect();
+    let from = |who: &str| {
+        dropped
+            .iter()
+            .filter(|l| l.contains(&format!("\"sender\":\"{who}\"")))
+            .count()
+    };
+    assert_eq!((from("stranger"), from("other")), (1, 1), "{dropped:#?}");
+}

@@ -299,6 +299,27 @@ mod tests {
 
     const TOKEN: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
+    /// A token file that holds something else, or cannot be read, is an
+    /// error that says so: never accepted as a token, never replaced.
+    #[test]
+    fn a_bad_or_unreadable_token_file_is_an_error() {
+        let home = tempfile::tempdir().unwrap();
+        let path = home.path().join(TOKEN_FILE);
+        std::fs::write(&path, "not a token\n").unwrap();
+        let Err(TokenError(why)) = Auth::load_or_create(home.path()) else {
+            panic!("a file without a token was accepted");
+        };
+        assert!(why.contains("does not hold a canvas token"), "{why}");
+        assert_eq!(std::fs::read_to_string(&path).unwrap(), "not a token\n");
+        std::fs::remove_file(&path).unwrap();
+        // A folder in its place cannot be read: not taken for "missing".
+        std::fs::create_dir(&path).unwrap();
+        let Err(TokenError(why)) = Auth::load_or_create(home.path()) else {
+            panic!("an unreadable token file was accepted");
+        };
+        assert!(why.contains("cannot read"), "{why}");
+    }
+
     /// An auth whose token file holds `token`, in a fresh home.
     fn auth_with(token: &str) -> (tempfile::TempDir, Auth) {
         let home = tempfile::tempdir().unwrap();
