@@ -320,6 +320,31 @@ mod tests {
         assert!(why.contains("cannot read"), "{why}");
     }
 
+    /// Tokens and session nonces are random, and a session's tag is bound
+    /// to its own nonce: another nonce with a valid tag is no session.
+    #[test]
+    fn tokens_and_sessions_are_random_and_bound_to_their_nonce() {
+        let (a, b) = (tempfile::tempdir().unwrap(), tempfile::tempdir().unwrap());
+        let token = |home: &Path| Auth::load_or_create(home).unwrap().0.token().unwrap();
+        assert_ne!(token(a.path()), token(b.path()));
+        let (_home, auth) = auth_with(TOKEN);
+        let (first, second) = (granted(&auth), granted(&auth));
+        assert_ne!(first, second);
+        let (_, tag) = first.split_once('.').unwrap();
+        let (other_nonce, _) = second.split_once('.').unwrap();
+        assert!(auth.session_valid(&first));
+        assert!(!auth.session_valid(&format!("{other_nonce}.{tag}")));
+        for (text, valid) in [
+            (TOKEN, true),
+            (&"0".repeat(64)[..], false),
+            (&"g".repeat(64)[..], false),
+            ("0123abcd", false),
+            (&TOKEN[..63], false),
+        ] {
+            assert_eq!(valid_token(text), valid, "{text:?}");
+        }
+    }
+
     /// An auth whose token file holds `token`, in a fresh home.
     fn auth_with(token: &str) -> (tempfile::TempDir, Auth) {
         let home = tempfile::tempdir().unwrap();

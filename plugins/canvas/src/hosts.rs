@@ -269,7 +269,14 @@ mod tests {
             ("[::1]x", Err("is not a host name")),
             ("::1", Err("is not a host name")),
         ];
-        for (entry, expected) in cases {
+        // A DNS name is at most 253 characters.
+        let longest = format!("{}a", "a.".repeat(126));
+        let too_long = format!("b{longest}");
+        let lengths = [
+            (longest.as_str(), Ok(longest.as_str())),
+            (too_long.as_str(), Err("is not a host name")),
+        ];
+        for (entry, expected) in cases.into_iter().chain(lengths) {
             match (check_entry(entry), expected) {
                 (Ok(got), Ok(want)) => assert_eq!(got, want, "{entry}"),
                 (Err(got), Err(want)) => assert!(got.contains(want), "{entry}: {got}"),

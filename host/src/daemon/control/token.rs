@@ -151,7 +151,19 @@ mod tests {
         let on_disk = read(home.path()).unwrap();
         assert_eq!(on_disk.len(), 2 * TOKEN_BYTES);
         assert!(first.matches(&on_disk));
-        for wrong in ["", "x", &on_disk[1..], &on_disk.to_ascii_uppercase()] {
+        // Two digits changed the same way: differences must not cancel out.
+        let twice: String = on_disk
+            .bytes()
+            .enumerate()
+            .map(|(i, b)| char::from(if i < 2 { b ^ 0x01 } else { b }))
+            .collect();
+        for wrong in [
+            "",
+            "x",
+            &on_disk[1..],
+            &on_disk.to_ascii_uppercase(),
+            &twice,
+        ] {
             assert!(!first.matches(wrong), "{wrong:?}");
         }
         assert!(!format!("{first:?}").contains(&on_disk));
