@@ -103,6 +103,21 @@ fn each_bundled_script_loads_once() {
         !daemon.logs().iter().any(|l| l.contains("Some(")),
         "a log field shows Rust's debug form"
     );
+    // The start-up time in tenths of a millisecond, not 44.895891999999996.
+    let ready = daemon
+        .logs()
+        .into_iter()
+        .find(|l| l.contains("\"message\":\"ready\""))
+        .unwrap();
+    let ms = ready.split("\"startup_ms\":").nth(1).unwrap();
+    let ms: String = ms
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == '.')
+        .collect();
+    assert!(
+        ms.split('.').nth(1).is_none_or(|tenths| tenths.len() <= 1),
+        "{ready}"
+    );
 }
 
 #[test]

@@ -71,7 +71,12 @@ pub(crate) fn print_line(line: std::fmt::Arguments) {
 /// long description never wraps into the next row. Output to a pipe or a
 /// file keeps the whole line, for grep.
 pub(crate) fn fit(line: String) -> String {
-    let Some(width) = terminal_width() else {
+    cut(line, terminal_width())
+}
+
+/// `line` cut to `width` characters, the last one "…" when cut.
+fn cut(line: String, width: Option<usize>) -> String {
+    let Some(width) = width else {
         return line;
     };
     if line.chars().count() <= width {
@@ -911,6 +916,19 @@ fn with_runtime(
 #[cfg(test)]
 mod tests {
     use clap::CommandFactory;
+
+    /// A row longer than the terminal is cut to its width, ending in "…";
+    /// without a terminal it stays whole.
+    #[test]
+    fn rows_are_cut_to_the_terminal() {
+        let row = "  echo   read   plugin echo   Echoes the text back".to_owned();
+        assert_eq!(super::cut(row.clone(), None), row);
+        assert_eq!(super::cut(row.clone(), Some(80)), row);
+        let cut = super::cut(row, Some(20));
+        assert_eq!(cut.chars().count(), 20);
+        assert!(cut.ends_with('…'), "{cut}");
+        assert_eq!(super::cut("éééé".into(), Some(3)), "éé…");
+    }
 
     /// Every command's definition is sound (unique names, valid defaults):
     /// clap checks these only when a command is first parsed.
