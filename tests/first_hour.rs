@@ -197,7 +197,15 @@ fn check_says_it_reads_the_file_not_the_daemon() {
 
 #[test]
 fn mistakes_in_a_plugin_table_stop_the_start_naming_file_line_and_key() {
-    let cases: [(&str, &[&str]); 4] = [
+    let cases: [(&str, &[&str]); 5] = [
+        (
+            "[plugins.telegram]\ntoken = \"1:abc\"\nallowed_chat_id = [1]\n",
+            &[
+                "line 3",
+                "unknown key `allowed_chat_id`",
+                "did you mean `allowed_chat_ids`?",
+            ],
+        ),
         (
             "[plugins.canvas]\nlisten = 8080\n",
             &[

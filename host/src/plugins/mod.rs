@@ -502,6 +502,27 @@ fn settings_mistake(why: &str) -> (Option<String>, String) {
     }
     .to_owned();
     let quoted = |text: &str| text.split('`').nth(1).map(str::to_owned);
+    // The channels' own wording: "unknown key `x`; known keys are a, b"
+    // (or "(known keys: a, b)").
+    if let Some(at) = detail.find("unknown key `") {
+        let key = quoted(&detail[at..]);
+        let known: Vec<&str> = detail
+            .split_once("known keys are ")
+            .or_else(|| detail.split_once("known keys: "))
+            .map(|(_, list)| {
+                list.trim_end_matches(')')
+                    .split(", ")
+                    .map(|k| k.trim_matches('`'))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let hint = key
+            .as_deref()
+            .and_then(|k| crate::config::closest(k, known))
+            .map(|near| format!(" (did you mean `{near}`?)"))
+            .unwrap_or_default();
+        return (key, format!("{detail}{hint}"));
+    }
     if let Some(at) = detail.find("unknown field `") {
         let key = quoted(&detail[at..]);
         let expected: Vec<&str> = detail

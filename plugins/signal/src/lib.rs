@@ -153,7 +153,9 @@ impl Plugin for Signal {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn init(host: Host, config: Value) -> Result<Self, PluginError> {
-        let settings = config::parse(&config).map_err(|e| PluginError::failed(e.to_string()))?;
+        // A mistake in the table: the host points at its line and stops.
+        let settings =
+            config::parse(&config).map_err(|e| PluginError::InvalidArguments(e.to_string()))?;
         let Some(settings) = settings else {
             tracing::info!("signal channel not configured ([plugins.signal] is empty): off");
             return Ok(Signal { running: None });

@@ -71,8 +71,9 @@ impl Plugin for Telegram {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
 
     fn init(host: Host, config: Value) -> Result<Self, PluginError> {
+        // A mistake in the table: the host points at its line and stops.
         let settings = config::parse(&config, |name| std::env::var(name).ok(), random_secret)
-            .map_err(PluginError::Failed)?;
+            .map_err(PluginError::InvalidArguments)?;
         let Some(settings) = settings else {
             tracing::debug!("telegram: not configured ([plugins.telegram] is empty)");
             return Ok(Telegram { running: None });
