@@ -28,6 +28,22 @@ fn setup(home: &std::path::Path, args: &[&str]) -> Command {
     cmd
 }
 
+/// The flags naming the fake model at `url`, then `extra`.
+fn model_args(url: &str, extra: &[&str]) -> Vec<String> {
+    [
+        "--provider",
+        "anthropic",
+        "--model",
+        "fake-model",
+        "--base-url",
+        url,
+    ]
+    .iter()
+    .chain(extra)
+    .map(|a| (*a).to_owned())
+    .collect()
+}
+
 /// Runs `cmd` with `input` on stdin; exit status and stderr.
 fn with_input(mut cmd: Command, input: &str) -> (bool, String) {
     use std::io::Write;
@@ -76,19 +92,17 @@ fn flags_and_yes_take_a_fresh_home_to_a_first_reply() {
     fake.require_key(KEY);
     let home = tempfile::tempdir().unwrap();
     let url = fake.url();
-    let args = [
-        "--provider",
-        "anthropic",
-        "--model",
-        "fake-model",
-        "--base-url",
+    let args = model_args(
         &url,
-        "--mode",
-        "development",
-        "--timezone",
-        "Europe/Berlin",
-        "--yes",
-    ];
+        &[
+            "--mode",
+            "development",
+            "--timezone",
+            "Europe/Berlin",
+            "--yes",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (ok, stderr) = with_input(setup(home.path(), &args), &format!("{KEY}\n"));
     assert!(ok, "{stderr}");
     assert!(stderr.contains("fake-model answers"), "{stderr}");
@@ -145,15 +159,8 @@ fn a_refused_key_stops_the_setup_with_the_reason_and_writes_nothing() {
     fake.require_key(KEY);
     let home = tempfile::tempdir().unwrap();
     let url = fake.url();
-    let args = [
-        "--provider",
-        "anthropic",
-        "--model",
-        "fake-model",
-        "--base-url",
-        &url,
-        "--yes",
-    ];
+    let args = model_args(&url, &["--yes"]);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let (ok, stderr) = with_input(setup(home.path(), &args), "sk-wrong\n");
     assert!(!ok, "{stderr}");
     assert!(
@@ -189,20 +196,18 @@ fn telegram_is_set_up_from_the_owners_first_message() {
     telegram.push_message(555, 555, "an old message");
     let home = tempfile::tempdir().unwrap();
     let (url, api) = (fake.url(), telegram.url());
-    let args = [
-        "--provider",
-        "anthropic",
-        "--model",
-        "fake-model",
-        "--base-url",
+    let args = model_args(
         &url,
-        "--telegram",
-        "--telegram-api",
-        &api,
-        "--telegram-wait",
-        "30",
-        "--yes",
-    ];
+        &[
+            "--telegram",
+            "--telegram-api",
+            &api,
+            "--telegram-wait",
+            "30",
+            "--yes",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let cmd = setup(home.path(), &args);
     let owner = std::thread::spawn({
         let telegram = std::sync::Arc::clone(&telegram);
@@ -252,22 +257,20 @@ fn signal_is_set_up_from_the_owners_first_message() {
     let signal = std::sync::Arc::new(FakeSignal::start(account));
     let home = tempfile::tempdir().unwrap();
     let (url, cli) = (fake.url(), signal.url());
-    let args = [
-        "--provider",
-        "anthropic",
-        "--model",
-        "fake-model",
-        "--base-url",
+    let args = model_args(
         &url,
-        "--signal",
-        "--signal-url",
-        &cli,
-        "--signal-account",
-        account,
-        "--signal-wait",
-        "30",
-        "--yes",
-    ];
+        &[
+            "--signal",
+            "--signal-url",
+            &cli,
+            "--signal-account",
+            account,
+            "--signal-wait",
+            "30",
+            "--yes",
+        ],
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let owner = std::thread::spawn({
         let signal = std::sync::Arc::clone(&signal);
         move || {

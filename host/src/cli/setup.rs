@@ -400,9 +400,7 @@ fn check_model(config: &Config) -> anyhow::Result<()> {
         return Ok(());
     };
     let client = crate::llm::Llm::new(llm)?;
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = super::client::runtime()?;
     match runtime.block_on(client.check()) {
         Ok(crate::llm::ModelCheck::Known) => {
             eprintln!("setup: {} answers", llm.model);

@@ -11,9 +11,7 @@ use serde_json::Value;
 /// Waits up to `wait` on signal-cli's event stream at `url` for a message
 /// to `account`; the sender's number.
 pub fn learn_owner(url: &str, account: &str, wait: Duration) -> anyhow::Result<String> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = super::client::runtime()?;
     runtime.block_on(async {
         crate::tls::install_crypto_provider();
         let http = reqwest::Client::builder().tls_backend_rustls().build()?;

@@ -25,9 +25,7 @@ pub struct Learned {
 /// Checks `token` at `api` and waits up to `wait` for a message to the
 /// bot. Messages already waiting are skipped: only one sent now counts.
 pub fn learn_owner(api: &str, token: &str, wait: Duration) -> anyhow::Result<Learned> {
-    let runtime = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()?;
+    let runtime = super::client::runtime()?;
     runtime.block_on(async {
         crate::tls::install_crypto_provider();
         let http = reqwest::Client::builder()

@@ -502,13 +502,21 @@ fn settings_mistake(why: &str) -> (Option<String>, String) {
     }
     .to_owned();
     let quoted = |text: &str| text.split('`').nth(1).map(str::to_owned);
-    // The channels' own wording: "unknown key `x`; known keys are a, b"
-    // (or "(known keys: a, b)").
-    if let Some(at) = detail.find("unknown key `") {
+    // An unknown key, with the keys the plugin knows: serde's "unknown
+    // field `x`, expected one of `a`, `b`" and the channels' own "unknown
+    // key `x`; known keys are a, b" (or "(known keys: a, b)").
+    let wordings = [
+        ("unknown field `", &["expected one of "][..]),
+        ("unknown key `", &["known keys are ", "known keys: "]),
+    ];
+    for (marker, lists) in wordings {
+        let Some(at) = detail.find(marker) else {
+            continue;
+        };
         let key = quoted(&detail[at..]);
-        let known: Vec<&str> = detail
-            .split_once("known keys are ")
-            .or_else(|| detail.split_once("known keys: "))
+        let known: Vec<&str> = lists
+            .iter()
+            .find_map(|list| detail.split_once(list))
             .map(|(_, list)| {
                 list.trim_end_matches(')')
                     .split(", ")
@@ -519,19 +527,6 @@ fn settings_mistake(why: &str) -> (Option<String>, String) {
         let hint = key
             .as_deref()
             .and_then(|k| crate::config::closest(k, known))
-            .map(|near| format!(" (did you mean `{near}`?)"))
-            .unwrap_or_default();
-        return (key, format!("{detail}{hint}"));
-    }
-    if let Some(at) = detail.find("unknown field `") {
-        let key = quoted(&detail[at..]);
-        let expected: Vec<&str> = detail
-            .split_once("expected one of ")
-            .map(|(_, list)| list.split(", ").map(|k| k.trim_matches('`')).collect())
-            .unwrap_or_default();
-        let hint = key
-            .as_deref()
-            .and_then(|k| crate::config::closest(k, expected))
             .map(|near| format!(" (did you mean `{near}`?)"))
             .unwrap_or_default();
         return (key, format!("{detail}{hint}"));
