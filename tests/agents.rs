@@ -8,7 +8,9 @@
 
 use std::time::{Duration, Instant};
 
-use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_text_paced, anthropic_tool_use};
+use hearth_tests::fake_llm::{
+    FakeLlm, anthropic_text, anthropic_text_paced, anthropic_tool_use, system_prompt,
+};
 use hearth_tests::fake_telegram::FakeTelegram;
 use hearth_tests::{Daemon, Hearth};
 use serde_json::{Value, json};
@@ -109,16 +111,11 @@ fn a_message_round_trips_between_two_agents() {
     let requests = fake.requests();
     let helper = requests
         .iter()
-        .find(|r| {
-            r.body["system"]
-                .as_str()
-                .unwrap_or("")
-                .contains(&agent("helper"))
-        })
+        .find(|r| system_prompt(&r.body).contains(&agent("helper")))
         .expect("the helper's model was asked");
     assert_eq!(helper.body["model"], "helper-model");
     assert_eq!(requests[0].body["model"], "fake-model");
-    let system = helper.body["system"].as_str().unwrap();
+    let system = system_prompt(&helper.body);
     assert!(
         system.contains("You are the helper test agent."),
         "{system}"

@@ -6,7 +6,7 @@
 //! (the hard gate) holds the owner and Alex's private chat, 2002; 3003 is
 //! outside it.
 
-use hearth_tests::fake_llm::anthropic_text;
+use hearth_tests::fake_llm::{anthropic_text, system_prompt};
 use hearth_tests::telegram_home::{OWNER, TelegramHome as Setup};
 use serde_json::{Value, json};
 
@@ -93,12 +93,7 @@ fn a_contact_is_answered_by_their_agent_in_a_session_of_their_own() {
     let shopping: Vec<&Value> = requests
         .iter()
         .map(|r| &r.body)
-        .filter(|b| {
-            b["system"]
-                .as_str()
-                .unwrap_or("")
-                .contains(&agent("shopping"))
-        })
+        .filter(|b| system_prompt(b).contains(&agent("shopping")))
         .collect();
     assert_eq!(shopping.len(), 1);
     let seen = shopping[0].to_string();
@@ -109,8 +104,9 @@ fn a_contact_is_answered_by_their_agent_in_a_session_of_their_own() {
             "the sub-agent saw {private:?}: {seen}"
         );
     }
-    let system = shopping[0]["system"].as_str().unwrap();
-    assert!(system.contains("speaking with Alex"), "{system}");
+    let system = system_prompt(shopping[0]);
+    let messages = shopping[0]["messages"].to_string();
+    assert!(messages.contains("from Alex, a contact"), "{messages}");
     assert!(
         !system.contains(&ALEX.to_string()),
         "a raw id as identity: {system}"

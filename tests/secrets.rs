@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hearth_tests::Hearth;
-use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
+use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use, system_prompt};
 use serde_json::{Value, json};
 
 /// The secret the tool uses: `/`, `+` and `=` make its URL form differ.
@@ -208,7 +208,7 @@ fn a_secret_reaches_the_server_and_nowhere_else() {
     // value came back, never the value.
     let bodies = fake.requests();
     assert_eq!(bodies.len(), 2);
-    let system = bodies[0].body["system"].as_str().unwrap();
+    let system = system_prompt(&bodies[0].body);
     assert!(
         system.contains("## Secrets\n") && system.contains("API_TOKEN"),
         "{system}"

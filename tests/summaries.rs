@@ -7,7 +7,7 @@
 
 use std::time::{Duration, Instant};
 
-use hearth_tests::fake_llm::{FakeLlm, Recorded, Reply, anthropic_text};
+use hearth_tests::fake_llm::{FakeLlm, Recorded, Reply, anthropic_text, system_prompt};
 use hearth_tests::{Daemon, Hearth, plugin};
 use serde_json::Value;
 
@@ -41,12 +41,7 @@ fn start(h: &Hearth) -> Daemon {
 fn summary_request(fake: &FakeLlm) -> Recorded {
     fake.requests()
         .into_iter()
-        .find(|r| {
-            r.body["system"]
-                .as_str()
-                .unwrap_or_default()
-                .contains(CHEAP)
-        })
+        .find(|r| system_prompt(&r.body).contains(CHEAP))
         .expect("a summary request")
 }
 

@@ -266,7 +266,7 @@ fn every_model_call_is_recorded_and_adds_up_to_what_the_model_reported() {
     assert_eq!(today["unpriced"], json!(["fake-model"]));
     let text = h.cmd(&["usage"]).ok().to_owned();
     assert!(
-        text.contains("fake-model (anthropic): 7 calls; 1,070 in, 16,200 cache read, 2,200 cache write, 68 out; no price"),
+        text.contains("fake-model (anthropic): 7 calls; 1,070 in, 16,200 cache read, 2,200 cache write, 68 out, 83% cached; no price"),
         "{text}"
     );
 
@@ -363,7 +363,9 @@ fn openai_cached_tokens_are_split_off_the_prompt_and_usage_shows_the_cost() {
         "Today (",
         &today,
         "This month (",
-        "- fake-model (openai): 2 calls; 500 in, 1,700 cache read, 70 out; $0.0024",
+        "- fake-model (openai): 2 calls; 500 in, 1,700 cache read, 70 out, 77% cached; $0.0024",
+        "; 77% of the prompt read from the cache",
+        "Every call starts with about ",
         "Daily budget: none",
         "Per turn: no limit",
         "Costs are estimates",

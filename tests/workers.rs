@@ -6,6 +6,7 @@ use std::time::{Duration, Instant};
 
 use hearth_tests::fake_llm::{
     FakeLlm, Reply, anthropic_text, anthropic_text_paced, anthropic_tool_use, anthropic_tool_uses,
+    system_prompt,
 };
 use hearth_tests::{Daemon, Hearth};
 use serde_json::{Value, json};
@@ -41,7 +42,7 @@ fn worker_requests(fake: &FakeLlm) -> Vec<Value> {
     fake.requests()
         .into_iter()
         .map(|r| r.body)
-        .filter(|b| b["system"].as_str().unwrap_or("").starts_with(WORKER))
+        .filter(|b| system_prompt(b).starts_with(WORKER))
         .collect()
 }
 
@@ -57,7 +58,7 @@ fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
 fn last_results(fake: &FakeLlm) -> String {
     fake.requests()
         .into_iter()
-        .rfind(|r| !r.body["system"].as_str().unwrap_or("").starts_with(WORKER))
+        .rfind(|r| !system_prompt(&r.body).starts_with(WORKER))
         .map(|r| r.body["messages"].to_string())
         .unwrap_or_default()
 }

@@ -7,9 +7,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use hearth::agent::history::Speaker;
 use hearth::agent::profiles;
-use hearth::agent::prompt::{DEFAULT_IDENTITY, PromptParts, system_prompt};
+use hearth::agent::prompt::{ContextParts, DEFAULT_IDENTITY, PromptParts, context, system_prompt};
 use hearth::knowledge::notes::Notes;
 use hearth::store::{Store, open_connection};
 
@@ -43,35 +42,31 @@ fn main() {
     let skills: Vec<(String, String)> = (0..20)
         .map(|i| (format!("skill{i}"), "does something useful".to_owned()))
         .collect();
-    let tools: Vec<(String, String)> = (0..40)
-        .map(|i| (format!("tool_{i}"), "a tool the agent can call".to_owned()))
-        .collect();
-    let zone = jiff::tz::TimeZone::get("Europe/Berlin").expect("the bundled zone database");
     let mut samples = Vec::with_capacity(ROUNDS);
     let mut size = 0;
     for _ in 0..ROUNDS {
         let start = Instant::now();
         let read = notes.for_prompt(1).expect("notes");
-        let prompt = system_prompt(&PromptParts {
+        let fixed = system_prompt(&PromptParts {
             identity: DEFAULT_IDENTITY,
             profile: &profile,
             owner: Some("Sam"),
-            speaker: &Speaker::Owner,
             skills: skills.clone(),
+            secrets: &[],
+        });
+        let context = context(&ContextParts {
             notes: &read,
             notepad: Some("Plan: finish the garden list."),
-            tools: &tools,
-            secrets: &[],
             summary: None,
-            zone: &zone,
         });
+        let prompt = (fixed, context);
         samples.push(start.elapsed());
-        size = prompt.len();
+        size = prompt.0.len() + prompt.1.len();
         black_box(prompt);
     }
     samples.sort();
     println!(
-        "prompt: 200 memories, 500 scratchpad titles, 20 skills, 40 tools; {ROUNDS} rounds; {size} bytes"
+        "prompt: 200 memories, 500 scratchpad titles, 20 skills; {ROUNDS} rounds; {size} bytes"
     );
     println!(
         "  read the notes and build the prompt   median {:>7.3} ms   p99 {:>7.3} ms",

@@ -465,10 +465,7 @@ fn respond(request: &Recorded, model: &Model) -> Reply {
         other => other,
     };
     let body = &request.body;
-    if body["system"]
-        .as_str()
-        .is_some_and(|s| s.starts_with("You summarize conversations"))
-    {
+    if crate::fake_llm::system_prompt(body).starts_with("You summarize conversations") {
         model.summaries.fetch_add(1, Ordering::Relaxed);
         return paced(anthropic_text("The owner sent pings; each got its answer."));
     }

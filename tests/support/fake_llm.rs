@@ -412,13 +412,21 @@ fn answer(
 }
 
 /// A request's system prompt, in either provider's shape.
-fn system_prompt(body: &Value) -> String {
+/// The system prompt of a request body as one text: Anthropic's `system`
+/// (a string, or text blocks joined by a blank line) or the OpenAI
+/// request's first message.
+pub fn system_prompt(body: &Value) -> String {
     match &body["system"] {
         Value::String(text) => text.clone(),
         Value::Null => body["messages"][0]["content"]
             .as_str()
             .unwrap_or_default()
             .to_owned(),
+        Value::Array(blocks) => blocks
+            .iter()
+            .filter_map(|b| b["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n"),
         other => other.to_string(),
     }
 }

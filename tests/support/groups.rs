@@ -74,7 +74,7 @@ impl Script {
     }
 
     fn answer(&self, r: &Recorded) -> Reply {
-        let system = r.body["system"].as_str().unwrap_or_default();
+        let system = crate::fake_llm::system_prompt(&r.body);
         let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
         let first = messages.first().map(Value::to_string).unwrap_or_default();
         if system.starts_with("You lead an agent group") {

@@ -17,6 +17,7 @@
 pub mod activity;
 mod attachments;
 mod budget;
+mod context;
 pub mod history;
 mod images;
 pub mod profiles;
@@ -64,6 +65,8 @@ pub struct Agent {
     /// The tool definitions sent to the model (those the agent may use),
     /// rebuilt when the tool set changes.
     pub tool_defs: ToolDefs,
+    /// Each conversation's context, kept while the prompt cache holds it.
+    pub contexts: context::Contexts,
 }
 
 /// What every agent shares: the store, the model, the tools, the channels.
@@ -130,6 +133,7 @@ impl Agent {
             llm,
             attached: Default::default(),
             tool_defs: Default::default(),
+            contexts: Default::default(),
         }
     }
 
@@ -187,6 +191,7 @@ impl Agent {
     pub fn status(&self) -> serde_json::Value {
         serde_json::json!({
             "model": self.llm.as_ref().map(|l| l.model().to_owned()).unwrap_or_else(|why| format!("none ({why})")),
+            "prompt_cache": self.base.usage.cache_figures(),
             "uptime_s": self.base.started.elapsed().as_secs(),
             "plugins": self.base.plugins,
             "channels": self.channel_health(),
@@ -231,8 +236,9 @@ impl Agent {
             format!("\nmcp servers: {}", servers.join(", "))
         };
         format!(
-            "model: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}{servers}\ntools: {}\nqueue: {}\nfloor: {}",
+            "model: {}\nprompt: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}{servers}\ntools: {}\nqueue: {}\nfloor: {}",
             s["model"].as_str().unwrap_or("?"),
+            cache_line(&self.base.usage.cache_figures()),
             uptime / 3600,
             uptime / 60 % 60,
             uptime % 60,
@@ -294,6 +300,23 @@ impl Agent {
             })
             .unwrap_or_default()
     }
+}
+
+/// `/status`'s line on the prompt: its fixed part and how much of what
+/// was sent the cache served.
+fn cache_line(c: &crate::usage::CacheFigures) -> String {
+    let fixed = match c.fixed_prompt_tokens {
+        Some(tokens) => format!("about {tokens} tokens of tools and instructions per call"),
+        None => "no model call yet".to_owned(),
+    };
+    if c.prompt_tokens == 0 {
+        return fixed;
+    }
+    format!(
+        "{fixed}; {}% of {} prompt tokens since the start read from the cache",
+        c.cached_tokens * 100 / c.prompt_tokens,
+        c.prompt_tokens
+    )
 }
 
 fn state_name(state: ChannelState) -> &'static str {

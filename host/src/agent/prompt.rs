@@ -1,5 +1,18 @@
-//! The system prompt: who the agent is, when it is, what it knows, and what
-//! it can do.
+//! The system prompt: who the agent is and what it may do (fixed), and
+//! what it knows in this conversation (the context).
+//!
+//! Every call pays for the whole prompt unless the provider reads it from
+//! its cache, which it does only for a prefix byte-identical to an earlier
+//! request's (`llm::cache`). So the prompt is ordered by how often each
+//! part changes: the fixed part (identity, instructions, skills, the
+//! secrets' names) changes only when the owner edits them, and is the same
+//! for every conversation of an agent; the context (memories, scratchpad
+//! titles, the notepad, the summary of compacted history) is built when a
+//! conversation starts and kept as it is while the cache holds it
+//! (`agent::context`); what changes per message (the time, the channel,
+//! the sender) is in the header each message starts with
+//! (`agent::stamp`), never here. The tools are described once, in the
+//! request's tool list, not again in the prompt.
 //!
 //! Skills appear by name and description only; the agent reads a skill's
 //! body with `read_skill` when it needs it, which keeps every prompt small
@@ -7,12 +20,10 @@
 
 use std::fmt::Write as _;
 
-use super::history::Speaker;
 use super::profiles::Profile;
-use super::stamp::local_time;
 use crate::knowledge::notes::{MEMORY_BUDGET_CHARS, PromptNotes};
 
-/// What goes into the system prompt.
+/// What goes into the fixed system prompt.
 pub struct PromptParts<'a> {
     /// The identity text (the main agent's).
     pub identity: &'a str,
@@ -20,22 +31,29 @@ pub struct PromptParts<'a> {
     pub profile: &'a Profile,
     /// The owner's name, when configured.
     pub owner: Option<&'a str>,
-    /// Who wrote the message being answered.
-    pub speaker: &'a Speaker,
     /// `(name, description)` of each skill.
     pub skills: Vec<(String, String)>,
+    /// The names of the owner's secrets (never their values).
+    pub secrets: &'a [String],
+}
+
+/// What goes into a conversation's context.
+pub struct ContextParts<'a> {
     /// The agent's own memories and scratchpad titles.
     pub notes: &'a PromptNotes,
     /// This session's notepad, when something is written there.
     pub notepad: Option<&'a str>,
-    /// `(name, description)` of each tool.
-    pub tools: &'a [(String, String)],
-    /// The names of the owner's secrets (never their values).
-    pub secrets: &'a [String],
     /// The summary of compacted history, if any.
     pub summary: Option<&'a str>,
-    /// The owner's time zone.
-    pub zone: &'a jiff::tz::TimeZone,
+}
+
+/// A system prompt in its two parts.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SystemPrompt {
+    /// The same for every conversation of the agent.
+    pub fixed: String,
+    /// This conversation's; may be empty.
+    pub context: String,
 }
 
 /// The identity used when `[agent] identity_file` is not set.
@@ -53,7 +71,17 @@ see the owner's memory or their conversations, and you never guess at them. Neve
 passwords or private details about the owner. To ask another agent for something, use \
 send_agent_message.";
 
-/// Builds the system prompt.
+/// What every message's header means, and how to treat each kind of
+/// sender: said once here, so the header itself stays short.
+const HEADERS: &str = "Each message starts with a header saying when it came, on which channel \
+and from whom, like [Wed 2026-11-25 19:40 CET · telegram · from your owner]; the newest \
+message's header is the current time. A message from a contact is from a contact of your owner \
+(not your owner): do for them only what your owner would want done for them. A message from \
+another agent comes from another of your owner's agents, not from a person. A message from the \
+scheduler comes from your scheduler, not from a person: a reminder or task set earlier is due; \
+carry it out for your owner.";
+
+/// Builds the fixed system prompt.
 pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     let mut p = String::with_capacity(4096);
     if parts.profile.is_main() {
@@ -69,51 +97,12 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     if let Some(owner) = parts.owner {
         let _ = writeln!(p, "Your owner is {owner}.");
     }
-    match parts.speaker {
-        Speaker::Owner => p.push_str("You are speaking with your owner.\n"),
-        Speaker::Contact(name) => {
-            let _ = writeln!(
-                p,
-                "You are speaking with {name}, a contact of your owner (not your owner). \
-                 Do for them only what your owner would want done for them."
-            );
-        }
-        Speaker::Agent(_, name) => {
-            let _ = writeln!(
-                p,
-                "The message comes from {name}, another of your owner's agents, not from a person."
-            );
-        }
-        Speaker::Scheduler => p.push_str(
-            "The message comes from your scheduler, not from a person: a reminder or task set \
-             earlier is due. Carry it out for your owner.\n",
-        ),
-    }
-    let _ = writeln!(
-        p,
-        "Current date and time: {}. Each message starts with when it came, on which channel and \
-         from whom.",
-        local_time(jiff::Timestamp::now(), parts.zone)
-    );
+    p.push_str(HEADERS);
+    p.push('\n');
     if !parts.skills.is_empty() {
         p.push_str("\n## Skills\nRead a skill's instructions with read_skill before using it.\n");
         for (name, description) in &parts.skills {
             let _ = writeln!(p, "- {name}: {description}");
-        }
-    }
-    notes(&mut p, parts.notes);
-    if let Some(notepad) = parts.notepad.filter(|n| !n.trim().is_empty()) {
-        p.push_str(
-            "\n## Notepad (this conversation; yours to keep current with the notepad tool)\n",
-        );
-        p.push_str(notepad.trim());
-        p.push('\n');
-    }
-    if !parts.tools.is_empty() {
-        p.push_str("\n## Tools\n");
-        for (name, description) in parts.tools {
-            let first_line = description.lines().next().unwrap_or_default();
-            let _ = writeln!(p, "- {name}: {first_line}");
         }
     }
     if !parts.secrets.is_empty() {
@@ -125,18 +114,35 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
             parts.secrets.join(", ")
         );
     }
+    p
+}
+
+/// Builds a conversation's context: the agent's notes, the notepad, the
+/// summary of what was compacted.
+pub fn context(parts: &ContextParts<'_>) -> String {
+    let mut p = String::with_capacity(1024);
+    notes(&mut p, parts.notes);
+    if let Some(notepad) = parts.notepad.filter(|n| !n.trim().is_empty()) {
+        p.push_str(
+            "\n## Notepad (this conversation; yours to keep current with the notepad tool)\n",
+        );
+        p.push_str(notepad.trim());
+        p.push('\n');
+    }
     if let Some(summary) = parts.summary {
         p.push_str("\n## Earlier in this conversation (summary)\n");
         p.push_str(summary.trim());
         p.push('\n');
     }
-    p
+    p.trim_start().to_owned()
 }
 
 /// The agent's memories in full and its scratchpad by title; over the
 /// memories' budget, a request to consolidate (nothing is cut).
 fn notes(p: &mut String, notes: &PromptNotes) {
-    p.push_str("\n## Memory\n");
+    p.push_str(
+        "## Memory (as this conversation began; what changed since is in the conversation)\n",
+    );
     if notes.memories.is_empty() {
         p.push_str("(nothing remembered yet; manage_knowledge keeps facts worth keeping)\n");
     }

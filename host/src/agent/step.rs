@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::prompt::SystemPrompt;
 use crate::llm::{ChatRequest, Llm, Message, Role, ToolDef};
 use crate::policy::Caller;
 use crate::tools::ToolRegistry;
@@ -26,18 +27,27 @@ pub struct Who {
     pub kind: Kind,
 }
 
+/// What groups an agent's requests for providers that route by a key
+/// (OpenAI's `prompt_cache_key`): every conversation of one agent starts
+/// with the same tools and fixed prompt.
+pub fn cache_key(agent: i64) -> String {
+    format!("hearth-agent-{agent}")
+}
+
 /// Asks the model once and records the call; the answer, with the tokens
 /// it took in and out.
 pub async fn ask(
     llm: &Llm,
     usage: &Meter,
     who: &Who,
-    system: &str,
+    system: &SystemPrompt,
     messages: &[Message],
     tools: &Arc<[ToolDef]>,
 ) -> Result<(Message, u64), String> {
     let request = ChatRequest {
-        system: system.to_owned(),
+        system: system.fixed.clone(),
+        context: system.context.clone(),
+        cache_key: Some(cache_key(who.agent)),
         messages: messages.to_vec(),
         tools: Arc::clone(tools),
         max_tokens: llm.max_tokens(),
@@ -57,6 +67,7 @@ pub async fn ask(
         },
         &response.usage,
     );
+    usage.watch(who.session, request, &response.usage);
     let tokens = response.usage.total();
     Ok((
         Message {

@@ -1,7 +1,8 @@
 //! The tool definitions a model request carries, built once per tool set.
 //!
 //! Every step of a turn sends the model every tool's name, description and
-//! JSON Schema, and lists them in the system prompt. Copying thirty schemas
+//! JSON Schema (once: the system prompt does not list them again, see
+//! `agent::prompt`). Copying thirty schemas
 //! out of the registry at every step was a measurable part of a turn; the
 //! set only changes when the Lua catalog is swapped or a plugin sets its
 //! tools (the registry's generation moves), so it is built once and shared
@@ -23,14 +24,14 @@ pub struct ToolDefs {
     cached: Mutex<Option<Cached>>,
 }
 
-/// What one request needs: the definitions, and `(name, description)` of
-/// each tool for the system prompt.
+/// What one request needs: the definitions, in the registry's order
+/// (which is stable, so the prompt's prefix is too).
 #[derive(Clone)]
 pub struct Current {
     /// The definitions sent to the model.
     pub tools: Arc<[ToolDef]>,
-    /// Each tool's name and description, for the system prompt.
-    pub index: Arc<[(String, String)]>,
+    /// Their size as JSON, in characters: what they add to every call.
+    pub chars: usize,
 }
 
 struct Cached {
@@ -67,25 +68,16 @@ impl ToolDefs {
             }
             fresh
         });
-        let current = Current {
-            index: listed
-                .iter()
-                .map(|t| {
-                    (
-                        wire_name(&t.spec.name).into_owned(),
-                        t.spec.description.clone(),
-                    )
-                })
-                .collect(),
-            tools: listed
-                .into_iter()
-                .map(|t| ToolDef {
-                    name: wire_name(&t.spec.name).into_owned(),
-                    description: t.spec.description,
-                    parameters: t.spec.parameters,
-                })
-                .collect(),
-        };
+        let tools: Arc<[ToolDef]> = listed
+            .into_iter()
+            .map(|t| ToolDef {
+                name: wire_name(&t.spec.name).into_owned(),
+                description: t.spec.description,
+                parameters: t.spec.parameters,
+            })
+            .collect();
+        let chars = serde_json::to_string(&tools[..]).map_or(0, |json| json.len());
+        let current = Current { tools, chars };
         *cached = Some(Cached {
             catalog,
             generation,

@@ -16,8 +16,9 @@ use hearth_sdk::protocol::{Attachment, ChannelEvent};
 
 use super::Agent;
 use super::history::{AGENT_CHANNEL, AgentMessage, Claimed, History, Speaker};
-use super::prompt::{PromptParts, system_prompt};
+use super::prompt::{ContextParts, PromptParts, context, system_prompt};
 use super::stamp::message_header;
+use super::step::cache_key;
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
@@ -316,7 +317,7 @@ impl Agent {
             if let Some(reply) = self.budget_spent(claimed) {
                 return Ok((reply, None));
             }
-            let request = self.request(llm, &history, claimed, session)?;
+            let request = self.request(llm, &history, session)?;
             let response = tokio::select! {
                 r = llm.stream(&request, &on_text) => r,
                 () = self.signals.stopped_since(stop_at_start) => return Ok(stopped()),
@@ -332,6 +333,14 @@ impl Agent {
                 }
             };
             self.record_call(llm, Kind::Turn, session, claimed, &response);
+            if self.profile.is_main() {
+                let scope = self.profile.scope();
+                let tools_chars = self.tool_defs.current(&self.base.tools, &scope).chars;
+                self.base
+                    .usage
+                    .note_fixed_prompt(tools_chars + request.system.len());
+            }
+            self.base.usage.watch(session, request, &response.usage);
             let answer = Message {
                 role: Role::Assistant,
                 content: response.content,
@@ -515,20 +524,13 @@ impl Agent {
         }
     }
 
-    /// The request for the next model call.
-    fn request(
-        &self,
-        llm: &Llm,
-        history: &History,
-        claimed: &Claimed,
-        session: i64,
-    ) -> rusqlite::Result<ChatRequest> {
-        let notepad = self.base.notes.notepad(session)?;
+    /// The request for the next model call: the fixed prompt, the
+    /// conversation's context (kept while the cache holds it), and the
+    /// history.
+    fn request(&self, llm: &Llm, history: &History, session: i64) -> rusqlite::Result<ChatRequest> {
         let scope = self.profile.scope();
         let tools = self.tool_defs.current(&self.base.tools, &scope);
         let identity = self.base.identity.current();
-        // Each agent sees its own notes; the owner's are the main agent's.
-        let notes = self.base.notes.for_prompt(self.profile.id)?;
         let skills = self
             .skills()
             .into_iter()
@@ -544,17 +546,28 @@ impl Agent {
             identity: &identity,
             profile: &self.profile,
             owner: self.base.owner.as_deref(),
-            speaker: &claimed.speaker,
             skills,
-            notes: &notes,
-            notepad: notepad.as_deref(),
-            tools: &tools.index,
             secrets: &secrets,
-            summary: history.summary.as_deref(),
-            zone: &self.base.zone,
         });
+        let cache = llm.cache();
+        let lifetime = cache.enabled.then(|| cache.ttl.duration());
+        let context = self
+            .contexts
+            .get(session, history.summary.as_deref(), lifetime, || {
+                let notepad = self.base.notes.notepad(session)?;
+                // Each agent sees its own notes; the owner's are the main
+                // agent's.
+                let notes = self.base.notes.for_prompt(self.profile.id)?;
+                Ok::<_, rusqlite::Error>(context(&ContextParts {
+                    notes: &notes,
+                    notepad: notepad.as_deref(),
+                    summary: history.summary.as_deref(),
+                }))
+            })?;
         Ok(ChatRequest {
             system,
+            context,
+            cache_key: Some(cache_key(self.profile.id)),
             messages: super::images::for_request(&history.messages, &llm.image_settings()),
             tools: tools.tools,
             max_tokens: llm.max_tokens(),
@@ -577,7 +590,7 @@ impl Agent {
         history: &History,
         claimed: &Claimed,
     ) {
-        let Ok(mut request) = self.request(llm, history, claimed, session) else {
+        let Ok(mut request) = self.request(llm, history, session) else {
             return;
         };
         let notice = "[hearth: this conversation is about to be compacted: older messages will be \
@@ -592,12 +605,10 @@ impl Agent {
             _ => messages.push(Message::user_text(notice.to_owned())),
         }
         request.messages = messages;
-        request.tools = request
-            .tools
-            .iter()
-            .filter(|t| t.name == NOTEPAD)
-            .cloned()
-            .collect();
+        // The tools stay as every call has them, though only the notepad
+        // is wanted (the notice says so, and any other call is ignored):
+        // the tools come first in the prompt, and a different list would
+        // make the provider read the whole conversation afresh.
         request.max_tokens = request.max_tokens.min(1024);
         let response = match llm.complete(&request).await {
             Ok(r) => r,
@@ -667,15 +678,15 @@ impl Agent {
         for (_, m) in &history.messages[..cut] {
             transcript.push_str(&render(m));
         }
-        let request = ChatRequest {
-            system: "You summarize conversations between a person and their assistant. Keep every fact, \
-                     decision, open task and preference that matters for continuing; drop chit-chat. \
-                     Write plain prose, at most 300 words."
-                .into(),
-            messages: vec![Message::user_text(format!("Summarize this conversation:\n\n{transcript}"))],
-            tools: Arc::from([]),
-            max_tokens: 1024,
-        };
+        let request = ChatRequest::plain(
+            "You summarize conversations between a person and their assistant. Keep every fact, \
+             decision, open task and preference that matters for continuing; drop chit-chat. \
+             Write plain prose, at most 300 words.",
+            vec![Message::user_text(format!(
+                "Summarize this conversation:\n\n{transcript}"
+            ))],
+            1024,
+        );
         match llm.complete(&request).await {
             Ok(response) => {
                 self.record_call(llm, Kind::Compaction, session, claimed, &response);

@@ -316,13 +316,17 @@ impl Run<'_> {
     async fn drive(&self, task: &str) -> Outcome {
         let mut messages = vec![Message::user_text(task.to_owned())];
         self.store(&messages[0]);
-        let system = if self.spec.system_prompt.is_empty() {
+        let fixed = if self.spec.system_prompt.is_empty() {
             BASE_PROMPT.to_owned()
         } else {
             format!(
                 "{BASE_PROMPT}\n\n## Your instructions\n{}",
                 self.spec.system_prompt
             )
+        };
+        let system = super::prompt::SystemPrompt {
+            fixed,
+            context: String::new(),
         };
         let tools: Arc<[ToolDef]> = self
             .tools

@@ -86,6 +86,54 @@ pub struct LlmConfig {
     pub image_max_side: Option<u32>,
     /// `[llm.cheap]`: the model that summarizes long tool output.
     pub cheap: Option<Box<CheapConfig>>,
+    /// `prompt_cache`, `cache_ttl`: whether requests mark what the
+    /// provider may cache, and for how long.
+    pub cache: PromptCache,
+    /// `prompt_cache_key`: whether an OpenAI-compatible request carries a
+    /// `prompt_cache_key` (`None`: only to OpenAI's own API).
+    pub prompt_cache_key: Option<bool>,
+}
+
+/// How a provider may cache the prompt's prefix (`llm::cache`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PromptCache {
+    /// `[llm] prompt_cache`: mark the request (Anthropic's
+    /// `cache_control`); off, a request carries no mark at all.
+    pub enabled: bool,
+    /// `[llm] cache_ttl`: how long an unread entry is kept.
+    pub ttl: CacheTtl,
+}
+
+/// How long a provider keeps a cache entry nobody reads (Anthropic's two
+/// choices; each read starts the time over).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheTtl {
+    /// `"5m"`, the default: writes cost 1.25 times the input price.
+    FiveMinutes,
+    /// `"1h"`: writes cost twice the input price; worth it when the owner
+    /// often pauses longer than five minutes.
+    OneHour,
+}
+
+impl CacheTtl {
+    /// How long, as a duration.
+    pub fn duration(self) -> std::time::Duration {
+        match self {
+            CacheTtl::FiveMinutes => std::time::Duration::from_secs(300),
+            CacheTtl::OneHour => std::time::Duration::from_secs(3600),
+        }
+    }
+
+    fn parse(value: Option<&str>) -> Result<CacheTtl, (String, String)> {
+        match value {
+            None | Some("5m") => Ok(CacheTtl::FiveMinutes),
+            Some("1h") => Ok(CacheTtl::OneHour),
+            Some(other) => Err((
+                "llm.cache_ttl".into(),
+                format!("must be \"5m\" or \"1h\", not {other:?}"),
+            )),
+        }
+    }
 }
 
 /// A key kept in the secret store: its name, and the home whose
@@ -160,6 +208,14 @@ pub(super) struct RawLlm {
     image_turns: u32,
     image_max_side: Option<u32>,
     cheap: Option<RawCheap>,
+    #[serde(default = "prompt_cache")]
+    prompt_cache: bool,
+    cache_ttl: Option<String>,
+    prompt_cache_key: Option<bool>,
+}
+
+fn prompt_cache() -> bool {
+    true
 }
 
 fn max_tokens() -> u32 {
@@ -317,6 +373,11 @@ pub(super) fn build_llm(
         image_turns: raw.image_turns,
         image_max_side: raw.image_max_side,
         cheap,
+        cache: PromptCache {
+            enabled: raw.prompt_cache,
+            ttl: CacheTtl::parse(raw.cache_ttl.as_deref())?,
+        },
+        prompt_cache_key: raw.prompt_cache_key,
     }))
 }
 
@@ -382,6 +443,13 @@ fn build_cheap(
             image_turns: 1,
             image_max_side: None,
             cheap: None,
+            // A summary is one call on text that is never asked about
+            // again: nothing to reuse, and a cache write costs more.
+            cache: PromptCache {
+                enabled: false,
+                ttl: CacheTtl::FiveMinutes,
+            },
+            prompt_cache_key: Some(false),
         },
         input_chars: raw.input_chars,
     })

@@ -23,7 +23,9 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 
-pub use agent::{AgentConfig, CheapConfig, LlmConfig, OwnerConfig, ProviderKind};
+pub use agent::{
+    AgentConfig, CacheTtl, CheapConfig, LlmConfig, OwnerConfig, PromptCache, ProviderKind,
+};
 pub use backup::{BackupConfig, DEFAULT_SCHEDULE as DEFAULT_BACKUP_SCHEDULE};
 pub use groups::GroupsConfig;
 pub use plugins::{PluginEntry, PluginsConfig, closest, line_of};

@@ -4,6 +4,7 @@
 
 use super::store::{Deliverable, Group, Member, Post};
 use crate::agent::profiles::Profile;
+use crate::agent::prompt::SystemPrompt;
 
 /// What a member hears when it stops without reporting.
 pub const NUDGE: &str = "Your deliverable is not reported complete. Go on with it; when it is \
@@ -26,26 +27,31 @@ contract. When your deliverable is done, call group_post with type \"complete\" 
 as the content: that is what the others and the owner read. You cannot ask the owner anything.";
 
 /// The leader's system prompt.
-pub fn leader_system(profile: &Profile, leader: &Member) -> String {
-    with_own(LEADER, profile, leader)
+pub fn leader_system(profile: &Profile, leader: &Member) -> SystemPrompt {
+    SystemPrompt {
+        fixed: with_own(LEADER, profile, leader),
+        context: String::new(),
+    }
 }
 
-/// A member's system prompt: who it is, the group's plan and shared
-/// context (rebuilt at every resume, so it reads the newest decisions).
+/// A member's system prompt: who it is (fixed), then the group's plan and
+/// shared context (rebuilt at every resume, so it reads the newest
+/// decisions; fixed within one run, so the run's calls share a prefix).
 pub fn member_system(
     profile: &Profile,
     member: Option<&Member>,
     group: &Group,
     d: &Deliverable,
     shared: &(Vec<Deliverable>, Vec<Post>, Vec<Post>),
-) -> String {
-    let mut prompt = match member {
+) -> SystemPrompt {
+    let fixed = match member {
         Some(member) => with_own(MEMBER, profile, member),
         None => MEMBER.to_owned(),
     };
+    let mut prompt = String::new();
     let (all, decisions, interfaces) = shared;
     prompt.push_str(&format!(
-        "\n\n## The group\nGroup: {}\nMission: {}\n",
+        "## The group\nGroup: {}\nMission: {}\n",
         group.name,
         group.mission.as_deref().unwrap_or_default()
     ));
@@ -78,7 +84,10 @@ pub fn member_system(
             }
         }
     }
-    prompt
+    SystemPrompt {
+        fixed,
+        context: prompt,
+    }
 }
 
 /// The first message of a member's run: its assignment, and the results

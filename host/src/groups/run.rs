@@ -56,7 +56,7 @@ pub struct Run<'a> {
     /// Its session.
     pub session: i64,
     /// The system prompt.
-    pub system: String,
+    pub system: crate::agent::prompt::SystemPrompt,
     /// The group's tools offered in this run.
     pub own: Vec<ToolDef>,
     /// The most model calls.

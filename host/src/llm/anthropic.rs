@@ -8,15 +8,23 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use super::LlmError;
+use super::cache::{CacheControl, message_marks};
 use super::images::AnthropicMessages;
 use super::sse::Event;
 use super::types::{Block, ChatRequest, ChatResponse, StopReason, Usage};
+use crate::config::PromptCache;
 
 /// The request body for `POST /v1/messages`, serialized straight from the
 /// conversation: [`Message`](super::types::Message) and [`Block`] already have the API's shape
 /// (images but for their bytes, which `images` adds), so nothing is
-/// copied into an intermediate JSON tree.
-pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
+/// copied into an intermediate JSON tree. With caching on, the fixed
+/// system prompt, the context and two messages are marked
+/// (`llm::cache`).
+pub fn body(
+    model: &str,
+    request: &ChatRequest,
+    cache: &PromptCache,
+) -> Result<Vec<u8>, serde_json::Error> {
     #[derive(Serialize)]
     struct Tool<'a> {
         name: &'a str,
@@ -24,20 +32,44 @@ pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::E
         input_schema: &'a Value,
     }
     #[derive(Serialize)]
+    struct Text<'a> {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        text: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        cache_control: Option<CacheControl>,
+    }
+    #[derive(Serialize)]
     struct Body<'a> {
         model: &'a str,
         max_tokens: u32,
-        system: &'a str,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        system: Vec<Text<'a>>,
         messages: AnthropicMessages<'a>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tools: Vec<Tool<'a>>,
         stream: bool,
     }
+    let mark = CacheControl::for_config(cache);
+    // The API refuses an empty text block.
+    let system = [&request.system, &request.context]
+        .into_iter()
+        .filter(|text| !text.is_empty())
+        .map(|text| Text {
+            kind: "text",
+            text,
+            cache_control: mark,
+        })
+        .collect();
     serde_json::to_vec(&Body {
         model,
         max_tokens: request.max_tokens,
-        system: &request.system,
-        messages: AnthropicMessages(&request.messages),
+        system,
+        messages: AnthropicMessages {
+            messages: &request.messages,
+            marks: message_marks(&request.messages),
+            mark,
+        },
         tools: request
             .tools
             .iter()

@@ -48,9 +48,18 @@ impl Llm {
         if !response.status().is_success() {
             return Err(http_error(response).await);
         }
-        let body: Value = response
-            .json()
+        // A catalogue of a few hundred models is tens of kilobytes.
+        let limit = 4 << 20;
+        let text = super::body_prefix(response, limit + 1)
             .await
+            .ok_or_else(|| LlmError::Truncated("the model list broke off".into()))?;
+        if text.len() > limit {
+            return Err(LlmError::TooLarge(format!(
+                "the model list is over {} MiB",
+                limit >> 20
+            )));
+        }
+        let body: Value = serde_json::from_str(&text)
             .map_err(|e| LlmError::Malformed(format!("the model list is not JSON: {e}")))?;
         match self.config.provider {
             ProviderKind::Anthropic => Ok(ModelCheck::Known),

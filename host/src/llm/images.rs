@@ -11,36 +11,63 @@ use serde::Serialize;
 use serde::ser::{SerializeSeq, SerializeStruct, Serializer};
 use serde_json::{Value, json};
 
+use super::cache::CacheControl;
 use super::types::{Block, Image, Message};
 
 /// The messages in Anthropic's shape: every block as it is stored, except
-/// images. Serialized straight into the body, with no JSON tree between.
-pub struct AnthropicMessages<'a>(pub &'a [Message]);
+/// images, and the last block of the messages in `marks` carrying
+/// `mark` (`llm::cache`). Serialized straight into the body, with no JSON
+/// tree between.
+pub struct AnthropicMessages<'a> {
+    /// The conversation.
+    pub messages: &'a [Message],
+    /// The messages whose last block is marked.
+    pub marks: [Option<usize>; 2],
+    /// The mark, or `None` for none at all.
+    pub mark: Option<CacheControl>,
+}
 
 impl Serialize for AnthropicMessages<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for message in self.0 {
-            seq.serialize_element(&AnthropicMessage(message))?;
+        let mut seq = s.serialize_seq(Some(self.messages.len()))?;
+        for (i, message) in self.messages.iter().enumerate() {
+            let mark = self.mark.filter(|_| self.marks.contains(&Some(i)));
+            seq.serialize_element(&AnthropicMessage(message, mark))?;
         }
         seq.end()
     }
 }
 
-struct AnthropicMessage<'a>(&'a Message);
+struct AnthropicMessage<'a>(&'a Message, Option<CacheControl>);
 
 impl Serialize for AnthropicMessage<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         let mut message = s.serialize_struct("Message", 2)?;
         message.serialize_field("role", &self.0.role)?;
-        message.serialize_field("content", &AnthropicBlocks(&self.0.content))?;
+        message.serialize_field("content", &AnthropicBlocks(&self.0.content, self.1))?;
         message.end()
     }
 }
 
-struct AnthropicBlocks<'a>(&'a [Block]);
+/// A message's blocks; the last carries the mark, if any.
+struct AnthropicBlocks<'a>(&'a [Block], Option<CacheControl>);
 
 impl Serialize for AnthropicBlocks<'_> {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut seq = s.serialize_seq(Some(self.0.len()))?;
+        let last = self.0.len().saturating_sub(1);
+        for (i, block) in self.0.iter().enumerate() {
+            let mark = self.1.filter(|_| i == last);
+            seq.serialize_element(&AnthropicBlock(block, mark))?;
+        }
+        seq.end()
+    }
+}
+
+/// One block as Anthropic takes it, with its mark.
+struct AnthropicBlock<'a>(&'a Block, Option<CacheControl>);
+
+impl Serialize for AnthropicBlock<'_> {
     fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
         #[derive(Serialize)]
         struct Source<'a> {
@@ -54,29 +81,50 @@ impl Serialize for AnthropicBlocks<'_> {
             #[serde(rename = "type")]
             kind: &'static str,
             source: Source<'a>,
+            #[serde(skip_serializing_if = "Option::is_none")]
+            cache_control: Option<CacheControl>,
         }
-        let mut seq = s.serialize_seq(Some(self.0.len()))?;
-        for block in self.0 {
-            match block {
-                Block::Image(Image {
-                    data: Some(data),
-                    media_type,
-                    ..
-                }) => seq.serialize_element(&ImageBlock {
+        /// A stored block with the mark beside its own fields.
+        #[derive(Serialize)]
+        struct Marked<'a, B: Serialize> {
+            #[serde(flatten)]
+            block: &'a B,
+            cache_control: CacheControl,
+        }
+        let note;
+        let block = match self.0 {
+            Block::Image(Image {
+                data: Some(data),
+                media_type,
+                ..
+            }) => {
+                return ImageBlock {
                     kind: "image",
                     source: Source {
                         kind: "base64",
                         media_type,
                         data,
                     },
-                })?,
-                Block::Image(image) => seq.serialize_element(&Block::Text {
-                    text: unsent(image),
-                })?,
-                other => seq.serialize_element(other)?,
+                    cache_control: self.1,
+                }
+                .serialize(s);
             }
+            Block::Image(image) => {
+                note = Block::Text {
+                    text: unsent(image),
+                };
+                &note
+            }
+            other => other,
+        };
+        match self.1 {
+            Some(cache_control) => Marked {
+                block,
+                cache_control,
+            }
+            .serialize(s),
+            None => block.serialize(s),
         }
-        seq.end()
     }
 }
 
@@ -147,8 +195,12 @@ mod tests {
                 image(None),
             ],
         };
-        let anthropic =
-            serde_json::to_value(AnthropicMessages(std::slice::from_ref(&message))).unwrap();
+        let anthropic = serde_json::to_value(AnthropicMessages {
+            messages: std::slice::from_ref(&message),
+            marks: [None, None],
+            mark: None,
+        })
+        .unwrap();
         assert_eq!(
             anthropic[0]["content"][1],
             json!({ "type": "image", "source": { "type": "base64", "media_type": "image/jpeg", "data": "QUJD" } })

@@ -13,6 +13,7 @@
 //! header, and never logged, stored or shown to the model.
 
 mod anthropic;
+pub mod cache;
 mod check;
 #[cfg(test)]
 mod fuzz;
@@ -84,6 +85,10 @@ pub enum LlmError {
     /// The stream held something that is not the documented format.
     #[error("the model API sent something malformed: {0}")]
     Malformed(String),
+    /// The API sent more than hearth reads from one answer (a broken or
+    /// hostile endpoint): what passed which bound.
+    #[error("the model API sent too much: {0}")]
+    TooLarge(String),
     /// The stream carried an error event (overloaded, rate limited).
     #[error("the model API reported {kind}: {message}")]
     Stream {
@@ -98,7 +103,7 @@ impl LlmError {
     /// Whether trying again may help.
     pub fn retryable(&self) -> bool {
         match self {
-            LlmError::NotConfigured(_) => false,
+            LlmError::NotConfigured(_) | LlmError::TooLarge(_) => false,
             LlmError::Http { status, .. } => matches!(status, 408 | 409 | 425 | 429 | 500..=599),
             LlmError::Stream { kind, .. } => {
                 !kind.contains("invalid_request") && !kind.contains("authentication")
@@ -189,6 +194,12 @@ impl Llm {
         crate::media::ImageSettings::for_model(&self.config)
     }
 
+    /// How the provider may cache prompts (`[llm] prompt_cache`,
+    /// `cache_ttl`).
+    pub fn cache(&self) -> crate::config::PromptCache {
+        self.config.cache
+    }
+
     /// The most tokens per answer.
     pub fn max_tokens(&self) -> u32 {
         self.config.max_tokens
@@ -261,11 +272,11 @@ impl Llm {
         let (url, body) = match self.config.provider {
             ProviderKind::Anthropic => (
                 format!("{base}/v1/messages"),
-                anthropic::body(model, request),
+                anthropic::body(model, request, &self.config.cache),
             ),
             ProviderKind::OpenAi => (
                 format!("{base}/chat/completions"),
-                openai::body(model, request),
+                openai::body(model, request, self.cache_key(request)),
             ),
         };
         let body =
@@ -287,13 +298,25 @@ impl Llm {
         let mut parser = sse::Parser::default();
         let mut anthropic = anthropic::Decoder::default();
         let mut openai = openai::Decoder::default();
+        let mut read = 0usize;
         loop {
             let chunk = match response.chunk().await {
                 Ok(Some(chunk)) => chunk,
                 Ok(None) => break,
                 Err(e) => return Err(LlmError::Truncated(describe(&e))),
             };
-            for event in parser.feed(&chunk) {
+            read = read.saturating_add(chunk.len());
+            if read > MAX_STREAM {
+                return Err(LlmError::TooLarge(format!(
+                    "the answer's stream passed {} MiB",
+                    MAX_STREAM >> 20
+                )));
+            }
+            let events = parser.feed(&chunk);
+            if let Some(why) = parser.overflow() {
+                return Err(LlmError::TooLarge(why.to_owned()));
+            }
+            for event in events {
                 let fresh = match self.config.provider {
                     ProviderKind::Anthropic => {
                         anthropic.event(&event)?;
@@ -324,15 +347,63 @@ impl Llm {
     /// `builder` with the provider's version header and the API key, the
     /// one place the key is put into a request.
     fn authorized(&self, builder: reqwest::RequestBuilder) -> reqwest::RequestBuilder {
-        match (self.config.provider, &self.key) {
+        let builder = match (self.config.provider, &self.key) {
             (ProviderKind::Anthropic, Some(key)) => builder
                 .header("x-api-key", &key.0)
                 .header("anthropic-version", "2023-06-01"),
             (ProviderKind::Anthropic, None) => builder.header("anthropic-version", "2023-06-01"),
             (ProviderKind::OpenAi, Some(key)) => builder.bearer_auth(&key.0),
             (ProviderKind::OpenAi, None) => builder,
+        };
+        let cache = &self.config.cache;
+        if self.config.provider == ProviderKind::Anthropic
+            && cache.enabled
+            && cache.ttl == crate::config::CacheTtl::OneHour
+        {
+            // The hour-long entries were a beta under this name; the API
+            // ignores a beta it no longer needs.
+            builder.header("anthropic-beta", "extended-cache-ttl-2025-04-11")
+        } else {
+            builder
         }
     }
+
+    /// The `prompt_cache_key` an OpenAI-compatible request carries: the
+    /// request's, when `[llm] prompt_cache_key` says so, or by default
+    /// only to OpenAI's own API (other servers may refuse a field they do
+    /// not know, and cache by prefix without it).
+    fn cache_key<'a>(&self, request: &'a ChatRequest) -> Option<&'a str> {
+        let send = self.config.cache.enabled
+            && self
+                .config
+                .prompt_cache_key
+                .unwrap_or_else(|| self.config.base_url.starts_with("https://api.openai.com/"));
+        request.cache_key.as_deref().filter(|_| send)
+    }
+}
+
+/// The most bytes one answer's stream may have: far past any answer a
+/// model writes within its `max_tokens`, small enough that an endpoint
+/// that never stops cannot take the daemon's memory.
+const MAX_STREAM: usize = 64 << 20;
+
+/// The most of an error body that is read: its message is at the start.
+const MAX_ERROR_BODY: usize = 64 << 10;
+
+/// At most `limit` bytes of `response`'s body, as text; the rest is not
+/// read. `None` when the connection failed first.
+pub(crate) async fn body_prefix(mut response: reqwest::Response, limit: usize) -> Option<String> {
+    let mut body = Vec::new();
+    while body.len() < limit {
+        match response.chunk().await {
+            Ok(Some(chunk)) => {
+                body.extend_from_slice(&chunk[..chunk.len().min(limit - body.len())])
+            }
+            Ok(None) => break,
+            Err(_) => return None,
+        }
+    }
+    Some(String::from_utf8_lossy(&body).into_owned())
 }
 
 /// An answer with an error status as an [`LlmError::Http`], with the API's
@@ -346,7 +417,9 @@ async fn http_error(response: reqwest::Response) -> LlmError {
         .and_then(|v| v.trim().parse::<f64>().ok())
         .filter(|s| s.is_finite() && *s >= 0.0)
         .map(|s| Duration::from_secs_f64(s.min(60.0)));
-    let text = response.text().await.unwrap_or_default();
+    let text = body_prefix(response, MAX_ERROR_BODY)
+        .await
+        .unwrap_or_default();
     LlmError::Http {
         status,
         message: error_message(&text),

@@ -13,9 +13,15 @@ use super::LlmError;
 use super::sse::Event;
 use super::types::{Block, ChatRequest, ChatResponse, Role, StopReason, Usage};
 
-/// The request body for `POST {base_url}/chat/completions`.
-pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::Error> {
-    let mut messages = vec![json!({ "role": "system", "content": request.system })];
+/// The request body for `POST {base_url}/chat/completions`. The system
+/// prompt is one message (some servers' chat templates take only one),
+/// the fixed part first; `cache_key` goes in as `prompt_cache_key`.
+pub fn body(
+    model: &str,
+    request: &ChatRequest,
+    cache_key: Option<&str>,
+) -> Result<Vec<u8>, serde_json::Error> {
+    let mut messages = vec![json!({ "role": "system", "content": request.system_text() })];
     for m in &request.messages {
         match m.role {
             Role::Assistant => {
@@ -66,6 +72,9 @@ pub fn body(model: &str, request: &ChatRequest) -> Result<Vec<u8>, serde_json::E
     });
     if !tools.is_empty() {
         body["tools"] = Value::Array(tools);
+    }
+    if let Some(key) = cache_key {
+        body["prompt_cache_key"] = Value::String(key.to_owned());
     }
     serde_json::to_vec(&body)
 }

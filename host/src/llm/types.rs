@@ -96,8 +96,18 @@ pub struct ToolDef {
 /// One request to a model.
 #[derive(Clone, Debug)]
 pub struct ChatRequest {
-    /// The system prompt.
+    /// The fixed system prompt: the same for every conversation of an
+    /// agent (identity, instructions, skills), first in the prompt after
+    /// the tools so that providers cache it across conversations.
     pub system: String,
+    /// The conversation's context (memories, notepad, summary), after the
+    /// fixed prompt; empty when there is none. It changes between
+    /// conversations, not between the calls of one (`llm::cache`).
+    pub context: String,
+    /// What groups requests that share a prefix, for providers that route
+    /// by it (OpenAI's `prompt_cache_key`): the agent's, so its
+    /// conversations meet its cache.
+    pub cache_key: Option<String>,
     /// The conversation so far.
     pub messages: Vec<Message>,
     /// The tools the model may call (shared: the same set serves many
@@ -161,6 +171,33 @@ impl Usage {
             .saturating_add(self.output_tokens)
             .saturating_add(self.cache_read_tokens)
             .saturating_add(self.cache_write_tokens)
+    }
+}
+
+impl ChatRequest {
+    /// A request with a system prompt and messages, no tools, no context.
+    pub fn plain(
+        system: impl Into<String>,
+        messages: Vec<Message>,
+        max_tokens: u32,
+    ) -> ChatRequest {
+        ChatRequest {
+            system: system.into(),
+            context: String::new(),
+            cache_key: None,
+            messages,
+            tools: std::sync::Arc::from([]),
+            max_tokens,
+        }
+    }
+
+    /// The system prompt as one text: the fixed part, then the context.
+    pub fn system_text(&self) -> std::borrow::Cow<'_, str> {
+        if self.context.is_empty() {
+            std::borrow::Cow::Borrowed(&self.system)
+        } else {
+            std::borrow::Cow::Owned(format!("{}\n\n{}", self.system, self.context))
+        }
     }
 }
 

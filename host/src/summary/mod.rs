@@ -115,16 +115,15 @@ impl Summaries {
         self.meter
             .check(None)
             .map_err(|spent| SummaryError::Budget(spent.reply(crate::store::now_ms())))?;
-        let request = ChatRequest {
-            system: PROMPT.to_owned(),
-            messages: vec![Message::user_text(excerpt::prompt(
+        let request = ChatRequest::plain(
+            PROMPT,
+            vec![Message::user_text(excerpt::prompt(
                 about,
                 text,
                 config.input_chars,
             ))],
-            tools: Arc::new([]),
-            max_tokens: config.llm.max_tokens,
-        };
+            config.llm.max_tokens,
+        );
         let timeout = self.timeout();
         let response = tokio::time::timeout(timeout, connected.llm.complete(&request))
             .await

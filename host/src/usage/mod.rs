@@ -5,7 +5,9 @@
 //! - `store`: the `usage` table, written in batches by a thread;
 //! - `prices`: US dollars per million tokens, defaults and `[prices]`;
 //! - `period`: today and this month in the owner's zone;
-//! - `report`: tokens and estimated cost per model over those spans.
+//! - `report`: tokens and estimated cost per model over those spans, the
+//!   share of prompt tokens read from the cache, the fixed overhead;
+//! - `cache_watch`: the warning when a conversation's cache breaks.
 //!
 //! [`Meter`] is the daemon's one instance. Every model call that answered
 //! is recorded through it (a turn's steps, the step before a compaction
@@ -18,6 +20,7 @@
 //! included), and a scheduled task's own `token_budget` likewise. A call
 //! that failed reported nothing and counts nothing.
 
+pub mod cache_watch;
 pub mod period;
 pub mod prices;
 pub mod report;
@@ -235,6 +238,7 @@ pub struct Meter {
     writer: store::Writer,
     cold: Cold,
     state: Mutex<State>,
+    watch: cache_watch::CacheWatch,
 }
 
 struct State {
@@ -248,6 +252,26 @@ struct State {
     /// The day the owner was last told the daily budget stopped a
     /// contact's turn (told once a day).
     told_owner: Option<Span>,
+    /// The characters of the main agent's last call's fixed part: the
+    /// tools and the fixed system prompt.
+    fixed_chars: Option<usize>,
+    /// Prompt tokens of every call since the daemon started, and those
+    /// read from the cache, for `/status`.
+    prompt_tokens: u64,
+    cached_tokens: u64,
+}
+
+/// How the prompt cache has served since the daemon started, for
+/// `/status`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CacheFigures {
+    /// Prompt tokens sent (read afresh, from the cache, or written to it).
+    pub prompt_tokens: u64,
+    /// Those read from the cache.
+    pub cached_tokens: u64,
+    /// About how many tokens the main agent's fixed prompt is (tools and
+    /// fixed system prompt), once it has called the model.
+    pub fixed_prompt_tokens: Option<u64>,
 }
 
 /// One running turn's tokens, and its own budget (a scheduled task's).
@@ -271,8 +295,34 @@ impl Meter {
                 today,
                 turns: HashMap::new(),
                 told_owner: None,
+                fixed_chars: None,
+                prompt_tokens: 0,
+                cached_tokens: 0,
             }),
+            watch: cache_watch::CacheWatch::default(),
         })
+    }
+
+    /// Takes a conversation's newest request and what the provider
+    /// reported for it, to warn when its cache breaks (`cache_watch`).
+    pub fn watch(&self, session: i64, request: crate::llm::ChatRequest, usage: &Usage) {
+        self.watch.observe(session, request, usage);
+    }
+
+    /// How the prompt cache has served since the start.
+    pub fn cache_figures(&self) -> CacheFigures {
+        let state = self.state();
+        CacheFigures {
+            prompt_tokens: state.prompt_tokens,
+            cached_tokens: state.cached_tokens,
+            fixed_prompt_tokens: state.fixed_chars.map(report::estimated_tokens),
+        }
+    }
+
+    /// Notes the size of the main agent's fixed prompt (its tools and
+    /// fixed system prompt), in characters, for the reports.
+    pub fn note_fixed_prompt(&self, chars: usize) {
+        self.state().fixed_chars = Some(chars);
     }
 
     /// Takes new budgets and prices (a config reload). The zone stays.
@@ -342,6 +392,10 @@ impl Meter {
             let mut state = self.state();
             self.roll(&mut state, now);
             state.today = state.today.saturating_add(tokens);
+            state.prompt_tokens = state.prompt_tokens.saturating_add(
+                usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens,
+            );
+            state.cached_tokens = state.cached_tokens.saturating_add(usage.cache_read_tokens);
             if let Some(count) = call.turn.and_then(|id| state.turns.get_mut(&id)) {
                 count.used = count.used.saturating_add(tokens);
             }
@@ -376,8 +430,13 @@ impl Meter {
     /// in it.
     pub fn report(&self, now_ms: i64, spans: &[report::Which]) -> rusqlite::Result<report::Report> {
         self.writer.flush();
-        let settings = self.state().settings.clone();
-        report::build(Some(&self.cold.lock()), &settings, now_ms, spans)
+        let (settings, fixed) = {
+            let state = self.state();
+            (state.settings.clone(), state.fixed_chars)
+        };
+        let mut report = report::build(Some(&self.cold.lock()), &settings, now_ms, spans)?;
+        report.fixed_prompt_tokens = fixed.map(report::estimated_tokens);
+        Ok(report)
     }
 
     /// Commits every queued row and stops the writer (a clean stop).

@@ -34,6 +34,23 @@ pub struct Report {
     pub periods: Vec<Period>,
     /// Where the budgets stand.
     pub budgets: BudgetState,
+    /// What every call of the main agent sends before any conversation
+    /// (its tools and fixed system prompt), estimated at four characters a
+    /// token; known to a running daemon once it has called the model.
+    pub fixed_prompt_tokens: Option<u64>,
+}
+
+/// About how many tokens `chars` characters of prompt are: four to a
+/// token, as English text and JSON average.
+pub fn estimated_tokens(chars: usize) -> u64 {
+    (chars as u64).div_ceil(4)
+}
+
+/// The share of `usage`'s prompt tokens read from the cache, when it
+/// has prompt tokens.
+fn hit_share(input: u64, read: u64, write: u64) -> Option<f64> {
+    let prompt = input + read + write;
+    (prompt > 0).then(|| read as f64 / prompt as f64)
 }
 
 /// One span's usage.
@@ -53,6 +70,8 @@ pub struct Period {
     pub calls: u64,
     /// Tokens in all.
     pub total_tokens: u64,
+    /// The share of prompt tokens read from the cache, over every model.
+    pub cache_hit_share: Option<f64>,
     /// The estimated cost of the models that have a price, in US dollars.
     pub cost_usd: f64,
     /// The models without a price (their tokens are not in `cost_usd`).
@@ -78,6 +97,8 @@ pub struct ModelLine {
     pub cache_write_tokens: u64,
     /// All four.
     pub total_tokens: u64,
+    /// The share of prompt tokens read from the cache.
+    pub cache_hit_share: Option<f64>,
     /// The estimated cost, in US dollars; `None` without a price.
     pub cost_usd: Option<f64>,
 }
@@ -138,6 +159,7 @@ pub fn build(
             resets_at_local: local_time(today.end_ms, &settings.zone_name),
             max_tokens_per_turn: settings.budgets.per_turn,
         },
+        fixed_prompt_tokens: None,
     })
 }
 
@@ -157,6 +179,11 @@ fn period_report(
             cache_read_tokens: t.usage.cache_read_tokens,
             cache_write_tokens: t.usage.cache_write_tokens,
             total_tokens: t.usage.total(),
+            cache_hit_share: hit_share(
+                t.usage.input_tokens,
+                t.usage.cache_read_tokens,
+                t.usage.cache_write_tokens,
+            ),
             calls: t.calls,
             provider: t.provider,
             model: t.model,
@@ -169,6 +196,11 @@ fn period_report(
         to: rfc3339(span.end_ms),
         calls: models.iter().map(|m| m.calls).sum(),
         total_tokens: models.iter().map(|m| m.total_tokens).sum(),
+        cache_hit_share: hit_share(
+            models.iter().map(|m| m.input_tokens).sum(),
+            models.iter().map(|m| m.cache_read_tokens).sum(),
+            models.iter().map(|m| m.cache_write_tokens).sum(),
+        ),
         // Folded from +0.0: an empty `sum` of floats is -0.0.
         cost_usd: models
             .iter()
@@ -194,12 +226,15 @@ impl Report {
                 Which::Month => "This month",
             };
             out.push_str(&format!(
-                "{name} ({}, {}): {} tokens in {} model calls{}\n",
+                "{name} ({}, {}): {} tokens in {} model calls{}{}\n",
                 p.label,
                 self.zone,
                 thousands(p.total_tokens),
                 thousands(p.calls),
-                total_cost(p)
+                total_cost(p),
+                p.cache_hit_share
+                    .map(|share| format!("; {} of the prompt read from the cache", percent(share)))
+                    .unwrap_or_default()
             ));
             for m in &p.models {
                 out.push_str(&format!(
@@ -211,6 +246,13 @@ impl Report {
                     m.cost_usd.map_or("no price".to_owned(), dollars)
                 ));
             }
+        }
+        if let Some(tokens) = self.fixed_prompt_tokens {
+            out.push_str(&format!(
+                "Every call starts with about {} tokens of tools and instructions (the fixed \
+                 part, read from the cache after the first call).\n",
+                thousands(tokens)
+            ));
         }
         let b = &self.budgets;
         match b.daily_token_budget {
@@ -262,7 +304,18 @@ fn counts(m: &ModelLine) -> String {
         parts.push(format!("{} cache write", thousands(m.cache_write_tokens)));
     }
     parts.push(format!("{} out", thousands(m.output_tokens)));
+    if let Some(share) = m
+        .cache_hit_share
+        .filter(|_| m.cache_read_tokens + m.cache_write_tokens > 0)
+    {
+        parts.push(format!("{} cached", percent(share)));
+    }
     parts.join(", ")
+}
+
+/// `87%`; a share just short of whole stays short of it (`99%`).
+fn percent(share: f64) -> String {
+    format!("{}%", (share * 100.0).floor() as u64)
 }
 
 /// `$0.52`; a small amount keeps its first significant digits (`$0.0031`).
