@@ -27,7 +27,7 @@
 //!   string `content` is one text block). A message's role is counted once,
 //!   at its first block: that block's bytes are prefixed with `user:` or
 //!   `assistant:`, so the same text said by either side differs (a message
-//!   with no blocks is a unit of its role alone). A unit counts
+//!   with no blocks is one unit, its role and `""`). A unit counts
 //!   `ceil(bytes / 4)` tokens; a prefix counts the sum of its units.
 //! - A unit holding `cache_control` is a **breakpoint**; the cached prefix
 //!   at a breakpoint is every unit up to and including it, keyed with the
