@@ -19,6 +19,10 @@
 //! reported, read back from the streams as a client of the real APIs
 //! would. [`FakeLlm::respond_with`] answers from a function of the
 //! request instead of a script, for runs too long to script (the soak).
+//! [`FakeLlm::keep_prompt_cache`] runs every model request through a
+//! [`PromptCache`] first: a request its rules refuse gets the provider's
+//! 400, and every stream sent reports the cache's counts instead of the
+//! scripted ones, so tests can measure what a real cache would serve.
 
 use std::collections::VecDeque;
 use std::io::{self, BufRead, BufReader, Write};
@@ -31,6 +35,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::http_server::{self, write_json};
+use crate::prompt_cache::{self, CacheError, CacheOutcome, Clock, Plan, PromptCache, Provider};
 
 /// The model name every built stream reports.
 const MODEL: &str = "fake-model";
@@ -77,6 +82,18 @@ struct State {
     reported: Vec<Tokens>,
     /// Answers a request once the script has run out, when set.
     responder: Option<Responder>,
+    /// The prompt cache every model request goes through, when kept.
+    cache: Option<PromptCache>,
+    /// What the cache made of each request answered with a stream.
+    outcomes: Vec<CacheOutcome>,
+}
+
+/// A request's cache outcome, waiting for its answer: committed, and put
+/// into the stream, once a stream is sent.
+struct Pending {
+    plan: Plan,
+    /// The request asked for `stream_options.include_usage` (OpenAI).
+    include_usage: bool,
 }
 
 /// Builds the answer to a request when the script has run out: for tests
@@ -211,6 +228,41 @@ impl FakeLlm {
         self.shared.lock().responder = Some(Arc::new(responder));
     }
 
+    /// Keeps a prompt cache from now on, by the rules of
+    /// [`prompt_cache`]: every request to the model routes is run through
+    /// it before the script. A request its rules refuse (a fifth
+    /// breakpoint, a bad `ttl`) is answered with Anthropic's 400
+    /// `invalid_request_error`, taking nothing from the script. Every
+    /// other request is answered as scripted, but a stream reports the
+    /// cache's counts instead of its own (Anthropic's `message_start` and
+    /// `message_delta` usage; OpenAI's usage chunk, added when the request
+    /// asked for `stream_options.include_usage` and the stream has none);
+    /// only then is the request's cache write stored, so an error reply
+    /// writes nothing. Returns the cache's clock, for moving it forward
+    /// past a TTL; calling it again keeps the same cache.
+    pub fn keep_prompt_cache(&self) -> Clock {
+        let mut state = self.shared.lock();
+        state
+            .cache
+            .get_or_insert_with(PromptCache::new)
+            .clock()
+            .clone()
+    }
+
+    /// What the prompt cache made of every request answered with a stream
+    /// since [`FakeLlm::keep_prompt_cache`], in the order the answers were
+    /// sent.
+    pub fn cache_outcomes(&self) -> Vec<CacheOutcome> {
+        self.shared.lock().outcomes.clone()
+    }
+
+    /// The share of prompt tokens read from the cache over every request
+    /// but the first: [`prompt_cache::hit_share`] of
+    /// [`FakeLlm::cache_outcomes`].
+    pub fn cache_hit_share(&self) -> f64 {
+        prompt_cache::hit_share(&self.shared.lock().outcomes)
+    }
+
     /// Queues a reply for the next request whose system prompt contains
     /// `marker` (an agent's name, say), ahead of the plain script.
     pub fn push_for(&self, marker: &str, reply: Reply) {
@@ -297,7 +349,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 request.path.split('?').next(),
                 Some("/v1/messages" | "/v1/chat/completions" | "/chat/completions")
             );
-        let (reply, releases) = {
+        let (reply, releases, pending) = {
             let mut state = shared.lock();
             let system = system_prompt(&request.body);
             let routed = state
@@ -307,15 +359,25 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             // As the real services do, a tool name outside their pattern
             // fails the whole request before any model runs.
             let refused = scripted.then(|| bad_tool_name(&request)).flatten();
+            // Planned only: committed once a stream is sent.
+            let planned = match &mut state.cache {
+                Some(cache) if scripted => Some(plan(cache, &request)),
+                _ => None,
+            };
+            let mut pending = None;
             let reply = if let Some(refusal) = unauthorized(&request, &state) {
                 refusal
             } else if let Some(refusal) = refused {
                 refusal
             } else if let Some(listing) = catalogue(&request, &state) {
                 listing
+            } else if let Some(Err(error)) = &planned {
+                anthropic_error(400, "invalid_request_error", &error.message, None)
             } else if let (true, Some(i)) = (scripted, routed) {
+                pending = planned.and_then(Result::ok);
                 state.routed.remove(i).1
             } else if scripted {
+                pending = planned.and_then(Result::ok);
                 match (state.script.pop_front(), &state.responder) {
                     (Some(reply), _) => reply,
                     (None, Some(responder)) => {
@@ -331,9 +393,9 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             };
             state.requests.push(request);
             shared.changed.notify_all();
-            (reply, state.releases)
+            (reply, state.releases, pending)
         };
-        let (more, sent) = answer(&mut out, reply, shared, releases)?;
+        let (more, sent) = answer(&mut out, reply, shared, releases, pending)?;
         // Stamped before the stream is read back: the benches time the
         // host's side from here.
         let answered = Instant::now();
@@ -351,15 +413,18 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
 
 /// Sends `reply`; returns whether the connection may carry another
 /// request, and the stream if one was sent whole. `releases` is the
-/// release count when the reply was taken.
+/// release count when the reply was taken; `pending`, the request's cache
+/// outcome when a cache is kept, goes into a stream sent.
 fn answer(
     out: &mut TcpStream,
     reply: Reply,
     shared: &Shared,
     releases: u64,
+    pending: Option<Pending>,
 ) -> io::Result<(bool, Option<String>)> {
     match reply {
         Reply::Sse(body) => {
+            let body = through_cache(body, pending, shared);
             write_stream(out, &split_events(&body))?;
             out.write_all(b"0\r\n\r\n")?;
             Ok((true, Some(body)))
@@ -377,6 +442,7 @@ fn answer(
             Ok((true, None))
         }
         Reply::Paced { sse, gap } => {
+            let sse = through_cache(sse, pending, shared);
             write_stream(out, &[])?;
             for event in split_events(&sse) {
                 std::thread::sleep(gap);
@@ -387,6 +453,7 @@ fn answer(
             Ok((true, Some(sse)))
         }
         Reply::Disconnect { sse, events } => {
+            let sse = through_cache(sse, pending, shared);
             let all = split_events(&sse);
             write_stream(out, &all[..events.min(all.len())])?;
             out.shutdown(Shutdown::Both)?;
@@ -406,9 +473,43 @@ fn answer(
             let next = state.script.pop_front().unwrap_or_else(no_reply_left);
             let releases = state.releases;
             drop(state);
-            answer(out, next, shared, releases)
+            answer(out, next, shared, releases, pending)
         }
     }
+}
+
+/// What the cache makes of a request to a model route, by the rules of the
+/// provider the path belongs to.
+fn plan(cache: &mut PromptCache, request: &Recorded) -> Result<Pending, CacheError> {
+    let plan = if request.path.starts_with("/v1/messages") {
+        cache.plan_anthropic(&request.body)?
+    } else {
+        cache.plan_openai(&request.body)
+    };
+    Ok(Pending {
+        plan,
+        include_usage: request.body["stream_options"]["include_usage"] == true,
+    })
+}
+
+/// A stream about to be sent, with the cache's counts in it when a cache
+/// is kept; the request's cache write is stored and its outcome recorded
+/// here, as the stream starts.
+fn through_cache(sse: String, pending: Option<Pending>, shared: &Shared) -> String {
+    let Some(Pending {
+        plan,
+        include_usage,
+    }) = pending
+    else {
+        return sse;
+    };
+    let sse = with_cache_usage(&sse, &plan.outcome, include_usage);
+    let mut state = shared.lock();
+    state.outcomes.push(plan.outcome.clone());
+    if let Some(cache) = &mut state.cache {
+        cache.commit(plan);
+    }
+    sse
 }
 
 /// A request's system prompt, in either provider's shape.
@@ -588,28 +689,7 @@ impl std::iter::Sum for Tokens {
 /// usage to replace, so a test never reports nothing by mistake.
 pub fn reporting(reply: Reply, tokens: Tokens) -> Reply {
     let rewrite = |sse: &str| {
-        let mut replaced = false;
-        let mut out = String::new();
-        for event in split_events(sse) {
-            let mut lines = Vec::new();
-            for line in event.lines() {
-                let Some(data) = line.strip_prefix("data: ") else {
-                    lines.push(line.to_owned());
-                    continue;
-                };
-                let mut value: Value = match serde_json::from_str(data) {
-                    Ok(v) => v,
-                    Err(_) => {
-                        lines.push(line.to_owned());
-                        continue;
-                    }
-                };
-                replaced |= set_usage(&mut value, tokens);
-                lines.push(format!("data: {value}"));
-            }
-            out.push_str(&lines.join("\n"));
-            out.push_str("\n\n");
-        }
+        let (out, replaced) = edit_events(sse, |data| set_usage(data, tokens));
         assert!(replaced, "fake: this stream reports no usage to replace");
         out
     };
@@ -625,6 +705,127 @@ pub fn reporting(reply: Reply, tokens: Tokens) -> Reply {
         },
         other => panic!("fake: only a stream reports usage, not {other:?}"),
     }
+}
+
+/// `sse` with `edit` applied to the data of each event that is JSON;
+/// returns it and whether `edit` ever returned true.
+fn edit_events(sse: &str, mut edit: impl FnMut(&mut Value) -> bool) -> (String, bool) {
+    let mut edited = false;
+    let mut out = String::new();
+    for event in split_events(sse) {
+        let mut lines = Vec::new();
+        for line in event.lines() {
+            let Some(data) = line.strip_prefix("data: ") else {
+                lines.push(line.to_owned());
+                continue;
+            };
+            let mut value: Value = match serde_json::from_str(data) {
+                Ok(v) => v,
+                Err(_) => {
+                    lines.push(line.to_owned());
+                    continue;
+                }
+            };
+            edited |= edit(&mut value);
+            lines.push(format!("data: {value}"));
+        }
+        out.push_str(&lines.join("\n"));
+        out.push_str("\n\n");
+    }
+    (out, edited)
+}
+
+/// `sse` reporting what the prompt cache computed for its request,
+/// whatever it was scripted to report. Anthropic: `input_tokens`,
+/// `cache_creation_input_tokens` (split by TTL in `cache_creation`) and
+/// `cache_read_input_tokens` in `message_start`'s usage and in any
+/// `message_delta` usage, output tokens kept. OpenAI: every usage object
+/// gets `prompt_tokens` (cached included),
+/// `prompt_tokens_details.cached_tokens` and a `total_tokens` to match,
+/// completion tokens kept; a stream without one gets a usage chunk before
+/// `[DONE]` when `include_usage` (the request asked for it), its
+/// completion tokens estimated from the text and arguments streamed.
+fn with_cache_usage(sse: &str, outcome: &CacheOutcome, include_usage: bool) -> String {
+    if outcome.provider == Provider::Anthropic {
+        let counts = json!({
+            "input_tokens": outcome.uncached,
+            "cache_creation_input_tokens": outcome.written,
+            "cache_read_input_tokens": outcome.read,
+            "cache_creation": {
+                "ephemeral_5m_input_tokens": outcome.written - outcome.written_1h,
+                "ephemeral_1h_input_tokens": outcome.written_1h,
+            },
+        });
+        let put = |usage: &mut Value| {
+            if !usage.is_object() {
+                *usage = json!({"output_tokens": 1});
+            }
+            for (key, count) in counts.as_object().into_iter().flatten() {
+                usage[key] = count.clone();
+            }
+        };
+        return edit_events(sse, |data| match data["type"].as_str() {
+            Some("message_start") => {
+                put(&mut data["message"]["usage"]);
+                true
+            }
+            Some("message_delta") if data["usage"].is_object() => {
+                put(&mut data["usage"]);
+                true
+            }
+            _ => false,
+        })
+        .0;
+    }
+    let mut id = None;
+    let mut streamed = 0;
+    let (mut out, found) = edit_events(sse, |data| {
+        if id.is_none() {
+            id = data["id"].as_str().map(str::to_owned);
+        }
+        for choice in data["choices"].as_array().into_iter().flatten() {
+            let delta = &choice["delta"];
+            streamed += delta["content"].as_str().map_or(0, |t| t.chars().count());
+            for call in delta["tool_calls"].as_array().into_iter().flatten() {
+                streamed += match &call["function"]["arguments"] {
+                    Value::String(args) => args.chars().count(),
+                    Value::Null => 0,
+                    args => args.to_string().chars().count(),
+                };
+            }
+        }
+        let usage = &mut data["usage"];
+        if !usage.is_object() {
+            return false;
+        }
+        let completion = usage["completion_tokens"].as_u64().unwrap_or(0);
+        usage["prompt_tokens"] = json!(outcome.total);
+        usage["total_tokens"] = json!(outcome.total + completion);
+        if !usage["prompt_tokens_details"].is_object() {
+            usage["prompt_tokens_details"] = json!({});
+        }
+        usage["prompt_tokens_details"]["cached_tokens"] = json!(outcome.read);
+        true
+    });
+    if !found && include_usage {
+        let completion = streamed.div_ceil(4) as u64;
+        let chunk = json!({
+            "id": id.unwrap_or_else(|| format!("chatcmpl-FakeLlm{:013}", serial())),
+            "object": "chat.completion.chunk",
+            "created": CREATED,
+            "model": MODEL,
+            "choices": [],
+            "usage": {
+                "prompt_tokens": outcome.total,
+                "completion_tokens": completion,
+                "total_tokens": outcome.total + completion,
+                "prompt_tokens_details": {"cached_tokens": outcome.read},
+            }
+        });
+        let at = out.find("data: [DONE]").unwrap_or(out.len());
+        out.insert_str(at, &format!("data: {chunk}\n\n"));
+    }
+    out
 }
 
 /// Puts `tokens` into one event's data where its provider reports usage;
@@ -1108,5 +1309,185 @@ pub fn anthropic_error(
             .into_iter()
             .collect(),
         body: json!({"type": "error", "error": {"type": kind, "message": message}}),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Read;
+
+    use super::*;
+
+    /// Posts `body` to the fake and returns the status and every `data:`
+    /// payload of the answer (the whole body when it is not a stream).
+    fn post(fake: &FakeLlm, path: &str, body: &Value) -> (u16, Vec<String>) {
+        let mut stream = TcpStream::connect(fake.addr).expect("connect to the fake");
+        let body = body.to_string();
+        let head = format!(
+            "POST {path} HTTP/1.1\r\nhost: fake\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\nconnection: close\r\n\r\n",
+            body.len()
+        );
+        stream
+            .write_all(format!("{head}{body}").as_bytes())
+            .expect("send the request");
+        let mut answer = String::new();
+        stream.read_to_string(&mut answer).expect("read the answer");
+        let status = answer
+            .split_whitespace()
+            .nth(1)
+            .and_then(|s| s.parse().ok())
+            .expect("a status line");
+        let data: Vec<String> = answer
+            .lines()
+            .filter_map(|line| line.trim_end().strip_prefix("data: "))
+            .map(str::to_owned)
+            .collect();
+        if data.is_empty() {
+            let json = answer.split("\r\n\r\n").nth(1).unwrap_or_default();
+            return (status, vec![json.to_owned()]);
+        }
+        (status, data)
+    }
+
+    fn events(data: &[String]) -> Vec<Value> {
+        data.iter()
+            .filter_map(|d| serde_json::from_str(d).ok())
+            .collect()
+    }
+
+    /// An Anthropic body: a long system prompt with a breakpoint, then
+    /// `turns` user messages, the last with a breakpoint.
+    fn anthropic_body(turns: usize, breakpoints: usize) -> Value {
+        let mut system = vec![json!({"type": "text", "text": "s".repeat(6000),
+            "cache_control": {"type": "ephemeral"}})];
+        for _ in 1..breakpoints.max(1) {
+            system.push(json!({"type": "text", "text": "more",
+                "cache_control": {"type": "ephemeral"}}));
+        }
+        let mut messages: Vec<Value> = (0..turns)
+            .map(|i| json!({"role": "user", "content": [{"type": "text", "text": format!("turn {i}")}]}))
+            .collect();
+        if let Some(last) = messages.last_mut() {
+            last["content"][0]["cache_control"] = json!({"type": "ephemeral"});
+        }
+        json!({"model": "m", "max_tokens": 64, "stream": true, "system": system, "messages": messages})
+    }
+
+    #[test]
+    fn an_anthropic_stream_carries_the_caches_counts() {
+        let fake = FakeLlm::start();
+        fake.keep_prompt_cache();
+        for _ in 0..3 {
+            fake.push(anthropic_text("hello there"));
+        }
+        for turns in [1, 3] {
+            let (status, data) = post(&fake, "/v1/messages", &anthropic_body(turns, 1));
+            assert_eq!(status, 200);
+            let events = events(&data);
+            let outcome = fake.cache_outcomes().last().cloned().expect("an outcome");
+            let start = &events[0]["message"]["usage"];
+            let delta = &events
+                .iter()
+                .find(|e| e["type"] == "message_delta")
+                .expect("a message_delta")["usage"];
+            for usage in [start, delta] {
+                assert_eq!(usage["input_tokens"], outcome.uncached);
+                assert_eq!(usage["cache_creation_input_tokens"], outcome.written);
+                assert_eq!(usage["cache_read_input_tokens"], outcome.read);
+            }
+            assert_eq!(start["output_tokens"], 1);
+            assert!(delta["output_tokens"].as_u64() > Some(1));
+        }
+        let outcomes = fake.cache_outcomes();
+        assert_eq!(outcomes.len(), 2);
+        assert_eq!(outcomes[0].read, 0);
+        assert_eq!(outcomes[0].written, outcomes[0].total);
+        // The system prompt (6,025 bytes) is read back the second time.
+        assert_eq!(outcomes[1].read, 1507);
+        assert_eq!(outcomes[1].uncached, 0);
+        let reported = fake.reported();
+        assert_eq!(reported[1].cache_read, 1507);
+        assert_eq!(reported[1].input, 0);
+        let share = fake.cache_hit_share();
+        assert!((share - 1507.0 / outcomes[1].total as f64).abs() < 1e-9);
+
+        // A fifth breakpoint is refused before the script is touched.
+        let (status, data) = post(&fake, "/v1/messages", &anthropic_body(1, 4));
+        assert_eq!(status, 400);
+        let error: Value = serde_json::from_str(&data[0]).expect("an error body");
+        assert_eq!(error["type"], "error");
+        assert_eq!(error["error"]["type"], "invalid_request_error");
+        assert_eq!(
+            error["error"]["message"],
+            "A maximum of 4 blocks with cache_control may be provided. Found 5."
+        );
+        assert_eq!(fake.cache_outcomes().len(), 2);
+        assert_eq!(post(&fake, "/v1/messages", &anthropic_body(1, 1)).0, 200);
+    }
+
+    #[test]
+    fn an_error_reply_writes_nothing_and_the_clock_expires_entries() {
+        let fake = FakeLlm::start();
+        let clock = fake.keep_prompt_cache();
+        fake.push(anthropic_error(
+            429,
+            "rate_limit_error",
+            "slow down",
+            Some(1),
+        ));
+        for _ in 0..3 {
+            fake.push(anthropic_text("ok"));
+        }
+        let body = anthropic_body(1, 1);
+        assert_eq!(post(&fake, "/v1/messages", &body).0, 429);
+        post(&fake, "/v1/messages", &body);
+        clock.advance(Duration::from_secs(4 * 60));
+        post(&fake, "/v1/messages", &body);
+        clock.advance(Duration::from_secs(5 * 60));
+        post(&fake, "/v1/messages", &body);
+        let reads: Vec<u64> = fake.cache_outcomes().iter().map(|o| o.read).collect();
+        let total = fake.cache_outcomes()[0].total;
+        assert_eq!(reads, vec![0, total, 0]);
+    }
+
+    #[test]
+    fn openai_streams_get_the_caches_usage() {
+        let fake = FakeLlm::start();
+        fake.keep_prompt_cache();
+        fake.push(openai_text("hi"));
+        fake.push(openai_text("hi again"));
+        fake.push(ollama_tool_call("c1", "t", &json!({"a": 1})));
+        let body = |turn: &str| {
+            json!({"model": "m", "stream": true, "stream_options": {"include_usage": true},
+            "messages": [
+                {"role": "system", "content": "s".repeat(8000)},
+                {"role": "user", "content": turn},
+            ]})
+        };
+        let usage = |data: &[String]| {
+            events(data)
+                .into_iter()
+                .find(|e| e["usage"].is_object())
+                .map(|e| e["usage"].clone())
+                .expect("a usage chunk")
+        };
+        for turn in ["one", "two", "three"] {
+            let (status, data) = post(&fake, "/v1/chat/completions", &body(turn));
+            assert_eq!(status, 200);
+            let usage = usage(&data);
+            let outcome = fake.cache_outcomes().last().cloned().expect("an outcome");
+            assert_eq!(usage["prompt_tokens"], outcome.total);
+            assert_eq!(
+                usage["prompt_tokens_details"]["cached_tokens"],
+                outcome.read
+            );
+            let completion = usage["completion_tokens"].as_u64().expect("completion");
+            assert_eq!(usage["total_tokens"], outcome.total + completion);
+            assert_eq!(data.last().map(String::as_str), Some("[DONE]"));
+        }
+        let reads: Vec<u64> = fake.cache_outcomes().iter().map(|o| o.read).collect();
+        // The system message is 8,030 bytes, then `{"content":"` of the next.
+        assert_eq!(reads, vec![0, 1920, 1920]);
     }
 }

@@ -23,6 +23,7 @@ pub mod groups;
 mod http_server;
 pub mod images;
 pub mod procs;
+pub mod prompt_cache;
 pub mod pty;
 pub mod small_fs;
 pub mod soak;
