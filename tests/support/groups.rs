@@ -73,7 +73,8 @@ impl Script {
         played
     }
 
-    fn answer(&self, r: &Recorded) -> Reply {
+    /// The reply to `r`, by whom its system prompt says it is for.
+    pub fn answer(&self, r: &Recorded) -> Reply {
         let system = crate::fake_llm::system_prompt(&r.body);
         let messages = r.body["messages"].as_array().cloned().unwrap_or_default();
         let first = messages.first().map(Value::to_string).unwrap_or_default();
