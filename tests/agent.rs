@@ -721,3 +721,21 @@ fn the_models_tool_list_follows_hot_reload() {
     h.chat("third").ok();
     assert_eq!(offered(2), (false, false));
 }
+
+#[test]
+fn a_stream_that_never_ends_a_line_is_refused_and_the_daemon_keeps_serving() {
+    let fake = FakeLlm::start();
+    // Nine MiB without a line break: past the 8 MiB a line may have.
+    let flood = format!("event: message_start\ndata: {}\n\n", "x".repeat(9 << 20));
+    fake.push(Reply::Sse(flood));
+    fake.push(anthropic_text("Still here."));
+    // Not retried: a broken endpoint would send it again.
+    let h = Hearth::new(&config(&fake, "anthropic", ""));
+    let _daemon = start(&h);
+    let said = h.chat("hello").ok().to_owned();
+    assert!(
+        said.contains("the model API sent too much") && said.contains("longer than"),
+        "{said}"
+    );
+    assert_eq!(h.chat("again").ok().trim(), "Still here.");
+}
