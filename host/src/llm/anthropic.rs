@@ -39,16 +39,19 @@ pub fn body(
         #[serde(skip_serializing_if = "Option::is_none")]
         cache_control: Option<CacheControl>,
     }
+    /// The members in the order the API renders the prompt (tools,
+    /// system, messages), after what never changes: a cache keyed by the
+    /// body's bytes finds all but the newest message in a prefix too.
     #[derive(Serialize)]
     struct Body<'a> {
         model: &'a str,
         max_tokens: u32,
+        stream: bool,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<Tool<'a>>,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         system: Vec<Text<'a>>,
         messages: AnthropicMessages<'a>,
-        #[serde(skip_serializing_if = "Vec::is_empty")]
-        tools: Vec<Tool<'a>>,
-        stream: bool,
     }
     let mark = CacheControl::for_config(cache);
     // The API refuses an empty text block.

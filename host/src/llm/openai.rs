@@ -63,20 +63,31 @@ pub fn body(
         .iter()
         .map(|t| json!({ "type": "function", "function": { "name": t.name, "description": t.description, "parameters": t.parameters } }))
         .collect();
-    let mut body = json!({
-        "model": model,
-        "messages": messages,
-        "max_tokens": request.max_tokens,
-        "stream": true,
-        "stream_options": { "include_usage": true },
-    });
-    if !tools.is_empty() {
-        body["tools"] = Value::Array(tools);
+    /// The body's members in the order the model reads them: what never
+    /// changes, the tools, then the messages, which only grow. A server
+    /// (or proxy) that caches by the bytes of the body then finds all but
+    /// the newest message in a prefix it saw.
+    #[derive(serde::Serialize)]
+    struct Body<'a> {
+        model: &'a str,
+        max_tokens: u32,
+        stream: bool,
+        stream_options: Value,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        prompt_cache_key: Option<&'a str>,
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        tools: Vec<Value>,
+        messages: Vec<Value>,
     }
-    if let Some(key) = cache_key {
-        body["prompt_cache_key"] = Value::String(key.to_owned());
-    }
-    serde_json::to_vec(&body)
+    serde_json::to_vec(&Body {
+        model,
+        max_tokens: request.max_tokens,
+        stream: true,
+        stream_options: json!({ "include_usage": true }),
+        prompt_cache_key: cache_key,
+        tools,
+        messages,
+    })
 }
 
 /// Builds the response from the stream's chunks.
