@@ -20,7 +20,8 @@ fn config(fake: &FakeLlm, provider: &str, extra: &str) -> String {
         _ => fake.url(),
     };
     format!(
-        "[llm]\nprovider = \"{provider}\"\nmodel = \"fake-model\"\nbase_url = \"{base}\"\n\
+        // The example tools (echo) are offered only when the config turns them on.
+        "examples = true\n[llm]\nprovider = \"{provider}\"\nmodel = \"fake-model\"\nbase_url = \"{base}\"\n\
          api_key_env = \"HEARTH_TEST_API_KEY\"\nretry_base_ms = 10\nmax_retries = 3\n{extra}"
     )
 }
@@ -325,13 +326,13 @@ fn every_message_the_model_sees_says_when_where_and_from_whom() {
 }
 
 #[test]
-fn remembered_facts_are_in_the_next_prompt_and_forget_removes_them() {
+fn remembered_facts_are_in_the_next_prompt_and_removing_one_drops_it() {
     let fake = FakeLlm::start();
     fake.push(anthropic_tool_use(
         None,
         "toolu_m",
-        "remember",
-        &json!({"fact": "The owner takes tea without sugar."}),
+        "manage_knowledge",
+        &json!({"tier": "memory", "action": "add", "text": "The owner takes tea without sugar."}),
     ));
     fake.push(anthropic_text("Noted."));
     fake.push(anthropic_text("You take it without sugar."));
@@ -351,8 +352,10 @@ fn remembered_facts_are_in_the_next_prompt_and_forget_removes_them() {
         "{system}"
     );
     assert!(system.contains("Your owner is Sam."), "{system}");
-    assert!(h.chat(r#"/tool forget {"id":1}"#).ok().contains("forgot"));
-    assert!(h.chat(r#"/tool recall {}"#).ok().contains("\"facts\": []"));
+    let removed = r#"/tool manage_knowledge {"tier":"memory","action":"remove","id":1}"#;
+    assert!(h.chat(removed).ok().contains("removed"));
+    let listed = r#"/tool manage_knowledge {"tier":"memory","action":"list"}"#;
+    assert!(h.chat(listed).ok().contains("\"memories\": []"));
 }
 
 #[test]
@@ -562,13 +565,15 @@ fn replies_go_back_through_the_channel_plugin_that_brought_the_message() {
     fake.push(anthropic_text("hello from the agent"));
     let deliveries = tempfile::tempdir().unwrap();
     let file = deliveries.path().join("sent.jsonl");
+    // The plugin files are named, so they load without `examples`, a
+    // top-level key that could not follow these tables anyway.
+    let llm = config(&fake, "anthropic", "").replacen("examples = true\n", "", 1);
     let h = Hearth::with_plugins(
         &[plugin("echo"), probe()],
         &format!(
             "[plugins.probe]\ninject = [\"hi via the probe channel\"]\ndeliveries = {:?}\n\
-             [owner.identities]\nprobe = [\"owner\"]\n{}",
+             [owner.identities]\nprobe = [\"owner\"]\n{llm}",
             file.display().to_string(),
-            config(&fake, "anthropic", "")
         ),
     );
     let _daemon = start(&h);

@@ -97,8 +97,8 @@ fn a_message_round_trips_between_two_agents() {
     h.cmd(&[
         "tool",
         "call",
-        "remember",
-        r#"{"fact":"the owner's spare key is under the mat"}"#,
+        "manage_knowledge",
+        r#"{"tier":"memory","action":"add","text":"the owner's spare key is under the mat"}"#,
     ])
     .ok();
     let listener = h.listen();
@@ -143,17 +143,23 @@ fn a_message_round_trips_between_two_agents() {
 #[test]
 fn a_sub_agent_reaches_only_its_tools_from_every_source() {
     let fake = FakeLlm::start();
-    let h = Hearth::new(&config(&fake, ""));
+    // echo, an example plugin's tool, is offered once turned on.
+    let h = Hearth::new(&format!("examples = true\n{}", config(&fake, "")));
     h.write(
         "tools/relay.lua",
         "return { name = \"relay\", description = \"test tool\", run = function(args, ctx)\n\
-         return hearth.tool(\"remember\", { fact = \"from lua\" })\nend }\n",
+         return hearth.tool(\"manage_knowledge\", { tier = \"memory\", action = \"add\", text = \"from lua\" })\nend }\n",
     );
     main_asks(&fake, "narrow", "Remember something.", "Asked.");
     let narrow = agent("narrow");
     fake.push_for(
         &narrow,
-        anthropic_tool_use(None, "t1", "remember", &json!({"fact": "direct"})),
+        anthropic_tool_use(
+            None,
+            "t1",
+            "manage_knowledge",
+            &json!({"tier": "memory", "action": "add", "text": "direct"}),
+        ),
     );
     fake.push_for(&narrow, anthropic_tool_use(None, "t2", "relay", &json!({})));
     fake.push_for(&narrow, anthropic_text("I could not."));
@@ -177,7 +183,7 @@ fn a_sub_agent_reaches_only_its_tools_from_every_source() {
         .collect();
     let seen = results.last().unwrap().to_string();
     assert_eq!(
-        seen.matches("remember is not among the tools this agent may use")
+        seen.matches("manage_knowledge is not among the tools this agent may use")
             .count(),
         2,
         "{seen}"
@@ -199,9 +205,9 @@ fn a_sub_agent_reaches_only_its_tools_from_every_source() {
     assert_eq!(offered_sorted, ["echo", "relay", "send_agent_message"]);
 
     wait_until("the refusals in the audit", || {
-        audit(&h, "remember").len() >= 2
+        audit(&h, "manage_knowledge").len() >= 2
     });
-    let rows = audit(&h, "remember");
+    let rows = audit(&h, "manage_knowledge");
     assert_eq!(
         rows,
         [
@@ -448,7 +454,7 @@ fn a_contact_typing_tool_reaches_only_their_agents_tools() {
     let fake = FakeLlm::start();
     let h = with_telegram(&telegram, &fake);
     let _daemon = start(&h);
-    create_agent(&h, "narrow", &["convert_units", "recall"]);
+    create_agent(&h, "narrow", &["convert_units", "manage_knowledge"]);
     for args in [
         json!({"action": "add", "name": "Alex", "agent": "narrow"}),
         json!({"action": "add_identity", "name": "Alex", "channel": "telegram", "id": ALEX.to_string()}),
@@ -459,8 +465,8 @@ fn a_contact_typing_tool_reaches_only_their_agents_tools() {
 
     let cases = [
         (
-            "/tool remember {\"fact\":\"x\"}",
-            "remember is not among the tools this agent may use",
+            "/tool notepad {\"action\":\"clear\"}",
+            "notepad is not among the tools this agent may use",
         ),
         (
             "/tool convert_units {\"value\":1,\"from\":\"km\",\"to\":\"m\"}",
@@ -468,7 +474,7 @@ fn a_contact_typing_tool_reaches_only_their_agents_tools() {
         ),
         // On its list, but notes are the agents' own, not a contact's.
         (
-            "/tool recall {}",
+            "/tool manage_knowledge {\"tier\":\"memory\",\"action\":\"list\"}",
             "a contact or a worker cannot read or change them",
         ),
         ("/status", "That command is for the owner"),
@@ -491,7 +497,7 @@ fn a_contact_typing_tool_reaches_only_their_agents_tools() {
     let refused: (String, String) = h
         .db()
         .query_row(
-            "SELECT caller, outcome FROM audit WHERE tool = 'remember'",
+            "SELECT caller, outcome FROM audit WHERE tool = 'notepad'",
             [],
             |r| Ok((r.get(0)?, r.get(1)?)),
         )

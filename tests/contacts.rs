@@ -79,7 +79,10 @@ fn a_contact_is_answered_by_their_agent_in_a_session_of_their_own() {
         )
         .ok();
     let _daemon = s.start();
-    s.tool("remember", json!({"fact": "Sam's door code is 4321"}));
+    s.tool(
+        "manage_knowledge",
+        json!({"tier": "memory", "action": "add", "text": "Sam's door code is 4321"}),
+    );
     alex_with(&s, "shopping");
 
     s.telegram

@@ -126,7 +126,7 @@ fn bad_tool_lists_are_refused_or_trimmed_with_reasons() {
     };
     let answer = call(json!({ "tools": [
         spec("probe_host"), spec("Bad Name"), spec("probe..x"), spec("probe.a__b"),
-        spec("probe.ok"), spec("probe.ok"), spec("remember"),
+        spec("probe.ok"), spec("probe.ok"), spec("manage_knowledge"),
     ]}));
     let skipped = answer["answer"]["skipped"].to_string();
     for why in [
@@ -139,13 +139,13 @@ fn bad_tool_lists_are_refused_or_trimmed_with_reasons() {
     }
     // A built-in's name is kept by the built-in.
     let listed = h.cmd(&["tools", "--json"]).json();
-    let remember = listed["tools"]
+    let knowledge = listed["tools"]
         .as_array()
         .unwrap()
         .iter()
-        .find(|t| t["spec"]["name"] == "remember")
+        .find(|t| t["spec"]["name"] == "manage_knowledge")
         .unwrap();
-    assert_eq!(remember["source"], "builtin");
+    assert_eq!(knowledge["source"], "builtin");
     assert!(names(&listed).contains(&"probe.ok".to_owned()));
 
     for (request, error) in [

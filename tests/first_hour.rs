@@ -72,8 +72,16 @@ fn the_bundled_config_copied_into_the_home_keeps_the_bundled_scripts() {
     // As a restore or a newcomer would: the bundled config, copied as is.
     let h = Hearth::exact(&bundled_config().replace("127.0.0.1:8080", "127.0.0.1:0"));
     let out = h.cmd(&["tools"]).ok().to_owned();
-    for tool in ["convert_units", "convert_many", "notes"] {
-        assert!(out.contains(tool), "{tool} missing:\n{out}");
+    assert!(
+        out.contains("convert_units"),
+        "convert_units missing:\n{out}"
+    );
+    // The Lua examples stay out of the tools unless turned on.
+    for tool in ["convert_many", "notes"] {
+        let listed = out
+            .lines()
+            .any(|l| l.split_whitespace().next() == Some(tool));
+        assert!(!listed, "{tool} offered:\n{out}");
     }
 }
 

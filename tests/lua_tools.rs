@@ -18,7 +18,8 @@ fn tool(name: &str, body: &str) -> String {
 
 #[test]
 fn bundled_tools_and_skill_work_through_the_cli() {
-    let h = Hearth::new("");
+    // convert_many and notes are examples, loaded once turned on.
+    let h = Hearth::new("examples = true\n");
     let cases = [
         (
             "convert_units",
@@ -237,7 +238,8 @@ fn sleep_blocks_only_its_own_call() {
 
 #[test]
 fn tool_calls_from_lua_go_through_the_registry_and_are_bounded() {
-    let h = Hearth::new("");
+    // The relay calls echo, an example plugin's tool.
+    let h = Hearth::new("examples = true\n");
     h.write(
         "tools/relay.lua",
         &tool("relay", "return hearth.tool(args.name, args.args)"),
@@ -305,8 +307,8 @@ fn write_script_validates_before_writing_and_loads_at_once() {
             "must match its folder",
         ),
         (
-            "tools/echo.lua",
-            &tool("echo", "return 1"),
+            "tools/read_file.lua",
+            &tool("read_file", "return 1"),
             "already taken by a plugin or built-in",
         ),
     ];
@@ -325,7 +327,7 @@ fn write_script_validates_before_writing_and_loads_at_once() {
             .contains("'hi '")
     );
     assert!(!h.home().join("tools/other.lua").exists());
-    assert!(!h.home().join("tools/echo.lua").exists());
+    assert!(!h.home().join("tools/read_file.lua").exists());
     // A skill, written in two steps.
     write(
         "skills/weather/SKILL.md",

@@ -11,8 +11,8 @@ use serde_json::json;
 
 #[test]
 fn tool_calls_work_through_the_rust_and_the_c_plugin() {
-    // An empty config: the bundled plugins are found next to the binary.
-    let h = Hearth::new("");
+    // The example plugins are found next to the binary, once turned on.
+    let h = Hearth::new("examples = true\n");
     let echo = h.cmd(&["tool", "call", "echo", r#"{"text":"hi"}"#]).json();
     assert_eq!(echo, json!({ "text": "hi" }));
     let hello = h.cmd(&["tool", "call", "hello", r#"{"name":"x"}"#]).json();
@@ -26,7 +26,7 @@ fn tool_calls_work_through_the_rust_and_the_c_plugin() {
 
 #[test]
 fn bad_tool_calls_are_refused_with_the_field_named() {
-    let h = Hearth::new("");
+    let h = Hearth::new("examples = true\n");
     let cases: [(&[&str], &str); 6] = [
         (
             &["tool", "call", "echo", "{}"],
@@ -270,8 +270,18 @@ fn the_bundled_plugins_are_built_in_and_a_channel_without_settings_is_off() {
         1,
         "the twin library beside the binary is not tried"
     );
-    // The example plugins beside the binary still load as files.
-    assert_eq!(state("echo").0, "active");
+    // The example plugins beside the binary are listed, off until the
+    // config turns them on; then they load as files.
+    assert_eq!(state("echo").0, "off");
+    let h = Hearth::new("examples = true\n[plugins]\nexe_dir = true\n");
+    let rows = h.cmd(&["plugins", "--json"]).json();
+    let echo = rows
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["name"] == "echo")
+        .unwrap_or_else(|| panic!("echo is not listed: {rows:#}"));
+    assert_eq!(echo["state"], "active", "{echo}");
 }
 
 #[test]

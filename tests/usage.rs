@@ -26,7 +26,8 @@ fn config(fake: &FakeLlm, provider: &str, extra: &str) -> String {
         _ => fake.url(),
     };
     format!(
-        "[llm]\nprovider = \"{provider}\"\nmodel = \"fake-model\"\nbase_url = \"{base}\"\n\
+        // The example tools (echo) are offered only when the config turns them on.
+        "examples = true\n[llm]\nprovider = \"{provider}\"\nmodel = \"fake-model\"\nbase_url = \"{base}\"\n\
          api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n\
          [owner]\ntimezone = \"{ZONE}\"\n{extra}"
     )

@@ -17,7 +17,8 @@ const WORKER: &str = "You are a worker of hearth";
 
 fn home(fake: &FakeLlm, extra: &str) -> Hearth {
     Hearth::new(&format!(
-        "[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+        // The example tools (echo) are offered only when the config turns them on.
+        "examples = true\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n{extra}",
         fake.url()
     ))

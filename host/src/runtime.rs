@@ -196,6 +196,7 @@ impl Runtime {
             config.source.as_deref(),
             &config.home,
             exe_dir.as_deref(),
+            config.examples,
             &bridge,
         ) {
             Ok(plugins) => plugins,
@@ -213,6 +214,7 @@ impl Runtime {
         crate::logging::redact_with(Arc::clone(&secrets));
         let scripts = match Scripts::start(
             &config.scripts,
+            config.examples,
             &config.home,
             cold.clone(),
             reserved,

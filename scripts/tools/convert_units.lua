@@ -31,7 +31,7 @@ end
 
 return {
   name = "convert_units",
-  description = "Converts a value between units: length (m, km, cm, mm, mi, yd, ft, in), mass (kg, g, mg, t, lb, oz), volume (l, ml, m3, gal, qt, cup), speed (m/s, km/h, mph, kn) and temperature (C, F, K).",
+  description = "Converts a value between units. Units: m km cm mm mi yd ft in, kg g mg t lb oz, l ml m3 gal qt cup, m/s km/h mph kn, C F K.",
   risk = "read",
   parameters = {
     type = "object",

@@ -25,7 +25,8 @@ const TURNS: usize = 300;
 fn main() {
     let fake = FakeLlm::start();
     let h = Hearth::new(&format!(
-        "[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_BENCH_KEY\"\n",
+        // The tool turn calls `echo`, an example tool.
+        "examples = true\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\napi_key_env = \"HEARTH_BENCH_KEY\"\n",
         fake.url()
     ));
     let mut daemon = h.bench_daemon();

@@ -46,6 +46,11 @@ pub struct Config {
     pub home: PathBuf,
     /// Development or production.
     pub mode: Mode,
+    /// Offer the example tools: the example plugins beside the binary and
+    /// the bundled Lua examples. Off by default: they show the plugin and
+    /// script interfaces, and every tool offered is sent, and paid for, on
+    /// every model call.
+    pub examples: bool,
     /// `[log]`.
     pub log: LogConfig,
     /// `[daemon]`.
@@ -343,6 +348,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         source: path.map(Path::to_owned),
         home,
         mode,
+        examples: raw.examples,
         log: raw.log,
         daemon: raw.daemon,
         plugins,
@@ -391,6 +397,8 @@ struct RawConfig {
     home: Option<String>,
     #[serde(default)]
     mode: Mode,
+    #[serde(default)]
+    examples: bool,
     #[serde(default)]
     log: LogConfig,
     #[serde(default)]

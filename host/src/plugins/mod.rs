@@ -77,6 +77,9 @@ pub enum PluginState {
 /// Why a plugin switched off in config is off.
 const DISABLED: &str = "enabled = false in its config table";
 
+/// Why an example plugin beside the binary is not loaded.
+const EXAMPLES_OFF: &str = "an example plugin: `examples = true` in the config loads it";
+
 impl Report {
     fn new(path: PathBuf) -> Report {
         Report {
@@ -167,15 +170,17 @@ pub struct ShutdownTimeout {
 impl PluginSet {
     /// Finds, loads and initialises every plugin the config names.
     /// `source` is the config file, to point a mistake at its line; `home`
-    /// holds the secrets a table names (`token_secret`).
+    /// holds the secrets a table names (`token_secret`); `examples` opens
+    /// the example plugins beside the binary.
     pub fn load(
         config: &PluginsConfig,
         source: Option<&Path>,
         home: &Path,
         exe_dir: Option<&Path>,
+        examples: bool,
         bridge: &Arc<Bridge>,
     ) -> Result<PluginSet, PluginsError> {
-        let (files, warnings) = discovery::candidates(config, exe_dir);
+        let (files, warnings) = discovery::candidates(config, exe_dir, examples);
         let mut set = PluginSet {
             active: Vec::new(),
             reports: Vec::new(),
@@ -186,6 +191,7 @@ impl PluginSet {
         for candidate in files {
             match candidate {
                 discovery::Candidate::File(path) => set.load_file(path, config, bridge),
+                discovery::Candidate::Example(path) => set.example_off(path, config),
                 discovery::Candidate::BuiltIn(plugin) => {
                     set.load_built_in(plugin, exe_dir, config, bridge)
                 }
@@ -349,6 +355,27 @@ impl PluginSet {
             Ok(library) => self.start(library, report, config, bridge),
             Err(e) => self.fail(report, e.to_string()),
         }
+    }
+
+    /// Reports an example plugin file as off without opening it, under the
+    /// name its config table uses (`hello-c` for `libhearth_plugin_hello_c.so`),
+    /// so the table reads as a plugin's, not a misspelt one.
+    fn example_off(&mut self, path: PathBuf, config: &PluginsConfig) {
+        let name = discovery::name_from_file(&path).map(|name| {
+            let dashed = name.replace('_', "-");
+            if config.entries.contains_key(&dashed) {
+                dashed
+            } else {
+                name.to_owned()
+            }
+        });
+        self.off(
+            Report {
+                name,
+                ..Report::new(path)
+            },
+            EXAMPLES_OFF.into(),
+        );
     }
 
     fn load_built_in(

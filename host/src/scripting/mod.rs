@@ -1,8 +1,10 @@
 //! Lua tools and skills: loaded from disk, validated in a sandbox, swapped
 //! in atomically, and run in worker processes under a deadline.
 //!
-//! Scripts live in two roots, each with `lib/`, `tools/` and `skills/`: the
-//! bundled `scripts/` and `$HEARTH_HOME` (where the agent writes its own). A
+//! Scripts live in roots, each with `lib/`, `tools/` and `skills/`: the
+//! bundled `scripts/`, its `examples/` when the config's `examples` is on
+//! (Lua examples for script authors, kept out of the model's tools by
+//! default), and `$HEARTH_HOME` (where the agent writes its own). A
 //! tool is `tools/<file>.lua`; a skill is `skills/<name>/SKILL.md` plus any
 //! `skills/<name>/*.lua`, whose tools are named `<name>.<tool>`; a library
 //! is `lib/<name>.lua`, loaded with `require("<name>")`. A name (tool or
@@ -56,6 +58,10 @@ use wire::ToWorker;
 /// The largest script file read.
 pub const MAX_SCRIPT_BYTES: u64 = 256 << 10;
 
+/// The folder of the bundled scripts that holds the Lua examples, a root
+/// of its own (`examples/tools/*.lua`).
+const EXAMPLES_DIR: &str = "examples";
+
 /// The script subsystem.
 pub struct Scripts {
     roots: Vec<PathBuf>,
@@ -94,11 +100,13 @@ enum FileKind {
 
 impl Scripts {
     /// Creates the agent's script folders, loads every script, and returns
-    /// the subsystem. `reserved` are tool names Lua may not take; the kv
-    /// store is kept on `kv`, the shared cold connection; `hearth.http`
-    /// puts `secrets` into requests; workers start under `worker_floor`.
+    /// the subsystem. `examples` loads the bundled Lua examples; `reserved`
+    /// are tool names Lua may not take; the kv store is kept on `kv`, the
+    /// shared cold connection; `hearth.http` puts `secrets` into requests;
+    /// workers start under `worker_floor`.
     pub fn start(
         config: &ScriptsConfig,
+        examples: bool,
         home: &Path,
         kv: Cold,
         reserved: HashSet<String>,
@@ -110,7 +118,12 @@ impl Scripts {
             std::fs::create_dir_all(&path)
                 .map_err(|source| ScriptsError::CreateDir { path, source })?;
         }
-        let mut roots: Vec<PathBuf> = bundled_dir(config).into_iter().collect();
+        let bundled = bundled_dir(config);
+        let examples = bundled
+            .as_ref()
+            .map(|dir| dir.join(EXAMPLES_DIR))
+            .filter(|dir| examples && dir.is_dir());
+        let mut roots: Vec<PathBuf> = bundled.into_iter().chain(examples).collect();
         roots.push(home.to_owned());
         let program = worker_program();
         let scripts = Arc::new(Scripts {
@@ -137,9 +150,18 @@ impl Scripts {
         Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
     }
 
-    /// The script roots (bundled first, then `$HEARTH_HOME`).
+    /// The script roots (bundled first, then the examples when on, then
+    /// `$HEARTH_HOME`).
     pub fn roots(&self) -> &[PathBuf] {
         &self.roots
+    }
+
+    /// The root `path` is in: the deepest that holds it, since the
+    /// examples' root is inside the bundled one.
+    fn root_of(&self, path: &Path) -> Option<usize> {
+        (0..self.roots.len())
+            .filter(|&root| path.starts_with(&self.roots[root]))
+            .max_by_key(|&root| self.roots[root].components().count())
     }
 
     /// Re-reads `paths` (files or folders, changed, new or deleted) and
@@ -164,7 +186,7 @@ impl Scripts {
                 }
             };
         for path in paths {
-            let Some(root) = self.roots.iter().position(|r| path.starts_with(r)) else {
+            let Some(root) = self.root_of(path) else {
                 continue;
             };
             libraries_changed |= path.starts_with(self.roots[root].join("lib"));

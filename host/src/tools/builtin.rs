@@ -3,7 +3,6 @@
 //! `read_skill`, `script_status` and `write_script` let the agent read the
 //! skills it has, see why a script of its own does not load, and write or
 //! fix scripts, which the daemon validates before saving and loads at once.
-//! `remember`, `forget` and `recall` keep the agent's memory facts.
 //! `attach_file` puts a file on the turn's reply: the turn collects what it
 //! returns and the channel sends the file after the reply's text. The tools
 //! about people and agents are in `people`.
@@ -56,12 +55,6 @@ pub enum Builtin {
     ScriptStatus,
     /// Validate, write and load a script.
     WriteScript,
-    /// Keep a fact in memory.
-    Remember,
-    /// Drop a fact.
-    Forget,
-    /// List facts.
-    Recall,
     /// Attach a file to the reply.
     AttachFile,
     /// Contacts and their identities.
@@ -131,13 +124,10 @@ const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
-    pub const ALL: [Builtin; 28] = [
+    pub const ALL: [Builtin; 25] = [
         Builtin::ReadSkill,
         Builtin::ScriptStatus,
         Builtin::WriteScript,
-        Builtin::Remember,
-        Builtin::Forget,
-        Builtin::Recall,
         Builtin::AttachFile,
         Builtin::ManageContacts,
         Builtin::SendMessage,
@@ -186,11 +176,7 @@ impl Builtin {
             Builtin::ReadSkill | Builtin::ScriptStatus | Builtin::WriteScript => {
                 context.scripts.is_some()
             }
-            Builtin::Remember
-            | Builtin::Forget
-            | Builtin::Recall
-            | Builtin::ManageKnowledge
-            | Builtin::Notepad => context.notes.is_some(),
+            Builtin::ManageKnowledge | Builtin::Notepad => context.notes.is_some(),
             Builtin::AttachFile => true,
             Builtin::ManageContacts
             | Builtin::SendMessage
@@ -235,7 +221,7 @@ impl Builtin {
             Builtin::AssignMission => super::groups::mission_spec(),
             Builtin::ReadSkill => ToolSpec {
                 name: "read_skill".into(),
-                description: "Returns the full instructions of a skill, by name, from the skills index.".into(),
+                description: "Returns a skill's full instructions.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": { "name": { "type": "string" } },
@@ -247,14 +233,14 @@ impl Builtin {
             },
             Builtin::ScriptStatus => ToolSpec {
                 name: "script_status".into(),
-                description: "Lists the Lua tools and skills, and every script that failed to load with its file, line and error.".into(),
+                description: "Lists the Lua tools and skills, and scripts that failed to load and why.".into(),
                 parameters: json!({ "type": "object", "additionalProperties": false }),
                 risk: Risk::Read,
                 targets: Default::default(),
             },
             Builtin::WriteScript => ToolSpec {
                 name: "write_script".into(),
-                description: "Creates or replaces a Lua tool or skill file under $HEARTH_HOME (tools/<name>.lua, skills/<skill>/SKILL.md, skills/<skill>/<name>.lua). The source is validated first; a broken script is refused with its error and nothing is written.".into(),
+                description: "Validates, saves and loads a Lua script: tools/<name>.lua or skills/<skill>/(SKILL.md|<name>.lua) under $HEARTH_HOME.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -267,48 +253,13 @@ impl Builtin {
                 risk: Risk::Write,
                 targets: Default::default(),
             },
-            Builtin::Remember => ToolSpec {
-                name: "remember".into(),
-                description: "Keeps a short fact in your memory, shown in every prompt (the same as manage_knowledge's memory add).".into(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": { "fact": { "type": "string", "minLength": 1, "maxLength": 500 } },
-                    "required": ["fact"],
-                    "additionalProperties": false
-                }),
-                risk: Risk::Write,
-                targets: Default::default(),
-            },
-            Builtin::Forget => ToolSpec {
-                name: "forget".into(),
-                description: "Drops a remembered fact by its id.".into(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": { "id": { "type": "integer" } },
-                    "required": ["id"],
-                    "additionalProperties": false
-                }),
-                risk: Risk::Write,
-                targets: Default::default(),
-            },
-            Builtin::Recall => ToolSpec {
-                name: "recall".into(),
-                description: "Lists remembered facts with their ids, optionally only those containing `query`.".into(),
-                parameters: json!({
-                    "type": "object",
-                    "properties": { "query": { "type": "string" } },
-                    "additionalProperties": false
-                }),
-                risk: Risk::Read,
-                targets: Default::default(),
-            },
             Builtin::ManageContacts => ToolSpec {
                 name: "manage_contacts".into(),
-                description: "Manages your owner's contacts: the people you may talk to besides the owner, which agent answers each, and their ids on each channel (only ids inside a channel's allow-list). Also approves pairing codes. Call with action \"help\" for the actions.".into(),
+                description: "Manages contacts, their channel ids and agent, and pairing codes. See action \"help\".".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
-                        "action": { "type": "string", "enum": ["help", "list", "add", "update", "disable", "enable", "remove", "add_identity", "remove_identity", "approve"] },
+                        "action": { "enum": ["help", "list", "add", "update", "disable", "enable", "remove", "add_identity", "remove_identity", "approve"] },
                         "name": { "type": "string", "maxLength": 80 },
                         "new_name": { "type": "string", "maxLength": 80 },
                         "agent": { "type": "string", "maxLength": 40 },
@@ -325,7 +276,7 @@ impl Builtin {
             },
             Builtin::SendMessage => ToolSpec {
                 name: "send_message".into(),
-                description: "Sends a message now, unprompted: to \"owner\" (on the owner's preferred channel), or to a contact by display name, with files from this machine as attachments (absolute paths, 50 MB each at most). A message to a contact asks the owner first.".into(),
+                description: "Sends a message now to \"owner\" or a contact (asks the owner first), files attached.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -345,11 +296,11 @@ impl Builtin {
             },
             Builtin::ManageAgents => ToolSpec {
                 name: "manage_agents".into(),
-                description: "Creates, changes, lists and deletes sub-agents: named agents with their own instructions, tool whitelist and model, that answer contacts or other agents. Main agent only. Call with action \"help\" for the actions.".into(),
+                description: "Manages sub-agents (instructions, tools, model). See action \"help\".".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
-                        "action": { "type": "string", "enum": ["help", "list", "create", "update", "delete"] },
+                        "action": { "enum": ["help", "list", "create", "update", "delete"] },
                         "name": { "type": "string", "maxLength": 40 },
                         "new_name": { "type": "string", "maxLength": 40 },
                         "system_prompt": { "type": "string", "maxLength": 20000 },
@@ -365,7 +316,7 @@ impl Builtin {
             },
             Builtin::SearchHistory => ToolSpec {
                 name: "search_history".into(),
-                description: "Searches every past conversation (yours; the main agent's covers all agents) for words or a phrase: messages with all the words, the exact phrase first, newest context in snippets with the session, time and who spoke. FTS5 syntax works too: \"exact phrase\", OR, NOT, prefix*. Follow up with read_history to see the messages around a hit.".into(),
+                description: "Searches past conversations (FTS5 syntax); read_history shows a hit's context.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -384,7 +335,7 @@ impl Builtin {
             },
             Builtin::ReadHistory => ToolSpec {
                 name: "read_history".into(),
-                description: "Returns the messages around one message of a past session (from search_history's hits): n before it, it, and n after.".into(),
+                description: "The n messages around one of a past session (ids from search_history).".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -400,12 +351,12 @@ impl Builtin {
             },
             Builtin::ManageKnowledge => ToolSpec {
                 name: "manage_knowledge".into(),
-                description: "Your notes, in two tiers. Memory: short facts, every one of them in every prompt (keep them few; consolidate when told). Scratchpad: entries with a title and a body; only titles are in the prompt, read a body when you need it. Call with action \"help\" for the actions.".into(),
+                description: "Your notes: memory (short facts, all in every prompt: keep few) or scratchpad (titles in the prompt). See action \"help\".".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
-                        "tier": { "type": "string", "enum": ["memory", "scratchpad"] },
-                        "action": { "type": "string", "enum": ["help", "add", "update", "remove", "list", "read"] },
+                        "tier": { "enum": ["memory", "scratchpad"] },
+                        "action": { "enum": ["help", "add", "update", "remove", "list", "read"] },
                         "id": { "type": "integer" },
                         "text": { "type": "string", "maxLength": 500 },
                         "title": { "type": "string", "maxLength": 200 },
@@ -420,11 +371,11 @@ impl Builtin {
             },
             Builtin::UpdateIdentity => ToolSpec {
                 name: "update_identity".into(),
-                description: "Edits your own identity (the text at the top of your prompt), keeping every version: append an observation about yourself or the owner, or replace one markdown section (by its heading) with new text. identity_history lists versions; identity_rollback restores one.".into(),
+                description: "Edits your identity (top of your prompt), versioned: append, or replace the section headed `section`.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
-                        "mode": { "type": "string", "enum": ["append", "replace_section"] },
+                        "mode": { "enum": ["append", "replace_section"] },
                         "text": { "type": "string", "minLength": 1, "maxLength": 8000 },
                         "section": { "type": "string", "maxLength": 200 }
                     },
@@ -436,7 +387,7 @@ impl Builtin {
             },
             Builtin::IdentityHistory => ToolSpec {
                 name: "identity_history".into(),
-                description: "Lists every version of your identity, newest first: number, author, what changed, when; with `version`, that version's text.".into(),
+                description: "Lists your identity's versions; with `version`, its text.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": { "version": { "type": "integer", "minimum": 1 } },
@@ -447,7 +398,7 @@ impl Builtin {
             },
             Builtin::IdentityRollback => ToolSpec {
                 name: "identity_rollback".into(),
-                description: "Restores an earlier version of your identity; the restore is itself a new version, so nothing is lost.".into(),
+                description: "Restores an earlier identity version.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": { "version": { "type": "integer", "minimum": 1 } },
@@ -459,11 +410,11 @@ impl Builtin {
             },
             Builtin::Notepad => ToolSpec {
                 name: NOTEPAD.into(),
-                description: "This conversation's notepad: working state you want in front of you every turn (the plan, what is done, open questions). It is shown in your prompt and survives compaction. replace it, append a line, or clear it.".into(),
+                description: "This conversation's notepad: in every prompt, kept through compaction.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
-                        "action": { "type": "string", "enum": ["replace", "append", "clear"] },
+                        "action": { "enum": ["replace", "append", "clear"] },
                         "text": { "type": "string", "maxLength": 8000 }
                     },
                     "required": ["action"],
@@ -474,13 +425,13 @@ impl Builtin {
             },
             Builtin::ManageSchedule => ToolSpec {
                 name: "manage_schedule".into(),
-                description: "Sets reminders (\"remind me at 9\": wakes this conversation when due) and scheduled tasks (\"every Monday, summarize my inbox\": a prompt run in a fresh session, the answer sent to the owner), one-shot or by cron in a time zone; lists, changes, disables, removes and runs them. Answers with the next fire times in the owner's zone. Call with action \"help\" for the details.".into(),
+                description: "Reminders (wake this conversation) and tasks (a fresh session answers the owner), once or by cron. See action \"help\".".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
-                        "action": { "type": "string", "enum": ["help", "list", "add", "update", "enable", "disable", "remove", "run_now"] },
+                        "action": { "enum": ["help", "list", "add", "update", "enable", "disable", "remove", "run_now"] },
                         "id": { "type": "integer" },
-                        "kind": { "type": "string", "enum": ["reminder", "task"] },
+                        "kind": { "enum": ["reminder", "task"] },
                         "text": { "type": "string", "maxLength": 20000 },
                         "cron": { "type": "string", "maxLength": 200 },
                         "zone": { "type": "string", "maxLength": 100 },
@@ -489,7 +440,7 @@ impl Builtin {
                         "agent": { "type": "string", "maxLength": 40 },
                         "model": { "type": ["string", "null"], "maxLength": 200 },
                         "token_budget": { "type": ["integer", "null"], "minimum": 1000 },
-                        "missed": { "type": "string", "enum": ["once", "skip", "all"] }
+                        "missed": { "enum": ["once", "skip", "all"] }
                     },
                     "required": ["action"],
                     "additionalProperties": false
@@ -499,7 +450,7 @@ impl Builtin {
             },
             Builtin::SendAgentMessage => ToolSpec {
                 name: SEND_AGENT_MESSAGE.into(),
-                description: "Asks another agent, by name: the message goes to its inbox, and its answer comes back to this conversation as a new message.".into(),
+                description: "Asks another agent; its answer comes back here as a new message.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -514,11 +465,11 @@ impl Builtin {
             },
             Builtin::ManageAgentTemplates => ToolSpec {
                 name: "manage_agent_templates".into(),
-                description: "Manages worker templates for spawn_agent: named kinds of worker with their instructions, tools, model call limit (max_turns) and token budget. Call with action \"help\" for the actions.".into(),
+                description: "Manages spawn_agent's worker templates. See action \"help\".".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
-                        "action": { "type": "string", "enum": ["help", "list", "create", "update", "delete"] },
+                        "action": { "enum": ["help", "list", "create", "update", "delete"] },
                         "name": { "type": "string", "maxLength": 40 },
                         "spec": worker_spec_schema()
                     },
@@ -530,7 +481,7 @@ impl Builtin {
             },
             Builtin::SpawnAgent => ToolSpec {
                 name: SPAWN_AGENT.into(),
-                description: "Delegates a task to an invisible worker and returns its final answer. Give `template` (a name from manage_agent_templates) or `spec` (an inline worker), and the `task`, written so it stands alone: the worker does not see this conversation. Several spawn_agent calls in one step run in parallel. Workers cannot message anyone or spawn workers.".into(),
+                description: "Runs a task in a worker (`template` or inline `spec`) that does not see this conversation, and returns its answer; calls in one step run in parallel.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -546,7 +497,7 @@ impl Builtin {
             },
             Builtin::AttachFile => ToolSpec {
                 name: ATTACH_FILE.into(),
-                description: "Attaches a file from this machine to your reply: the owner gets it after the reply's text (on Telegram as a photo or a document). `path` is absolute; `name` is how it is shown (default: the file's name). At most 50 MB.".into(),
+                description: "Attaches a file (absolute path) to your reply.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
@@ -600,29 +551,6 @@ impl Builtin {
             Ok((notes, agent))
         };
         match self {
-            Builtin::Remember => {
-                let (notes, agent) = notes()?;
-                notes.add_memory(agent, args["fact"].as_str().unwrap_or_default())
-            }
-            // The aliases answer in the shapes they always had.
-            Builtin::Forget => {
-                let (notes, agent) = notes()?;
-                let id = args["id"].as_i64().unwrap_or_default();
-                notes
-                    .remove_memory(agent, id)
-                    .map(|_| json!({ "forgot": id }))
-            }
-            Builtin::Recall => {
-                let (notes, agent) = notes()?;
-                let listed = notes.list_memories(agent, args["query"].as_str())?;
-                let facts: Vec<Value> = listed["memories"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|m| json!({ "id": m["id"], "fact": m["text"] }))
-                    .collect();
-                Ok(json!({ "facts": facts }))
-            }
             Builtin::ManageKnowledge => {
                 let (notes, agent) = notes()?;
                 super::knowledge::manage(notes, agent, args)

@@ -14,16 +14,13 @@ use crate::policy::Caller;
 pub fn manage_spec() -> ToolSpec {
     ToolSpec {
         name: "manage_groups".into(),
-        description: "Manages agent groups: named teams of your agents that take one mission \
-                      together; the first member leads and plans it, the owner approves the \
-                      plan, the members carry it out. Create, rename, add or remove members \
-                      (each with a role), set the leader, archive, list, show. Main agent only. \
-                      Call with action \"help\" for the actions."
+        description: "Manages agent groups: teams that take missions, led by the first member. \
+                      See action \"help\"."
             .into(),
         parameters: json!({
             "type": "object",
             "properties": {
-                "action": { "type": "string", "enum": ["help", "list", "show", "create", "rename", "add_member", "remove_member", "set_leader", "archive"] },
+                "action": { "enum": ["help", "list", "show", "create", "rename", "add_member", "remove_member", "set_leader", "archive"] },
                 "group": { "type": "string", "maxLength": 80 },
                 "name": { "type": "string", "maxLength": 40 },
                 "new_name": { "type": "string", "maxLength": 40 },
@@ -43,10 +40,10 @@ pub fn manage_spec() -> ToolSpec {
 pub fn mission_spec() -> ToolSpec {
     ToolSpec {
         name: "assign_mission".into(),
-        description: "Gives a group its mission. The group's leader plans it into deliverables \
-                      for the members; the owner approves the plan; the members carry it out \
-                      and the owner hears of each milestone. Main agent only."
-            .into(),
+        description:
+            "Gives a group its mission: the leader plans, the owner approves, the members \
+                      carry it out."
+                .into(),
         parameters: json!({
             "type": "object",
             "properties": {

@@ -98,8 +98,7 @@ const KNOWLEDGE_HELP: &str = "manage_knowledge, by tier:
 - memory (short facts, all in every prompt): add {text}, update {id, text}, remove {id}, list {query?}
 - scratchpad (title + body, titles in the prompt): add {title, body}, update {id, title?, body?}, \
 remove {id}, list, read {id}
-Memories over their budget are not cut: the prompt asks you to consolidate them. remember, forget \
-and recall are the memory tier's add, remove and list.";
+Memories over their budget are not cut: the prompt asks you to consolidate them.";
 
 /// `manage_knowledge` for agent `agent`'s notes.
 pub fn manage(notes: &Notes, agent: i64, args: &Value) -> Result<Value, String> {

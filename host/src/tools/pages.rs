@@ -29,7 +29,7 @@ The page's script fetches `/pages/<path>/queries/<name>?since=2026-01-01` (URL p
 pub fn spec() -> ToolSpec {
     ToolSpec {
         name: "manage_pages".into(),
-        description: "Publishes web pages the canvas serves at /pages/<path> (HTML, markdown, JSON, ...), each with named read-only SQL queries on your database that the page's script fetches as JSON. Actions: help (how pages work), create, update, delete, list, history, rollback (to a version). Pages are private (the owner's session) unless public is true.".into(),
+        description: "Publishes pages at /pages/<path>, with read-only SQL queries on your database. See action \"help\".".into(),
         parameters: json!({
             "type": "object",
             "properties": {
@@ -38,7 +38,7 @@ pub fn spec() -> ToolSpec {
                 "path": { "type": "string", "maxLength": 200 },
                 "content": { "type": "string", "maxLength": MAX_CONTENT },
                 "file": { "type": "string", "maxLength": 4096 },
-                "mime": { "type": "string", "maxLength": 100, "description": MIMES.join(", ") },
+                "mime": { "type": "string", "maxLength": 100 },
                 "public": { "type": "boolean" },
                 "queries": {
                     "type": "object",
@@ -59,7 +59,9 @@ pub fn manage(workshop: &Workshop, caller: &Caller, args: &Value) -> Result<Valu
     let action = args["action"].as_str().unwrap_or_default();
     if matches!(action, "help" | "list") {
         return match action {
-            "help" => Ok(json!({ "help": HELP })),
+            // The types are listed here, not in the schema: the schema is
+            // sent on every model call, the help only when asked for.
+            "help" => Ok(json!({ "help": HELP, "mime": MIMES })),
             _ => pages
                 .list()
                 .map(|pages| json!({ "pages": pages }))

@@ -20,11 +20,8 @@ pub const REPLY_WITH_VOICE: &str = "reply_with_voice";
 pub fn spec() -> ToolSpec {
     ToolSpec {
         name: REPLY_WITH_VOICE.into(),
-        description: "Speaks `text` aloud and sends the recording with your reply as a voice \
-                      message (a voice note on Telegram, an audio file on Signal). Use it when \
-                      the owner asks for a spoken answer or talks to you by voice. Then write your \
-                      answer as usual, normally the same words: it is sent with the audio (as its \
-                      caption when short) and kept in the history."
+        description: "Speaks `text` and sends the recording with your reply as a voice message. \
+                      Then write your reply as usual: it goes with the audio."
             .into(),
         parameters: json!({
             "type": "object",

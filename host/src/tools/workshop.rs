@@ -44,13 +44,13 @@ impl WorkshopTool {
         match self {
             WorkshopTool::ExecuteSql => ToolSpec {
                 name: EXECUTE_SQL.into(),
-                description: "Runs one SQL statement (SQLite) on your own database, agent_data.db: create tables, insert, update, query. Put values in `params` (an array for ? parameters, an object for :name ones), never into the SQL text. Answers columns and rows (at most 500 rows or 256 KiB; `truncated` says when cut) and, for a write, `changes`. Only this file is reachable: no ATTACH, no extensions, only pragmas that read; each statement commits on its own and may run 5 s.".into(),
+                description: "Runs one SQLite statement on your database; values go in `params` (array for ?, object for :name), not in the SQL.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {
                         "sql": { "type": "string", "minLength": 1, "maxLength": 100000 },
                         "params": { "type": ["array", "object", "null"] },
-                        "read_only": { "type": "boolean", "description": "refuse the statement if it would write" }
+                        "read_only": { "type": "boolean" }
                     },
                     "required": ["sql"],
                     "additionalProperties": false
@@ -60,7 +60,7 @@ impl WorkshopTool {
             },
             WorkshopTool::ScriptHistory => ToolSpec {
                 name: "script_history".into(),
-                description: "Lists every saved version of one of your scripts (a tool, library or skill under $HEARTH_HOME): number, time, author, size, content hash, and what the save was (write_script, an edit by an editor or another tool, a rollback, a deletion). Name it by tool name, library name, skill name or path (tools/x.lua); a page by where it is served (pages/<path>).".into(),
+                description: "Lists the versions of one of your scripts (name or path) or pages (pages/<path>).".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": { "name": { "type": "string", "minLength": 1, "maxLength": 300 } },
@@ -72,7 +72,7 @@ impl WorkshopTool {
             },
             WorkshopTool::ScriptRollback => ToolSpec {
                 name: "script_rollback".into(),
-                description: "Restores an earlier version of one of your scripts, or of a page (pages/<path>) (numbers from script_history). The old content is validated and hot-reloaded like any save and becomes the newest version; nothing is lost.".into(),
+                description: "Restores a version from script_history, saved as the newest.".into(),
                 parameters: json!({
                     "type": "object",
                     "properties": {

@@ -53,18 +53,16 @@ pub fn tools() -> Vec<ToolSpec> {
     vec![
         ToolSpec {
             name: "canvas_show".into(),
-            description: "Show an element on the owner's canvas pane (the web UI). Types and their \
-                data: markdown {markdown}; table {columns:[..], rows:[[..]]}; chart {kind:'line'|'bar', \
-                labels:[..], series:[{name, values:[numbers]}]}; image {url, alt?, caption?}; code \
-                {language?, code}; checklist {items:[{text, done}]}; link {url, title, description?}; \
-                video {url, title?}; progress {label, value, max?}. URLs: http(s), /files/<path> for \
-                files in $HEARTH_HOME/shared, or data:image/... for images. Give an id to update \
-                the element in place later."
-                .into(),
+            description:
+                "Shows an element on the owner's canvas; an id updates it. data: markdown \
+                {markdown}, table {columns, rows}, chart {kind: line|bar, labels, series: [{name, \
+                values}]}, image {url}, code {code}, checklist {items: [{text, done}]}, link {url, \
+                title}, video {url}, progress {label, value}."
+                    .into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "type": { "type": "string", "enum": TYPES },
+                    "type": { "enum": TYPES },
                     "data": { "type": "object" },
                     "id": { "type": "string", "maxLength": 64 },
                     "title": { "type": "string", "maxLength": 200 }
@@ -76,7 +74,7 @@ pub fn tools() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "canvas_remove".into(),
-            description: "Remove one element from the canvas pane, by id.".into(),
+            description: "Removes a canvas element by id.".into(),
             parameters: json!({
                 "type": "object",
                 "properties": { "id": { "type": "string" } },
@@ -87,7 +85,7 @@ pub fn tools() -> Vec<ToolSpec> {
         },
         ToolSpec {
             name: "canvas_clear".into(),
-            description: "Remove every element from the canvas pane.".into(),
+            description: "Removes every canvas element.".into(),
             parameters: json!({ "type": "object" }),
             risk: Risk::Read,
             targets: Default::default(),

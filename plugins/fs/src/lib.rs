@@ -116,10 +116,10 @@ impl Plugin for Fs {
 
 /// The tools' specs; `max_read_bytes` appears in `read_file`'s description.
 pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
-    let path = json!({ "type": "string", "minLength": 1,
-        "description": "Absolute, ~/..., or relative to $HEARTH_HOME." });
-    let encoding = json!({ "enum": ["text", "base64"],
-        "description": "text (UTF-8, the default) or base64 for binary files." });
+    // Relative paths are from $HEARTH_HOME, which read_file's description
+    // says once: every property description is paid for on every call.
+    let path = json!({ "type": "string", "minLength": 1 });
+    let encoding = json!({ "enum": ["text", "base64"] });
     let spec =
         |name: &str, description: String, risk: Risk, properties: Value, required: &[&str]| {
             ToolSpec {
@@ -139,26 +139,21 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
         spec(
             "read_file",
             format!(
-                "Reads a file: whole, a range of lines (offset_line, limit_lines, 1-based), or as base64. \
-                 At most {max_read_bytes} bytes are returned; beyond that `truncated` is true and `size` \
-                 gives the full size. Returns {{path, content, encoding, size, lines, truncated}}. An \
-                 image file (JPEG, PNG, GIF, WebP) read without encoding is shown to you as an image \
-                 (if your model can see images), downscaled; encoding \"base64\" gives its bytes."
+                "Reads a file (relative to $HEARTH_HOME unless absolute), or lines from \
+                 offset_line; an image is shown to you. At most {max_read_bytes} bytes."
             ),
             Risk::Read,
             json!({
                 "path": path,
-                "offset_line": { "type": "integer", "minimum": 1, "description": "First line to return (1-based)." },
-                "limit_lines": { "type": "integer", "minimum": 1, "description": "How many lines to return." },
+                "offset_line": { "type": "integer", "minimum": 1 },
+                "limit_lines": { "type": "integer", "minimum": 1 },
                 "encoding": encoding,
             }),
             &["path"],
         ),
         spec(
             "write_file",
-            "Writes a whole file atomically (replacing it if it exists). Set create_dirs to create \
-             missing folders. Returns {path, bytes_written, created}."
-                .into(),
+            "Writes a whole file atomically; create_dirs makes missing folders.".into(),
             Risk::Write,
             json!({
                 "path": path,
@@ -171,9 +166,7 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
         spec(
             "list_directory",
             format!(
-                "Lists a folder: entries with name, type (file, dir, symlink, other), size and modified \
-                 (ms since 1970). recursive descends {} levels and stops at {} entries, saying so with \
-                 `truncated`.",
+                "Lists a folder: type, size, modified; recursive goes {} levels, {} entries.",
                 list::MAX_DEPTH,
                 list::MAX_ENTRIES
             ),
@@ -183,38 +176,26 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
         ),
         spec(
             "delete_path",
-            "Deletes a file, a symlink (not its target) or a folder; a non-empty folder needs \
-             recursive: true. Refuses / and home folders. Returns {path, deleted}."
-                .into(),
+            "Deletes a file, a symlink or a folder (recursive if not empty).".into(),
             Risk::Write,
             json!({ "path": path, "recursive": { "type": "boolean" } }),
             &["path"],
         ),
         spec(
             "apply_patch",
-            "Applies a unified diff (---/+++ headers, a/ b/ prefixes optional, @@ hunks) to one or \
-             more files; /dev/null creates or deletes a file. Context must match exactly; nothing \
-             changes unless every hunk applies. Paths are relative to root (default $HEARTH_HOME). \
-             Returns {files: [{path, action, hunks}]}."
-                .into(),
+            "Applies a unified diff under root (default $HEARTH_HOME), every hunk or none.".into(),
             Risk::Write,
             json!({
                 "patch": { "type": "string", "minLength": 1 },
-                "root": { "type": "string", "minLength": 1, "description": "Folder the patch's paths are relative to." },
+                "root": { "type": "string", "minLength": 1 },
             }),
             &["patch"],
         ),
         spec(
             "search_files",
-            format!(
-                "Searches files under path: names by glob (*.rs, or src/**/*.md against the path from \
-                 the root) and lines containing pattern (a substring; a regex with regex: true). \
-                 Returns {{matches: [{{file, line, text}}], truncated, ...}}; without pattern, the \
-                 matching files. Skips binary files, files over 1 MiB and .git folders. At most \
-                 max_results matches (default {}, at most {}).",
-                search::DEFAULT_RESULTS,
-                search::MAX_RESULTS
-            ),
+            "Finds files under path by glob, and lines matching pattern (a substring, or \
+             regex: true)."
+                .into(),
             Risk::Read,
             json!({
                 "path": path,

@@ -234,7 +234,7 @@ impl Plugin for Shell {
 
     fn describe(&self) -> Description {
         Description {
-            tools: tools(&self.limits),
+            tools: tools(),
             channel: None,
         }
     }
@@ -270,18 +270,16 @@ impl Plugin for Shell {
     }
 }
 
-/// The tools' specs; the caps appear in `shell_exec`'s description.
-pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
-    let command = json!({ "type": "string", "minLength": 1,
-        "description": "A bash command line." });
-    let cwd = json!({ "type": "string", "minLength": 1,
-        "description": "Working directory: absolute, ~/..., or relative to $HEARTH_HOME (the default)." });
-    let env = json!({ "type": "object", "additionalProperties": { "type": "string" },
-        "description": "Variables added to the environment." });
-    let id = json!({ "type": "string", "minLength": 1,
-        "description": "The id process_start returned, like proc-3." });
+/// The tools' specs; the default timeout appears in `shell_exec`'s description.
+pub fn tools() -> Vec<ToolSpec> {
+    // Only what a property's name does not say is described: every
+    // description is sent, and paid for, on every model call.
+    let command = json!({ "type": "string", "minLength": 1 });
+    let cwd = json!({ "type": "string", "minLength": 1 });
+    let env = json!({ "type": "object", "additionalProperties": { "type": "string" } });
+    let id = json!({ "type": "string", "minLength": 1 });
     let outside = json!({ "type": "string", "minLength": 1,
-        "description": "Why it must change files outside the writable roots (asks the owner)." });
+        "description": "Why it must write outside the writable roots." });
     let runs = || Targets {
         command: Some("command".into()),
         cwd: Some("cwd".into()),
@@ -310,21 +308,9 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
         spec(
             "shell_exec",
             format!(
-                "Runs a bash command line to completion (stdin is empty) and returns {{exit_code, \
-                 signal, stdout, stderr, duration_ms, timed_out, truncated}}. At the timeout \
-                 (timeout_s, default {}, at most {}) everything it started is killed. A stream over \
-                 {} lines or {} bytes is shortened to its first {} and last {} lines; then `log` \
-                 names a file holding the whole output (read it with read_file). For servers and \
-                 other long-running work use process_start. A result with `floor` ran confined: \
-                 changes only inside the writable roots, never in protected paths, nothing made \
-                 directly in folders that hold them ($HEARTH_HOME, ~: use subfolders), other \
-                 processes out of reach.",
-                exec::DEFAULT_TIMEOUT_S,
-                exec::MAX_TIMEOUT_S,
-                limits.max_lines,
-                limits.max_bytes,
-                limits.head_lines(),
-                limits.tail_lines()
+                "Runs a bash command line to completion (empty stdin, timeout_s default {}); long \
+                 output keeps head and tail, and `log` names the whole.",
+                exec::DEFAULT_TIMEOUT_S
             ),
             Risk::Exec,
             runs(),
@@ -339,19 +325,14 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
         ),
         spec(
             "process_start",
-            "Starts a command line in the background, detached (it keeps running if hearth \
-             restarts), its output going to files. Returns its record: {id, pid, status, stdout, \
-             stderr, ...}. Watch it with process_status and process_logs; end it with \
-             process_stop. If it fails on its own, you are told."
-                .into(),
+            "Starts a command line in the background, detached; returns its id.".into(),
             Risk::Exec,
             runs(),
             json!({
                 "command": command,
                 "cwd": cwd,
                 "env": env,
-                "name": { "type": "string", "minLength": 1, "maxLength": 100,
-                          "description": "A label to recognise it by." },
+                "name": { "type": "string", "minLength": 1, "maxLength": 100 },
                 "outside_roots": outside,
             }),
             &["command"],
@@ -359,8 +340,7 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
         spec(
             "process_stop",
             format!(
-                "Stops a background process and everything it started: SIGTERM, then SIGKILL \
-                 after {} s. Returns its final record; ended_by says terminated or killed.",
+                "Stops a background process and its children (SIGKILL after {} s).",
                 processes::STOP_GRACE.as_secs()
             ),
             Risk::Write,
@@ -370,9 +350,7 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
         ),
         spec(
             "process_status",
-            "Background processes: with id, that one; without, all. Each record has status \
-             (running, exited, stopped, gone), alive, exit_code, pid, command, started_at_ms."
-                .into(),
+            "A background process's status by id, or all.".into(),
             Risk::Read,
             Targets::default(),
             json!({ "id": id }),
@@ -380,23 +358,15 @@ pub fn tools(limits: &Limits) -> Vec<ToolSpec> {
         ),
         spec(
             "process_logs",
-            format!(
-                "The last lines of a background process's stdout or stderr: {{text, lines, \
-                 earlier (more before), size, path}}. lines defaults to {} (at most {}). With \
-                 follow_s, waits that long for more output first (the owner watches it live), \
-                 or until the process ends; `followed` then says how many bytes came.",
-                processes::DEFAULT_LOG_LINES,
-                processes::MAX_LOG_LINES
-            ),
+            "The last lines of a background process's output; follow_s waits for more first."
+                .into(),
             Risk::Read,
             Targets::default(),
             json!({
                 "id": id,
                 "stream": { "enum": ["stdout", "stderr"] },
                 "lines": { "type": "integer", "minimum": 1, "maximum": processes::MAX_LOG_LINES },
-                "follow_s": { "type": "integer", "minimum": 1, "maximum": follow::MAX_FOLLOW_S,
-                              "description": "Follow the log this many seconds first (like tail -f; \
-                                              ends early when the process does), then answer." },
+                "follow_s": { "type": "integer", "minimum": 1, "maximum": follow::MAX_FOLLOW_S },
             }),
             &["id"],
         ),

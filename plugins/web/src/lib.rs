@@ -155,28 +155,15 @@ impl Plugin for Web {
                 ToolSpec {
                     name: "web_fetch".into(),
                     description:
-                        "Fetches a web page (http or https) and returns it as readable text: \
-                    {url, status, content_type, title?, text, truncated, bytes}. HTML is converted \
-                    to text with links as `text (url)` unless raw is true. Redirects are followed \
-                    (at most 5). Private, loopback and link-local addresses are refused unless the \
-                    owner allowed them. Non-2xx statuses are returned, not errors."
+                        "Fetches an http(s) URL as text (HTML converted, links kept, unless raw)."
                             .into(),
                     parameters: json!({
                         "type": "object",
                         "properties": {
-                            "url": { "type": "string", "description": "The http or https URL to fetch." },
-                            "max_bytes": {
-                                "type": "integer", "minimum": 1, "maximum": MAX_MAX_BYTES,
-                                "description": "Read at most this many body bytes (default 1 MiB, at most 5 MiB); more sets truncated."
-                            },
-                            "timeout_ms": {
-                                "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS,
-                                "description": "Give up after this long, redirects and body included (default 15000, at most 60000)."
-                            },
-                            "raw": {
-                                "type": "boolean",
-                                "description": "Return the body as text without converting HTML (default false)."
-                            }
+                            "url": { "type": "string" },
+                            "max_bytes": { "type": "integer", "minimum": 1, "maximum": MAX_MAX_BYTES },
+                            "timeout_ms": { "type": "integer", "minimum": 1, "maximum": MAX_TIMEOUT_MS },
+                            "raw": { "type": "boolean" }
                         },
                         "required": ["url"],
                         "additionalProperties": false

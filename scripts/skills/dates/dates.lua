@@ -6,7 +6,7 @@ local calendar = require("calendar")
 
 return {
   name = "days_between",
-  description = "Whole days from one date (YYYY-MM-DD) to another; negative when `to` is earlier.",
+  description = "Days from one date (YYYY-MM-DD) to another, negative if earlier.",
   risk = "read",
   parameters = {
     type = "object",

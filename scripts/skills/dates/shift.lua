@@ -5,7 +5,7 @@ local calendar = require("calendar")
 
 return {
   name = "shift",
-  description = "The date N days after (or before, when negative) a date (YYYY-MM-DD), with its weekday.",
+  description = "The date (YYYY-MM-DD) N days after another, with its weekday.",
   risk = "read",
   parameters = {
     type = "object",

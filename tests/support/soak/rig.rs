@@ -49,8 +49,9 @@ impl Rig {
         let chats: Vec<String> = (FIRST_CHAT..FIRST_CHAT + CHATS)
             .map(|c| c.to_string())
             .collect();
+        // The soak calls the example plugins' tools (echo, hello).
         let config = format!(
-            "[plugins.canvas]\nlisten = \"127.0.0.1:{canvas_port}\"\n\
+            "examples = true\n[plugins.canvas]\nlisten = \"127.0.0.1:{canvas_port}\"\n\
              [plugins.web]\nallow_hosts = [\"127.0.0.1:{canvas_port}\"]\n\
              [plugins.telegram]\ntoken = {TELEGRAM_TOKEN:?}\napi_url = {tg:?}\n\
              allowed_chat_ids = [{chats}]\npoll_timeout_s = 10\npace_chat_ms = 0\npace_global_per_s = 1000\n\

@@ -197,17 +197,9 @@ impl Search {
     /// The tool's description and schema; the description says when search
     /// is not set up, so the model knows before it calls.
     pub fn spec(&self) -> ToolSpec {
-        let mut description = "Searches the web and returns the results as {query, backend, \
-            results: [{title, url, snippet, published?, age?}], note?, failed_backends?}: \
-            published is the page's date and age how old it is, where the search engine gives \
-            them. No results is not an error: results is empty and note says so. Read a result \
-            with web_fetch."
-            .to_owned();
+        let mut description = "Searches the web; read a result with web_fetch.".to_owned();
         if !self.is_set_up() {
-            description.push_str(
-                " NOT SET UP on this hearth: every call answers how the owner turns it on; \
-                 tell the owner rather than calling it.",
-            );
+            description.push_str(" NOT SET UP: tell the owner instead of calling it.");
         }
         ToolSpec {
             name: "web_search".into(),
@@ -215,23 +207,9 @@ impl Search {
             parameters: json!({
                 "type": "object",
                 "properties": {
-                    "query": {
-                        "type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS,
-                        "description": format!(
-                            "What to search for, as you would type it into a search engine \
-                             (at most {MAX_QUERY_CHARS} characters and {MAX_QUERY_WORDS} words)."
-                        )
-                    },
-                    "count": {
-                        "type": "integer", "minimum": 1, "maximum": MAX_COUNT,
-                        "description": format!(
-                            "How many results to return at most (default {DEFAULT_COUNT}, at most {MAX_COUNT})."
-                        )
-                    },
-                    "freshness": {
-                        "type": "string", "enum": freshness_names(),
-                        "description": "Only results from the past day, week, month or year (default: any time)."
-                    }
+                    "query": { "type": "string", "minLength": 1, "maxLength": MAX_QUERY_CHARS },
+                    "count": { "type": "integer", "minimum": 1, "maximum": MAX_COUNT },
+                    "freshness": { "enum": freshness_names() }
                 },
                 "required": ["query"],
                 "additionalProperties": false
