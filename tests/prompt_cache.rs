@@ -287,8 +287,10 @@ fn a_workers_calls_read_its_own_conversation_from_the_cache() {
         "spawn_agent",
         &json!({"spec": {
             "system_prompt": "You look through the owner's files and report what you find.",
-            "allowed_tools": ["list_directory", "read_file", "search_files", "shell_exec",
-                              "web_fetch", "execute_sql", "manage_schedule"]
+            "allowed_tools": ["list_directory", "read_file", "search_files", "write_file",
+                              "apply_patch", "delete_path", "shell_exec", "process_start",
+                              "process_status", "process_logs", "process_stop", "web_fetch",
+                              "web_search"]
         }, "task": "count the files twice"}),
     ));
     // Short results, as most steps have: what is new per call is small
@@ -370,4 +372,30 @@ fn a_cache_break_is_logged_once_with_what_changed() {
             && status.contains("read from the cache"),
         "{status}"
     );
+}
+
+#[test]
+fn the_bundled_configs_first_call_costs_at_most_6000_tokens() {
+    let fake = FakeLlm::start();
+    fake.keep_prompt_cache();
+    let config = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../config/hearth.toml"
+    ))
+    .unwrap()
+    .replace("127.0.0.1:8080", "127.0.0.1:0");
+    let h = Hearth::exact(&format!(
+        "{config}\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n",
+        fake.url()
+    ));
+    let _daemon = start(&h);
+    fake.push(anthropic_text("Hello."));
+    h.chat("hello").ok();
+    let first = &fake.cache_outcomes()[0];
+    println!("the first call: {} tokens", first.total);
+    assert!(first.total <= 6000, "{first:?}");
+    // Nothing in it changes by the minute: no clock.
+    let system = system_prompt(&fake.requests()[0].body);
+    assert!(!system.contains("Current date"), "{system}");
 }

@@ -248,7 +248,10 @@ fn worker() {
         "spawn_agent",
         &json!({"spec": {
             "system_prompt": "You look through the owner's files and report what you find.",
-            "allowed_tools": ["list_directory", "read_file", "search_files", "shell_exec", "web_fetch"]
+            "allowed_tools": ["list_directory", "read_file", "search_files", "write_file",
+                              "apply_patch", "delete_path", "shell_exec", "process_start",
+                              "process_status", "process_logs", "process_stop", "web_fetch",
+                              "web_search"]
         }, "task": "look in the folder three times"}),
     ));
     for id in ["t1", "t2", "t3"] {
@@ -301,7 +304,10 @@ fn group_member() {
         let args = json!({
             "action": "create", "name": name,
             "system_prompt": format!("You are {name}, who looks after the owner's files."),
-            "allowed_tools": ["list_directory", "read_file", "search_files", "shell_exec", "web_fetch"],
+            "allowed_tools": ["list_directory", "read_file", "search_files", "write_file",
+                              "apply_patch", "delete_path", "shell_exec", "process_start",
+                              "process_status", "process_logs", "process_stop", "web_fetch",
+                              "web_search"],
         });
         h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
             .ok();
