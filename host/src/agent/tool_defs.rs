@@ -70,11 +70,7 @@ impl ToolDefs {
         });
         let tools: Arc<[ToolDef]> = listed
             .into_iter()
-            .map(|t| ToolDef {
-                name: wire_name(&t.spec.name).into_owned(),
-                description: t.spec.description,
-                parameters: t.spec.parameters,
-            })
+            .map(|t| crate::tools::offered(t.spec))
             .collect();
         let chars = serde_json::to_string(&tools[..]).map_or(0, |json| json.len());
         let current = Current { tools, chars };

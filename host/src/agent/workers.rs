@@ -333,11 +333,7 @@ impl Run<'_> {
             .list()
             .into_iter()
             .filter(|t| self.scope.allows(&t.spec.name))
-            .map(|t| ToolDef {
-                name: crate::tools::wire_name(&t.spec.name).into_owned(),
-                description: t.spec.description,
-                parameters: t.spec.parameters,
-            })
+            .map(|t| crate::tools::offered(t.spec))
             .collect();
         let mut tokens = 0u64;
         for _ in 0..self.spec.max_turns {

@@ -101,11 +101,7 @@ impl Run<'_> {
             .into_iter()
             .filter(|t| self.scope.allows(&t.spec.name) && !NEVER.contains(&t.spec.name.as_str()))
             .filter(|t| !t.spec.name.starts_with("canvas_"))
-            .map(|t| ToolDef {
-                name: crate::tools::wire_name(&t.spec.name).into_owned(),
-                description: t.spec.description,
-                parameters: t.spec.parameters,
-            })
+            .map(|t| crate::tools::offered(t.spec))
             .collect();
         defs.extend(self.own.iter().cloned());
         let defs: Arc<[ToolDef]> = defs.into();
