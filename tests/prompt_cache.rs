@@ -13,6 +13,7 @@ use hearth_tests::fake_llm::{
     system_prompt,
 };
 use hearth_tests::prompt_cache::{CacheOutcome, hit_share};
+use hearth_tests::scenarios::{bundled_config, script_worker, worker_outcomes};
 use hearth_tests::{Daemon, Hearth};
 use serde_json::{Value, json};
 
@@ -33,6 +34,24 @@ fn start(h: &Hearth) -> Daemon {
     h.daemon_with(|cmd| {
         cmd.env("HEARTH_TEST_API_KEY", KEY);
     })
+}
+
+/// A daemon whose model is a fake keeping a prompt cache, under `extra`
+/// in `[llm]`.
+fn caching(extra: &str) -> (FakeLlm, Hearth, Daemon) {
+    let fake = FakeLlm::start();
+    fake.keep_prompt_cache();
+    let h = home(&fake, "anthropic", extra);
+    let daemon = start(&h);
+    (fake, h, daemon)
+}
+
+/// Sends each message, the model answering each with its own text.
+fn talk(fake: &FakeLlm, h: &Hearth, messages: &[&str]) {
+    for text in messages {
+        fake.push(anthropic_text(&format!("answer to {text}")));
+        h.chat(text).ok();
+    }
 }
 
 /// One provider's replies, so one conversation runs on both.
@@ -196,14 +215,8 @@ fn the_ttl_and_turning_caching_off_follow_the_config() {
         Some("extended-cache-ttl-2025-04-11")
     );
 
-    let fake = FakeLlm::start();
-    fake.keep_prompt_cache();
-    let h = home(&fake, "anthropic", "prompt_cache = false\n");
-    let _daemon = start(&h);
-    fake.push(anthropic_text("one"));
-    fake.push(anthropic_text("two"));
-    h.chat("first").ok();
-    h.chat("second").ok();
+    let (fake, h, _daemon) = caching("prompt_cache = false\n");
+    talk(&fake, &h, &["first", "second"]);
     assert!(
         !fake.requests()[1]
             .body
@@ -228,12 +241,8 @@ fn the_ttl_and_turning_caching_off_follow_the_config() {
 
 #[test]
 fn a_scheduled_tasks_fresh_session_reads_the_main_agents_fixed_prefix() {
-    let fake = FakeLlm::start();
-    fake.keep_prompt_cache();
-    let h = home(&fake, "anthropic", "");
-    let _daemon = start(&h);
-    fake.push(anthropic_text("Hello."));
-    h.chat("hello").ok();
+    let (fake, h, _daemon) = caching("");
+    talk(&fake, &h, &["hello"]);
     fake.push(anthropic_text("Nothing new."));
     let added = h.cmd(&[
         "tool",
@@ -276,65 +285,19 @@ fn a_scheduled_tasks_fresh_session_reads_the_main_agents_fixed_prefix() {
 
 #[test]
 fn a_workers_calls_read_its_own_conversation_from_the_cache() {
-    const WORKER: &str = "You are a worker of hearth";
-    let fake = FakeLlm::start();
-    fake.keep_prompt_cache();
-    let h = home(&fake, "anthropic", "");
-    let _daemon = start(&h);
-    fake.push(anthropic_tool_use(
-        None,
-        "w1",
-        "spawn_agent",
-        &json!({"spec": {
-            "system_prompt": "You look through the owner's files and report what you find.",
-            "allowed_tools": ["list_directory", "read_file", "search_files", "write_file",
-                              "apply_patch", "delete_path", "shell_exec", "process_start",
-                              "process_status", "process_logs", "process_stop", "web_fetch",
-                              "web_search"]
-        }, "task": "count the files twice"}),
-    ));
-    // Short results, as most steps have: what is new per call is small
-    // beside what is read again.
-    let empty = h.home().join("empty");
-    std::fs::create_dir_all(&empty).unwrap();
-    for id in ["t1", "t2"] {
-        fake.push_for(
-            WORKER,
-            anthropic_tool_use(
-                None,
-                id,
-                "list_directory",
-                &json!({"path": empty.display().to_string()}),
-            ),
-        );
-    }
-    fake.push_for(WORKER, anthropic_text("There are some files."));
-    fake.push(anthropic_text("The worker counted them."));
-    h.chat("count my files").ok();
-    let requests = fake.requests();
-    let outcomes = fake.cache_outcomes();
-    assert_eq!(requests.len(), outcomes.len(), "every call was answered");
-    let worker: Vec<CacheOutcome> = requests
-        .iter()
-        .zip(&outcomes)
-        .filter(|(r, _)| system_prompt(&r.body).starts_with(WORKER))
-        .map(|(_, o)| o.clone())
-        .collect();
-    assert_eq!(worker.len(), 3, "{:?}", shares(&outcomes));
+    let (fake, h, _daemon) = caching("");
+    script_worker(&fake, &h, 2);
+    h.chat("look in the empty folder").ok();
+    let worker = worker_outcomes(&fake);
+    assert_eq!(worker.len(), 3, "{:?}", shares(&worker));
     let share = hit_share(&worker);
     assert!(share >= 0.9, "{share:.3}: {:?}", shares(&worker));
 }
 
 #[test]
 fn a_cache_break_is_logged_once_with_what_changed() {
-    let fake = FakeLlm::start();
-    fake.keep_prompt_cache();
-    let h = home(&fake, "anthropic", "");
-    let daemon = start(&h);
-    fake.push(anthropic_text("one"));
-    fake.push(anthropic_text("two"));
-    h.chat("first").ok();
-    h.chat("second").ok();
+    let (fake, h, daemon) = caching("");
+    talk(&fake, &h, &["first", "second"]);
     // A new tool: the tools come first, so nothing after them is read.
     std::fs::create_dir_all(h.home().join("tools")).unwrap();
     std::fs::write(
@@ -350,16 +313,14 @@ fn a_cache_break_is_logged_once_with_what_changed() {
         );
         std::thread::sleep(Duration::from_millis(100));
     }
-    fake.push(anthropic_text("three"));
-    h.chat("third").ok();
+    talk(&fake, &h, &["third"]);
     let line = daemon.wait_for_log(
         |l| l.contains("the prompt cache broke"),
         Duration::from_secs(10),
     );
     assert!(line.contains("changed: the tools"), "{line}");
     assert!(!line.contains("earlier messages"), "{line}");
-    fake.push(anthropic_text("four"));
-    h.chat("fourth").ok();
+    talk(&fake, &h, &["fourth"]);
     let breaks = daemon
         .logs()
         .iter()
@@ -378,15 +339,10 @@ fn a_cache_break_is_logged_once_with_what_changed() {
 fn the_bundled_configs_first_call_costs_at_most_6000_tokens() {
     let fake = FakeLlm::start();
     fake.keep_prompt_cache();
-    let config = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../config/hearth.toml"
-    ))
-    .unwrap()
-    .replace("127.0.0.1:8080", "127.0.0.1:0");
     let h = Hearth::exact(&format!(
-        "{config}\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+        "{}\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\n",
+        bundled_config(),
         fake.url()
     ));
     let _daemon = start(&h);

@@ -7,8 +7,8 @@
 //! The size and count are printed (`tool_budget: N tools, M characters`)
 //! so a benchmark line can be built from them.
 
-use hearth_tests::Hearth;
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
+use hearth_tests::{Hearth, scenarios};
 use serde_json::Value;
 
 /// The most characters the bundled config's `tools` array may take: 43
@@ -28,15 +28,10 @@ const MERGED: [&str; 3] = ["remember", "recall", "forget"];
 /// The bundled config, as a newcomer runs it, with a model: the fake one.
 /// `extra` goes first, among the top-level keys.
 fn bundled_config(fake: &FakeLlm, extra: &str) -> String {
-    let bundled = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../config/hearth.toml"
-    ))
-    .expect("read config/hearth.toml");
     format!(
         "{extra}{}\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_API_KEY\"\n",
-        bundled.replace("127.0.0.1:8080", "127.0.0.1:0"),
+        scenarios::bundled_config(),
         fake.url()
     )
 }

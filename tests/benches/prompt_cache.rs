@@ -28,10 +28,10 @@ use hearth_tests::fake_llm::{
 };
 use hearth_tests::groups::{Script, submit};
 use hearth_tests::prompt_cache::CacheOutcome;
+use hearth_tests::scenarios::{bundled_config, script_worker, worker_outcomes};
 use hearth_tests::{Daemon, Hearth};
 use serde_json::json;
 
-const WORKER: &str = "You are a worker of hearth";
 const MEMBER: &str = "You are a member of an agent group";
 
 fn main() {
@@ -141,14 +141,7 @@ impl Conversation {
 /// The bundled config, in production mode, its canvas on a free port,
 /// with `[llm]` at the fake.
 fn bundled(fake: &FakeLlm, provider: &str) -> Hearth {
-    let config = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../config/hearth.toml"
-    ))
-    .expect("the bundled config");
-    let config = config
-        .replace("mode = \"development\"", "mode = \"production\"")
-        .replace("127.0.0.1:8080", "127.0.0.1:0");
+    let config = bundled_config().replace("mode = \"development\"", "mode = \"production\"");
     let base = match provider {
         "openai" => format!("{}/v1", fake.url()),
         _ => fake.url(),
@@ -240,41 +233,9 @@ fn worker() {
     fake.keep_prompt_cache();
     let h = bundled(&fake, "anthropic");
     let _daemon = start(&h);
-    let empty = h.home().join("empty");
-    std::fs::create_dir_all(&empty).expect("a folder");
-    fake.push(anthropic_tool_use(
-        None,
-        "w1",
-        "spawn_agent",
-        &json!({"spec": {
-            "system_prompt": "You look through the owner's files and report what you find.",
-            "allowed_tools": ["list_directory", "read_file", "search_files", "write_file",
-                              "apply_patch", "delete_path", "shell_exec", "process_start",
-                              "process_status", "process_logs", "process_stop", "web_fetch",
-                              "web_search"]
-        }, "task": "look in the folder three times"}),
-    ));
-    for id in ["t1", "t2", "t3"] {
-        fake.push_for(
-            WORKER,
-            anthropic_tool_use(
-                None,
-                id,
-                "list_directory",
-                &json!({"path": empty.display().to_string()}),
-            ),
-        );
-    }
-    fake.push_for(WORKER, anthropic_text("The folder is empty."));
-    fake.push(anthropic_text("The worker found nothing."));
+    script_worker(&fake, &h, 3);
     h.chat("look in the empty folder").ok();
-    let worker: Vec<CacheOutcome> = fake
-        .requests()
-        .iter()
-        .zip(fake.cache_outcomes())
-        .filter(|(r, _)| system_prompt(&r.body).starts_with(WORKER))
-        .map(|(_, o)| o)
-        .collect();
+    let worker = worker_outcomes(&fake);
     print_calls("worker", &worker);
     println!(
         "figure: worker's conversation, share of calls 2..{} from the cache: {:.1} % (target >= 90)",

@@ -25,6 +25,7 @@ pub mod images;
 pub mod procs;
 pub mod prompt_cache;
 pub mod pty;
+pub mod scenarios;
 pub mod small_fs;
 pub mod soak;
 pub mod telegram_home;

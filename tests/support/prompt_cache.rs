@@ -176,6 +176,23 @@ pub struct CacheOutcome {
     pub breakpoint_positions: Vec<u64>,
 }
 
+impl CacheOutcome {
+    /// The outcome of OpenAI's prefix rules: `read` of `total` tokens from
+    /// the cache, nothing written, no breakpoints.
+    pub fn prefix(total: u64, read: u64) -> CacheOutcome {
+        CacheOutcome {
+            provider: Provider::OpenAi,
+            total,
+            read,
+            written: 0,
+            written_1h: 0,
+            uncached: total - read,
+            breakpoints: 0,
+            breakpoint_positions: Vec::new(),
+        }
+    }
+}
+
 /// The share of prompt tokens served from the cache over every request but
 /// the first (which nothing can have cached): `sum(read) / sum(total)` over
 /// `outcomes[1..]`; 0 when that is empty.
@@ -430,16 +447,7 @@ impl PromptCache {
         };
         let total = tokens_of(prompt.len());
         Plan {
-            outcome: CacheOutcome {
-                provider: Provider::OpenAi,
-                total,
-                read,
-                written: 0,
-                written_1h: 0,
-                uncached: total - read,
-                breakpoints: 0,
-                breakpoint_positions: Vec::new(),
-            },
+            outcome: CacheOutcome::prefix(total, read),
             change: Change::OpenAi {
                 scope,
                 prompt,
@@ -1056,16 +1064,7 @@ mod tests {
 
     #[test]
     fn hit_share_skips_the_first_request() {
-        let outcome = |total, read| CacheOutcome {
-            provider: Provider::OpenAi,
-            total,
-            read,
-            written: 0,
-            written_1h: 0,
-            uncached: total - read,
-            breakpoints: 0,
-            breakpoint_positions: Vec::new(),
-        };
+        let outcome = CacheOutcome::prefix;
         assert_eq!(hit_share(&[]), 0.0);
         assert_eq!(hit_share(&[outcome(100, 0)]), 0.0);
         let share = hit_share(&[outcome(100, 0), outcome(100, 50), outcome(100, 100)]);
