@@ -152,21 +152,11 @@ impl Policy {
         }
     }
 
-    /// The writable roots and the credentials.
-    pub fn confinement(&self) -> &Confinement {
-        &self.confinement
-    }
-
-    /// Rules on one call, asking the owner when the rules say so. Blocks
+    /// Rules on one call, asking the owner when the rules say so, and in
+    /// either mode when `ask` gives a reason (a message to someone other
+    /// than the owner, say): a grant still answers for the owner. Blocks
     /// while the owner decides: call it from a thread that may block.
-    pub fn rule(&self, spec: &ToolSpec, args: &Value, fingerprint: &str) -> Ruling {
-        self.rule_asking(spec, args, fingerprint, None)
-    }
-
-    /// [`Policy::rule`], asking the owner in either mode when `ask` gives a
-    /// reason (a message to someone other than the owner, say): a grant
-    /// still answers for the owner.
-    pub fn rule_asking(
+    pub fn rule(
         &self,
         spec: &ToolSpec,
         args: &Value,

@@ -546,7 +546,7 @@ impl ToolRegistry {
         ask: Option<String>,
     ) -> Ruling {
         match &self.policy {
-            Some(policy) => policy.rule_asking(spec, args, fingerprint, ask),
+            Some(policy) => policy.rule(spec, args, fingerprint, ask),
             None if ask.is_none() && (spec.risk == Risk::Read || spec.risk == Risk::Write) => {
                 Ruling {
                     decision: "allow",
