@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
-use hearth_tests::{Hearth, guard_corpus, probe};
+use hearth_tests::{Hearth, guard_corpus, plugin, probe};
 use serde_json::{Value, json};
 
 /// What the policy should do with a call.
@@ -429,7 +429,7 @@ fn an_always_grant_covers_one_exact_call_until_it_is_revoked() {
 
 #[test]
 fn a_patch_the_owner_approved_inside_the_roots_cannot_reach_outside_them() {
-    let h = Hearth::with_plugins(&[hearth_tests::plugin("fs")], "").in_mode("development");
+    let h = Hearth::with_plugins(&[plugin("fs")], "").in_mode("development");
     let outside = hearth_tests::outside_roots();
     let target = outside.path().join("x.txt");
     // The patch's root is inside the roots, so the owner approved a change
@@ -559,4 +559,29 @@ fn a_lua_tools_own_calls_pass_the_same_policy_and_audit() {
             ("local > lua relay", "ok")
         ]
     );
+}
+
+#[test]
+fn an_explicit_request_to_run_outside_the_roots_asks_and_a_blank_one_is_no_request() {
+    let h = Hearth::with_plugins(&[plugin("shell")], "");
+    let rt = h.runtime();
+    let cases = [
+        (json!({ "command": "true" }), Expect::Runs),
+        (
+            json!({ "command": "true", "outside_roots": "to install a package for the owner" }),
+            Expect::Asks,
+        ),
+        (
+            json!({ "command": "true", "outside_roots": "  " }),
+            Expect::Runs,
+        ),
+    ];
+    for (args, expected) in cases {
+        let (got, text) = outcome(&rt, "shell_exec", args.clone());
+        assert_eq!(got, expected, "{args}: {text}");
+        if expected == Expect::Asks {
+            assert!(text.contains("outside the writable roots"), "{text}");
+        }
+    }
+    rt.stop(std::time::Duration::from_secs(5)).unwrap();
 }
