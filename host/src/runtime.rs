@@ -151,8 +151,8 @@ impl Runtime {
             abi_minor: abi::ABI_MINOR,
             home: config.home.display().to_string(),
             mode: config.mode.name().into(),
-            confine_to: policy::floor::texts(&confinement.roots),
-            hidden: policy::floor::texts(&confinement.hidden),
+            confine_to: policy::roots::texts(&confinement.roots),
+            hidden: policy::roots::texts(&confinement.hidden),
             serving: daemon,
             // `model.summarize` answers only in the daemon, with a cheap model.
             summaries: daemon && cheap_model(&config).is_some(),

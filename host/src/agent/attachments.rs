@@ -11,12 +11,40 @@ use std::path::Path;
 
 use hearth_sdk::protocol::Attachment;
 
-use super::images;
-use crate::llm::Block;
+use super::{Agent, images};
+use crate::llm::{Block, Llm};
 use crate::media::ImageSettings;
 
 /// Text files up to this size are shown inline.
 const INLINE_MAX: u64 = 16 * 1024;
+
+impl Agent {
+    /// The text and image blocks of an incoming message: its text, a note
+    /// per attachment, and the images prepared for `llm` (decoded on a
+    /// blocking thread).
+    pub(super) async fn incoming(
+        &self,
+        llm: &Llm,
+        text: &str,
+        attachments: Vec<Attachment>,
+    ) -> (String, Vec<Block>) {
+        let owned = text.to_owned();
+        let (settings, dir) = (llm.image_settings(), self.base.media_dir.clone());
+        let work = tokio::task::spawn_blocking(move || {
+            with_attachments(&owned, &attachments, &settings, &dir)
+        });
+        match work.await {
+            Ok(shown) => shown,
+            Err(e) => {
+                tracing::error!("preparing a message's attachments failed: {e}");
+                let text = format!(
+                    "{text}\n\n[hearth: the files that came with this message could not be read: {e}]"
+                );
+                (text, Vec::new())
+            }
+        }
+    }
+}
 
 /// `text` followed by a note for each attachment, and the blocks of the
 /// images among them, prepared for `settings` and saved in `media_dir`.

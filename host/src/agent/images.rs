@@ -46,32 +46,6 @@ pub struct Shown {
 }
 
 impl Agent {
-    /// The text and image blocks of an incoming message: its text, a note
-    /// per attachment, and the images prepared for `llm` (decoded on a
-    /// blocking thread).
-    pub(super) async fn incoming(
-        &self,
-        llm: &Llm,
-        text: &str,
-        attachments: Vec<Attachment>,
-    ) -> (String, Vec<Block>) {
-        let owned = text.to_owned();
-        let (settings, dir) = (llm.image_settings(), self.base.media_dir.clone());
-        let work = tokio::task::spawn_blocking(move || {
-            super::attachments::with_attachments(&owned, &attachments, &settings, &dir)
-        });
-        match work.await {
-            Ok(shown) => shown,
-            Err(e) => {
-                tracing::error!("preparing a message's attachments failed: {e}");
-                let text = format!(
-                    "{text}\n\n[hearth: the files that came with this message could not be read: {e}]"
-                );
-                (text, Vec::new())
-            }
-        }
-    }
-
     /// The image a plugin tool's result names, prepared for `llm`: a note
     /// for the result, and the blocks that follow the results.
     pub(super) async fn tool_image(&self, llm: &Llm, tool: &str, result: &Value) -> Option<Shown> {

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use hearth_sdk::protocol::Floor;
 
 use super::guards_file::PathLists;
-use super::roots::Confinement;
+use super::roots::{Confinement, texts};
 
 /// Device paths programs need to write: shared memory, pseudo-terminals
 /// and the null devices.
@@ -94,11 +94,6 @@ pub fn sealed(confinement: &Confinement) -> Floor {
         writable: PROGRAM_DEVICES.iter().map(|d| (*d).to_owned()).collect(),
         hidden: texts(&confinement.hidden),
     }
-}
-
-/// Paths as the plugin protocol carries them.
-pub fn texts(paths: &[PathBuf]) -> Vec<String> {
-    paths.iter().map(|p| p.display().to_string()).collect()
 }
 
 #[cfg(test)]

@@ -99,13 +99,18 @@ pub fn helpers() -> Arc<Helpers> {
     Arc::clone(&installed.helpers)
 }
 
+/// Paths as the plugin protocol carries them.
+pub fn texts(paths: &[PathBuf]) -> Vec<String> {
+    paths.iter().map(|p| p.display().to_string()).collect()
+}
+
 /// Adds `confinement`'s credentials to the process's: hidden from the
 /// helpers' sandbox and refused by [`is_credential`]. A daemon has one
 /// home; a process that opens several (the tests) refuses the credentials
 /// of every one.
 pub fn install(confinement: &Confinement) {
     let mut installed = lock(&INSTALLED);
-    for text in super::floor::texts(&confinement.hidden) {
+    for text in texts(&confinement.hidden) {
         if !installed.hidden.contains(&text) {
             installed.hidden.push(text);
         }
