@@ -12,10 +12,10 @@ use serde_json::{Value, json};
 
 use super::client::Daemon;
 use crate::config::Config;
-use crate::scheduler::fire::local_time;
 use crate::scheduler::jobs::{kind_name, missed_name};
 use crate::scheduler::{Clock, Jobs, schedule};
 use crate::store::{Cold, Store};
+use crate::time_text::local_time;
 
 /// `hearth schedule list [--json]`.
 pub fn list(

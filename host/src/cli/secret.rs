@@ -52,7 +52,7 @@ pub fn list(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
     }
     outln!("{:<32} set", "name");
     for secret in listed {
-        let when = crate::scheduler::jobs::timestamp(secret.set_at_ms)
+        let when = crate::time_text::timestamp(secret.set_at_ms)
             .strftime("%Y-%m-%d %H:%M:%S UTC")
             .to_string();
         outln!("{:<32} {when}", secret.name);

@@ -75,7 +75,7 @@ pub struct Config {
     pub tts: Option<TtsConfig>,
     /// `[prices."MODEL"]`: US dollars per million tokens, over the
     /// built-in estimates.
-    pub prices: std::collections::BTreeMap<String, crate::usage::Price>,
+    pub prices: std::collections::BTreeMap<String, crate::tokens::Price>,
     /// `[backup]`.
     pub backup: BackupConfig,
     /// `[groups]`.

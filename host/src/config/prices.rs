@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 
 use serde::Deserialize;
 
-use crate::usage::Price;
+use crate::tokens::Price;
 
 /// One `[prices."MODEL"]` table as written.
 #[derive(Deserialize)]

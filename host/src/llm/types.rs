@@ -93,6 +93,10 @@ pub struct ToolDef {
     pub parameters: Value,
 }
 
+/// Token counts, the same for every provider (in `tokens`, below `config`
+/// and `llm`, which both need them).
+pub use crate::tokens::Usage;
+
 /// One request to a model.
 #[derive(Clone, Debug)]
 pub struct ChatRequest {
@@ -143,35 +147,6 @@ pub struct ChatResponse {
     /// The model that answered: the configured one, or the fallback that
     /// answered when it failed (what the call is priced by).
     pub model: String,
-}
-
-/// Token counts, the same for every provider. The four counts are
-/// disjoint and each is priced on its own: Anthropic reports them so
-/// (its `input_tokens` leaves out cache reads and writes), and OpenAI's
-/// `prompt_tokens`, which includes its cached tokens, is split into
-/// `input_tokens` and `cache_read_tokens` when it is read.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Usage {
-    /// Prompt tokens read afresh: neither read from nor written to a cache.
-    pub input_tokens: u64,
-    /// Generated tokens.
-    pub output_tokens: u64,
-    /// Prompt tokens read from the provider's prompt cache.
-    #[serde(default)]
-    pub cache_read_tokens: u64,
-    /// Prompt tokens written to the provider's prompt cache.
-    #[serde(default)]
-    pub cache_write_tokens: u64,
-}
-
-impl Usage {
-    /// Every token the call processed: what the token budgets count.
-    pub fn total(&self) -> u64 {
-        self.input_tokens
-            .saturating_add(self.output_tokens)
-            .saturating_add(self.cache_read_tokens)
-            .saturating_add(self.cache_write_tokens)
-    }
 }
 
 impl ChatRequest {

@@ -10,9 +10,10 @@
 
 use rusqlite::{Connection, params};
 
-use super::jobs::{Job, Kind, MAX_CATCH_UP, Missed, timestamp};
+use super::jobs::{Job, Kind, MAX_CATCH_UP, Missed};
 use super::schedule::Parsed;
 use crate::store::now_ms;
+use crate::time_text::{human, local_time, timestamp};
 
 /// The pseudo-channel of scheduled tasks: each firing is a fresh session
 /// on it, and its answer goes to the owner.
@@ -251,26 +252,3 @@ fn job_text(job: &Job, due: i64, late: Option<&Late>) -> String {
 
 /// A task's answer that asks for nothing to be delivered.
 pub const SILENT: &str = "[silent]";
-
-/// `ms` as a local time in `zone` (`2026-03-29 09:00 CEST`).
-pub fn local_time(ms: i64, zone: &str) -> String {
-    match jiff::tz::TimeZone::get(zone) {
-        Ok(tz) => timestamp(ms)
-            .to_zoned(tz)
-            .strftime("%Y-%m-%d %H:%M %Z")
-            .to_string(),
-        Err(_) => timestamp(ms).to_string(),
-    }
-}
-
-/// A duration for people: `3 d 4 h`, `2 h 5 min`, `40 s`.
-pub fn human(ms: i64) -> String {
-    let s = ms.max(0) / 1000;
-    let (d, h, m) = (s / 86_400, s % 86_400 / 3600, s % 3600 / 60);
-    match (d, h, m) {
-        (0, 0, 0) => format!("{s} s"),
-        (0, 0, m) => format!("{m} min"),
-        (0, h, m) => format!("{h} h {m} min"),
-        (d, h, _) => format!("{d} d {h} h"),
-    }
-}

@@ -12,6 +12,7 @@ use super::clock::Clock;
 use super::schedule::{Schedule, ScheduleError};
 use crate::config::SchedulerConfig;
 use crate::store::Cold;
+use crate::time_text::timestamp;
 
 /// What kind of job.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -432,7 +433,7 @@ impl Jobs {
                     None => "once".to_owned(),
                 },
                 next_run_ms: j.next_run_ms.unwrap_or_default(),
-                next_run: super::fire::local_time(
+                next_run: crate::time_text::local_time(
                     j.next_run_ms.unwrap_or_default(),
                     &self.owner_zone,
                 ),
@@ -547,11 +548,6 @@ pub fn parse_missed(name: &str) -> Option<Missed> {
         "all" => Some(Missed::All),
         _ => None,
     }
-}
-
-/// `ms` as an instant.
-pub fn timestamp(ms: i64) -> jiff::Timestamp {
-    jiff::Timestamp::from_millisecond(ms).unwrap_or(jiff::Timestamp::UNIX_EPOCH)
 }
 
 /// A job that counts toward the per-agent cap: not removed, and not a

@@ -15,10 +15,10 @@ use crate::agent::history::MAIN_AGENT;
 use crate::agent::profiles;
 use crate::people::People;
 use crate::policy::Caller;
-use crate::scheduler::fire::local_time;
 use crate::scheduler::jobs::{kind_name, missed_name, parse_kind, parse_missed};
 use crate::scheduler::schedule::{self, Schedule};
 use crate::scheduler::{Job, JobChanges, Kind, Missed, NewJob, Scheduler, When};
+use crate::time_text::local_time;
 
 /// What `manage_schedule` works on.
 pub struct ScheduleTools {

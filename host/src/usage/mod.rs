@@ -36,8 +36,8 @@ pub use store::ModelTotals;
 
 use crate::config::Config;
 use crate::llm::Usage;
-use crate::scheduler::fire::{human, local_time};
 use crate::store::{Cold, now_ms};
+use crate::time_text::{human, local_time};
 use period::Span;
 
 /// Why a model call was made.

@@ -1,5 +1,5 @@
 //! What a model's tokens cost: US dollars per million tokens, for each of
-//! the four counts (`llm::Usage`), from the owner's `[prices]` table over
+//! the four counts (`tokens::Usage`), from the owner's `[prices]` table over
 //! built-in defaults for common Anthropic and OpenAI models.
 //!
 //! The defaults are estimates: the providers' list prices as their price
@@ -17,33 +17,7 @@
 
 use std::collections::BTreeMap;
 
-use serde::Serialize;
-
-use crate::llm::Usage;
-
-/// One model's prices, in US dollars per million tokens.
-#[derive(Clone, Copy, Debug, PartialEq, Serialize)]
-pub struct Price {
-    /// A prompt token read afresh.
-    pub input: f64,
-    /// A generated token.
-    pub output: f64,
-    /// A prompt token read from the cache.
-    pub cache_read: f64,
-    /// A prompt token written to the cache.
-    pub cache_write: f64,
-}
-
-impl Price {
-    /// What `usage` costs at this price, in US dollars.
-    pub fn cost(&self, usage: &Usage) -> f64 {
-        let per_million = usage.input_tokens as f64 * self.input
-            + usage.output_tokens as f64 * self.output
-            + usage.cache_read_tokens as f64 * self.cache_read
-            + usage.cache_write_tokens as f64 * self.cache_write;
-        per_million / 1_000_000.0
-    }
-}
+pub use crate::tokens::Price;
 
 /// The price table: the owner's entries, then the defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -155,6 +129,7 @@ const DEFAULTS: &[(&[&str], Price)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::tokens::Usage;
 
     #[test]
     fn a_model_is_found_by_name_then_without_its_snapshot_and_the_owners_table_wins() {

@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::period::{self, Span};
 use super::store::{self, ModelTotals};
 use super::{Settings, thousands};
-use crate::scheduler::fire::local_time;
+use crate::time_text::local_time;
 
 /// A span a report covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
