@@ -174,6 +174,11 @@ mod tests {
         }
         assert!(ToolScope::from_list(&["*".into()]).allows("shell_exec"));
         assert!(!ToolScope::from_list(&[]).allows("echo"));
+        // Adding a tool (a sub-agent's reply tool) adds that one only.
+        let with = scope.with("send_agent_message");
+        assert!(with.allows("send_agent_message") && with.allows("echo"));
+        assert!(!with.allows("shell_exec"));
+        assert_eq!(ToolScope::All.with("x"), ToolScope::All);
     }
 
     #[test]
