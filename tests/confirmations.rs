@@ -53,8 +53,8 @@ fn exec_tools_run_only_with_the_owners_approval() {
             "denied",
             "the owner denied running probe_exec",
         ),
-        (Some("stranger"), false, "expired", "did not answer within"),
-        (None, false, "expired", "did not answer within"),
+        (Some("stranger"), false, "expired", "did not answer within 1 s"),
+        (None, false, "expired", "did not answer within 1 s"),
     ];
     for (answer, ran, outcome, told) in cases {
         let fake = model_calling_probe_exec("finished");
@@ -95,6 +95,15 @@ fn exec_tools_run_only_with_the_owners_approval() {
             .expect("a confirmation event");
         assert!(
             request.contains("\"tool\":\"probe_exec\"") && request.contains("\"marker\":\"m1\""),
+            "{request}"
+        );
+        // The card says when it expires: the timeout after it was asked.
+        let card: serde_json::Value = serde_json::from_str(request).unwrap();
+        let card = card.get("request").unwrap_or(&card);
+        let (asked, expires) = (card["at_ms"].as_i64(), card["expires_at_ms"].as_i64());
+        assert_eq!(
+            expires.zip(asked).map(|(e, a)| e - a),
+            Some(1500),
             "{request}"
         );
         assert!(
