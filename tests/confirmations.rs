@@ -53,7 +53,12 @@ fn exec_tools_run_only_with_the_owners_approval() {
             "denied",
             "the owner denied running probe_exec",
         ),
-        (Some("stranger"), false, "expired", "did not answer within 1 s"),
+        (
+            Some("stranger"),
+            false,
+            "expired",
+            "did not answer within 1 s",
+        ),
         (None, false, "expired", "did not answer within 1 s"),
     ];
     for (answer, ran, outcome, told) in cases {

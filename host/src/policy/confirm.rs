@@ -447,6 +447,10 @@ mod tests {
         };
         let answer = watched(watch, || gate.ask(&question));
         answerer.join().unwrap();
+        // The thread's next call is nobody's: the watch went with the call,
+        // and without a channel it is refused again.
+        assert!(WATCH.with(|w| w.borrow().is_none()));
+        assert_eq!(gate.ask(&question), Answer::Unavailable);
         assert_eq!(
             answer,
             Answer::Approved {
@@ -464,6 +468,34 @@ mod tests {
         assert_eq!(
             decided,
             ("approved".into(), "owner via cli terminal".into())
+        );
+    }
+
+    #[test]
+    fn an_answer_no_call_waits_for_goes_to_whoever_takes_the_others() {
+        let board = Board::default();
+        let answer = |id: &str| ConfirmationAnswer {
+            id: id.into(),
+            sender: String::new(),
+            approve: true,
+            always: false,
+            reason: None,
+        };
+        assert!(!board.answer(&answer("plan-1"), "owner"), "nobody takes it");
+        let (tx, taken) = bounded(4);
+        board.otherwise(Box::new(move |a, by| {
+            let _ = tx.send((a.id.clone(), by.to_owned()));
+            a.id == "plan-1"
+        }));
+        assert!(board.answer(&answer("plan-1"), "owner"));
+        assert!(!board.answer(&answer("other"), "owner"));
+        let seen: Vec<(String, String)> = taken.try_iter().collect();
+        assert_eq!(
+            seen,
+            [
+                ("plan-1".to_owned(), "owner".to_owned()),
+                ("other".to_owned(), "owner".to_owned())
+            ]
         );
     }
 }
