@@ -137,4 +137,39 @@ mod tests {
         );
         assert_eq!(floor.hidden, ["/root/.hearth/secrets.json"]);
     }
+
+    #[test]
+    fn a_sealed_floor_writes_only_the_null_devices_and_hides_the_credentials() {
+        let confinement = Confinement {
+            roots: vec!["/tmp".into()],
+            hidden: vec!["/h/secrets.json".into()],
+        };
+        let floor = sealed(&confinement);
+        assert_eq!(floor.protect, ["/"]);
+        assert_eq!(floor.writable, PROGRAM_DEVICES);
+        assert!(!floor.writable.is_empty() && !floor.writable.iter().any(|w| w == "/tmp"));
+        assert_eq!(floor.hidden, ["/h/secrets.json"]);
+    }
+
+    #[test]
+    fn a_tilde_alone_is_the_owners_home_and_another_users_is_no_path() {
+        let lists = PathLists {
+            protected: vec!["~".into(), "~bob/notes".into()],
+            writable: Vec::new(),
+        };
+        let confinement = Confinement {
+            roots: vec!["/home".into(), "/tmp".into()],
+            hidden: Vec::new(),
+        };
+        let floor = build(
+            &lists,
+            &confinement,
+            Path::new("/home/ann/.hearth"),
+            Some(Path::new("/home/ann")),
+        );
+        assert_eq!(
+            floor.protect,
+            ["/", "/home/ann", "/home/ann/.hearth/processes"]
+        );
+    }
 }
