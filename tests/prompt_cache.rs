@@ -39,8 +39,14 @@ fn start(h: &Hearth) -> Daemon {
 /// A daemon whose model is a fake keeping a prompt cache, under `extra`
 /// in `[llm]`.
 fn caching(extra: &str) -> (FakeLlm, Hearth, Daemon) {
-    let fake = FakeLlm::start();
+    let (fake, h, daemon) = started(extra);
     fake.keep_prompt_cache();
+    (fake, h, daemon)
+}
+
+/// A daemon whose model is an Anthropic fake, under `extra` in `[llm]`.
+fn started(extra: &str) -> (FakeLlm, Hearth, Daemon) {
+    let fake = FakeLlm::start();
     let h = home(&fake, "anthropic", extra);
     let daemon = start(&h);
     (fake, h, daemon)
@@ -149,13 +155,8 @@ fn a_conversation_reads_all_but_its_newest_message_from_the_cache() {
 
 #[test]
 fn anthropic_requests_are_marked_at_four_places_and_openai_ones_carry_the_agents_key() {
-    let fake = FakeLlm::start();
-    let h = home(&fake, "anthropic", "");
-    let _daemon = start(&h);
-    fake.push(anthropic_text("one"));
-    fake.push(anthropic_text("two"));
-    h.chat("first").ok();
-    h.chat("second").ok();
+    let (fake, h, _daemon) = started("");
+    talk(&fake, &h, &["first", "second"]);
     let body = &fake.requests()[1].body;
     let ephemeral = json!({"type": "ephemeral"});
     let system = body["system"].as_array().expect("system blocks");
@@ -200,11 +201,8 @@ fn anthropic_requests_are_marked_at_four_places_and_openai_ones_carry_the_agents
 
 #[test]
 fn the_ttl_and_turning_caching_off_follow_the_config() {
-    let fake = FakeLlm::start();
-    let h = home(&fake, "anthropic", "cache_ttl = \"1h\"\n");
-    let _daemon = start(&h);
-    fake.push(anthropic_text("one"));
-    h.chat("first").ok();
+    let (fake, h, _daemon) = started("cache_ttl = \"1h\"\n");
+    talk(&fake, &h, &["first"]);
     let request = &fake.requests()[0];
     assert_eq!(
         request.body["system"][0]["cache_control"],
