@@ -7,6 +7,7 @@
 
 pub mod agent;
 pub mod backup;
+pub mod channels;
 pub mod cli;
 pub mod config;
 pub mod daemon;

@@ -14,6 +14,7 @@ use hearth_sdk::abi;
 use hearth_sdk::protocol::HostInfo;
 
 use crate::agent::workers::{WorkerLimits, Workers};
+use crate::channels::events::ChannelEvents;
 use crate::config::Config;
 use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
@@ -22,7 +23,6 @@ use crate::plugins::{Bridge, BridgeError, PluginSet, PluginsError, ShutdownTimeo
 use crate::policy::{
     self, Audit, Confinement, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy,
 };
-use crate::router::events::ChannelEvents;
 use crate::router::{Gate, Router};
 use crate::scheduler::{Clock, Jobs, Scheduler};
 use crate::scripting::{Scripts, ScriptsError};

@@ -14,10 +14,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 
 use crate::llm::{Block, Message, Role};
 use crate::scheduler::fire::SCHEDULER_CHANNEL;
-use crate::store::now_ms;
-
-/// The main agent's id.
-pub const MAIN_AGENT: i64 = 1;
+use crate::store::{MAIN_AGENT, now_ms};
 
 /// The pseudo-channel of messages between agents.
 pub const AGENT_CHANNEL: &str = "agent";

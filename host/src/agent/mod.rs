@@ -39,10 +39,10 @@ use std::time::{Duration, Instant};
 
 use hearth_sdk::protocol::{ChannelEvent, ChannelState};
 
+use crate::channels::events::ChannelEvents;
 use crate::config::AgentConfig;
 use crate::llm::Llm;
 use crate::plugins::ActivePlugin;
-use crate::router::events::ChannelEvents;
 use crate::router::{AgentSignals, Router};
 use crate::tools::ToolRegistry;
 use history::Conversations;

@@ -10,8 +10,8 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use super::history::MAIN_AGENT;
 use crate::policy::{Caller, ToolScope};
+use crate::store::MAIN_AGENT;
 use crate::store::now_ms;
 
 /// The tool every sub-agent has: talking to other agents.

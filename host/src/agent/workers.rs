@@ -173,7 +173,7 @@ impl Workers {
             tools: &tools,
             cold: &self.cold,
             usage: &self.usage,
-            agent: turn.map_or(super::history::MAIN_AGENT, |t| t.agent),
+            agent: turn.map_or(crate::store::MAIN_AGENT, |t| t.agent),
             session,
             turn: turn.map(|t| t.inbox_id),
         };
@@ -218,7 +218,7 @@ impl Workers {
         task: &str,
     ) -> Result<(i64, i64), String> {
         let conn = self.cold.lock();
-        let agent = turn.map_or(super::history::MAIN_AGENT, |t| t.agent);
+        let agent = turn.map_or(crate::store::MAIN_AGENT, |t| t.agent);
         let store = |e: rusqlite::Error| format!("the worker could not be stored: {e}");
         conn.execute(
             "INSERT INTO sessions (agent_id, channel, chat, started_at_ms, ended_at_ms) \

@@ -11,7 +11,7 @@ use tokio::task::JoinHandle;
 use super::control::{self, Control, Token};
 use super::runners::Runners;
 use crate::agent::activity::Activity;
-use crate::agent::history::{Conversations, MAIN_AGENT};
+use crate::agent::history::Conversations;
 use crate::agent::profiles;
 use crate::agent::{Agent, AgentBase};
 use crate::knowledge::index::Indexer;
@@ -21,6 +21,7 @@ use crate::router::local::LocalHub;
 use crate::router::outbox::Outbox;
 use crate::runtime::Runtime;
 use crate::store;
+use crate::store::MAIN_AGENT;
 use hearth_sdk::protocol::ChannelEvent;
 
 /// The running services.

@@ -37,11 +37,11 @@ use std::sync::{Arc, Mutex, OnceLock, Weak};
 
 use tokio::sync::Notify;
 
+use crate::channels::events::ChannelEvents;
 use crate::config::GroupsConfig;
 use crate::llm::Llm;
 use crate::people::Reach;
 use crate::router::Router;
-use crate::router::events::ChannelEvents;
 use crate::store::Cold;
 use crate::tools::ToolRegistry;
 use crate::usage::Meter;

@@ -10,13 +10,16 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex, RwLock};
 
 use hearth_sdk::abi::{DescribeFn, HearthStr, InvokeFn, ShutdownFn, status};
-use hearth_sdk::protocol::{ChannelStatus, Description, PluginStatus, ToolSpec, method};
+use hearth_sdk::protocol::{
+    CancelAnswer, CancelRequest, ChannelStatus, Description, PluginStatus, ToolSpec, method,
+};
 use serde_json::Value;
 
 use super::bridge::{Bridge, PluginContext};
 use super::loader::Library;
-use super::running::Running;
+use super::running::Tracked;
 use super::sink::{MAX_RESULT_BYTES, Sink};
+use crate::tools::scope::CallScope;
 
 /// A loaded, initialised plugin.
 pub struct ActivePlugin {
@@ -207,9 +210,36 @@ impl ActivePlugin {
         self.ctx.channel_status()
     }
 
-    /// The calls it runs in turns now.
-    pub(super) fn running(&self) -> &'static Running {
-        self.ctx.running()
+    /// Tracks a call about to be made in `scope`: gives it an id, routes
+    /// its output to the scope, and asks the plugin to stop it when the
+    /// scope is cancelled.
+    pub fn track(self: &Arc<Self>, scope: Arc<CallScope>) -> Tracked {
+        let plugin = Arc::clone(self);
+        self.ctx
+            .running()
+            .track(scope, move |call_id| plugin.cancel_call(call_id))
+    }
+
+    /// Asks the plugin to stop the call `call_id`; logs what it said.
+    pub fn cancel_call(&self, call_id: &str) {
+        let request = CancelRequest {
+            call_id: call_id.to_owned(),
+        };
+        let payload = serde_json::to_vec(&request).unwrap_or_default();
+        match self.invoke(method::TOOL_CANCEL, &payload) {
+            Ok(answer) => {
+                let cancelled = serde_json::from_slice::<CancelAnswer>(&answer)
+                    .map(|a| a.cancelled)
+                    .unwrap_or(false);
+                tracing::info!(plugin = %self.name, call_id, cancelled, "asked the plugin to stop a call");
+            }
+            Err(InvokeError::Failed { message, .. }) => {
+                tracing::info!(plugin = %self.name, call_id, "the plugin cannot stop its calls: {message}");
+            }
+            Err(e) => {
+                tracing::warn!(plugin = %self.name, call_id, "cannot ask the plugin to stop a call: {e}")
+            }
+        }
     }
 
     /// Calls `invoke(method, payload)` and returns the answer's bytes.
@@ -296,5 +326,17 @@ impl ActivePlugin {
             plugin: self.name.clone(),
             reason,
         }
+    }
+}
+
+/// The outbox and channel events deliver to a plugin through this, and
+/// know nothing else of plugins.
+impl crate::channels::Channel for ActivePlugin {
+    fn spec(&self) -> Option<&hearth_sdk::protocol::ChannelSpec> {
+        self.description().channel.as_ref()
+    }
+
+    fn call(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        self.invoke(method, payload).map_err(|e| e.to_string())
     }
 }

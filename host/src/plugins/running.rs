@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use hearth_sdk::abi::status;
-use hearth_sdk::protocol::{CancelAnswer, CancelRequest, ToolOutput, method, service};
+use hearth_sdk::protocol::{ToolOutput, service};
 
-use super::instance::{ActivePlugin, InvokeError};
-use crate::tools::scope::{CallScope, HookGuard};
+use crate::tools::scope::{CallScope, Hook, HookGuard};
 
 /// The largest `tool.output` request, in bytes of JSON.
 pub const MAX_OUTPUT_REQUEST: usize = 256 * 1024;
@@ -36,43 +35,6 @@ pub struct Tracked {
     hook: Option<HookGuard>,
 }
 
-impl ActivePlugin {
-    /// Tracks a call about to be made in `scope`: gives it an id, routes
-    /// its output to the scope, and asks the plugin to stop it when the
-    /// scope is cancelled.
-    pub fn track(self: &Arc<Self>, scope: Arc<CallScope>) -> Tracked {
-        static NEXT: AtomicU64 = AtomicU64::new(1);
-        let id = format!("call-{}", NEXT.fetch_add(1, Ordering::Relaxed));
-        let running = self.running();
-        running.lock().insert(id.clone(), Arc::clone(&scope));
-        let (plugin, call_id) = (Arc::clone(self), id.clone());
-        let hook = scope.on_cancel(Box::new(move || plugin.cancel_call(&call_id)));
-        Tracked { id, running, hook }
-    }
-
-    /// Asks the plugin to stop the call `call_id`; logs what it said.
-    pub fn cancel_call(&self, call_id: &str) {
-        let request = CancelRequest {
-            call_id: call_id.to_owned(),
-        };
-        let payload = serde_json::to_vec(&request).unwrap_or_default();
-        match self.invoke(method::TOOL_CANCEL, &payload) {
-            Ok(answer) => {
-                let cancelled = serde_json::from_slice::<CancelAnswer>(&answer)
-                    .map(|a| a.cancelled)
-                    .unwrap_or(false);
-                tracing::info!(plugin = %self.name, call_id, cancelled, "asked the plugin to stop a call");
-            }
-            Err(InvokeError::Failed { message, .. }) => {
-                tracing::info!(plugin = %self.name, call_id, "the plugin cannot stop its calls: {message}");
-            }
-            Err(e) => {
-                tracing::warn!(plugin = %self.name, call_id, "cannot ask the plugin to stop a call: {e}")
-            }
-        }
-    }
-}
-
 impl Tracked {
     /// The call's id, for its `ToolCall`.
     pub fn id(&self) -> &str {
@@ -88,6 +50,27 @@ impl Drop for Tracked {
 }
 
 impl Running {
+    /// Tracks a call about to be made in `scope`: gives it an id, routes
+    /// its output to the scope, and calls `cancel` with the id when the
+    /// scope is cancelled while the call runs.
+    pub fn track(
+        &'static self,
+        scope: Arc<CallScope>,
+        cancel: impl FnOnce(&str) + Send + 'static,
+    ) -> Tracked {
+        static NEXT: AtomicU64 = AtomicU64::new(1);
+        let id = format!("call-{}", NEXT.fetch_add(1, Ordering::Relaxed));
+        self.lock().insert(id.clone(), Arc::clone(&scope));
+        let call_id = id.clone();
+        let hook: Hook = Box::new(move || cancel(&call_id));
+        let hook = scope.on_cancel(hook);
+        Tracked {
+            id,
+            running: self,
+            hook,
+        }
+    }
+
     /// `tool.output` from `plugin`: hands the piece to the scope of its
     /// call; the status and the answer for the bridge to hand back.
     pub fn output(&self, plugin: &str, request: &[u8]) -> (i32, String) {

@@ -33,7 +33,7 @@ use hearth_sdk::protocol::{
 use rusqlite::params;
 use serde_json::Value;
 
-use crate::router::events::ChannelEvents;
+use crate::channels::events::ChannelEvents;
 use crate::store::{Cold, now_ms};
 use crate::tools::scope;
 
@@ -402,7 +402,7 @@ mod tests {
         let board = Arc::new(Board::default());
         let gate = ConfirmGate::new(
             Arc::clone(&board),
-            Arc::new(ChannelEvents::start(&[])),
+            Arc::new(ChannelEvents::default()),
             Cold::open(&db).unwrap(),
             Duration::from_secs(10),
             "production",

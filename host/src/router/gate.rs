@@ -25,9 +25,9 @@ use std::time::{Duration, Instant};
 use hearth_sdk::protocol::{ChannelSpec, InboundMessage, OWNER_SENDER, UnknownSender};
 
 use super::LOCAL_CHANNEL;
-use crate::agent::history::MAIN_AGENT;
 use crate::config::OwnerConfig;
 use crate::people::{People, pairing};
+use crate::store::MAIN_AGENT;
 
 /// How often a dropped sender is logged.
 const LOG_EVERY: Duration = Duration::from_secs(3600);

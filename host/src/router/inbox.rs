@@ -40,7 +40,7 @@ pub struct Route {
 impl Route {
     /// The owner's message, for the main agent.
     pub const OWNER: Route = Route {
-        agent_id: crate::agent::history::MAIN_AGENT,
+        agent_id: crate::store::MAIN_AGENT,
         contact_id: None,
         from_agent: None,
         hops: 0,

@@ -7,14 +7,14 @@
 //! - `inbox`: the writer thread that stores admitted messages.
 //! - `outbox`: replies, stored before they are sent, delivered with retries;
 //! - `local`: the control socket's connected clients (the local channel).
-//! - `events`: streamed text, status and confirmation requests for the
-//!   channels that show them.
+//!
+//! Channel events (streamed text, status, confirmation requests) are
+//! `crate::channels`, below the router, so policy can post to them.
 //!
 //! [`Router`] ties them to the agents: storing a message wakes the agent
 //! that takes it; a stored `/stop` also cancels that agent's turn in
 //! progress, and no other's.
 
-pub mod events;
 mod gate;
 pub mod inbox;
 pub mod local;

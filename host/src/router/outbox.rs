@@ -20,7 +20,7 @@ use tokio::sync::Notify;
 
 use super::LOCAL_CHANNEL;
 use super::local::LocalHub;
-use crate::plugins::ActivePlugin;
+use crate::channels::Channel;
 use crate::store::now_ms;
 
 /// Failures after which a reply is given up.
@@ -32,7 +32,7 @@ const RECORD_AGAIN_AFTER: Duration = Duration::from_secs(1);
 /// Delivers stored replies.
 pub struct Outbox {
     conn: Mutex<Connection>,
-    channels: HashMap<String, Arc<ActivePlugin>>,
+    channels: HashMap<String, Arc<dyn Channel>>,
     local: Arc<LocalHub>,
 }
 
@@ -69,14 +69,16 @@ struct Due {
 
 impl Outbox {
     /// An outbox over `conn`, delivering through `plugins` and `local`.
-    pub fn new(conn: Connection, plugins: &[Arc<ActivePlugin>], local: Arc<LocalHub>) -> Outbox {
+    pub fn new<C: Channel + 'static>(
+        conn: Connection,
+        plugins: &[Arc<C>],
+        local: Arc<LocalHub>,
+    ) -> Outbox {
         let channels = plugins
             .iter()
             .filter_map(|p| {
-                p.description()
-                    .channel
-                    .as_ref()
-                    .map(|c| (c.name.clone(), Arc::clone(p)))
+                let name = p.spec()?.name.clone();
+                Some((name, Arc::clone(p) as Arc<dyn Channel>))
             })
             .collect();
         Outbox {
@@ -152,11 +154,10 @@ impl Outbox {
             attachments: reply.files.clone(),
         })
         .map_err(|e| e.to_string())?;
-        tokio::task::spawn_blocking(move || plugin.invoke(method::CHANNEL_SEND, &payload))
+        tokio::task::spawn_blocking(move || plugin.call(method::CHANNEL_SEND, &payload))
             .await
             .map_err(|e| e.to_string())?
             .map(|_| ())
-            .map_err(|e| e.to_string())
     }
 
     fn record(&self, reply: &Due, outcome: Result<(), String>) -> rusqlite::Result<()> {

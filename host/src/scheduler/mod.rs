@@ -27,8 +27,8 @@ pub use jobs::{Job, JobChanges, JobError, Jobs, Kind, Missed, NewJob, When};
 
 use hearth_sdk::protocol::{ChannelEvent, UpcomingJob};
 
+use crate::channels::events::ChannelEvents;
 use crate::router::Router;
-use crate::router::events::ChannelEvents;
 
 /// How many upcoming jobs the channels are shown.
 const UPCOMING: usize = 10;

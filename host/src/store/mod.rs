@@ -232,6 +232,10 @@ fn wait_for_lock(attempt: i32) -> bool {
     true
 }
 
+/// The main agent's id: the `agents` row the schema seeds, which answers
+/// the owner.
+pub const MAIN_AGENT: i64 = 1;
+
 /// Milliseconds since the Unix epoch, the time unit of every table.
 pub fn now_ms() -> i64 {
     std::time::SystemTime::now()

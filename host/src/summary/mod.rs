@@ -130,7 +130,7 @@ impl Summaries {
             .map_err(|_| SummaryError::TimedOut(timeout))??;
         self.meter.record(
             &Call {
-                agent: crate::agent::history::MAIN_AGENT,
+                agent: crate::store::MAIN_AGENT,
                 session: None,
                 turn: None,
                 kind: Kind::Summary,

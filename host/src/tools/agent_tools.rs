@@ -9,10 +9,11 @@ use serde_json::{Value, json};
 
 use super::TurnContext;
 use super::people::{PeopleTools, field};
-use crate::agent::history::{AgentMessage, MAIN_AGENT, send_to_agent};
+use crate::agent::history::{AgentMessage, send_to_agent};
 use crate::agent::profiles::{self, Draft};
 use crate::agent::templates::{self, WorkerSpec};
 use crate::policy::Caller;
+use crate::store::MAIN_AGENT;
 
 /// `manage_agent_templates`' help.
 const TEMPLATES_HELP: &str = "manage_agent_templates actions:

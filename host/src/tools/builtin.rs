@@ -539,7 +539,7 @@ impl Builtin {
         let notes = || -> Result<(&Notes, i64), String> {
             let agent = match caller.agent_id() {
                 Some(agent) => agent,
-                None if !caller.is_scoped() => crate::agent::history::MAIN_AGENT,
+                None if !caller.is_scoped() => crate::store::MAIN_AGENT,
                 None => {
                     return Err(
                         "notes belong to the agents: a contact or a worker cannot read or change them"

@@ -5,10 +5,10 @@
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
-use crate::agent::history::MAIN_AGENT;
 use crate::groups::Groups;
 use crate::groups::actions::Actor;
 use crate::policy::Caller;
+use crate::store::MAIN_AGENT;
 
 /// `manage_groups`' spec.
 pub fn manage_spec() -> ToolSpec {

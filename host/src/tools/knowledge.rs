@@ -9,13 +9,13 @@
 
 use serde_json::{Value, json};
 
-use crate::agent::history::MAIN_AGENT;
 use crate::agent::profiles;
 use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
 use crate::knowledge::search::{self, Query};
 use crate::policy::Caller;
 use crate::store::Cold;
+use crate::store::MAIN_AGENT;
 
 /// What the history tools work on.
 pub struct KnowledgeTools {

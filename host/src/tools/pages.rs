@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
-use crate::agent::history::MAIN_AGENT;
 use crate::policy::Caller;
+use crate::store::MAIN_AGENT;
 use crate::workshop::Workshop;
 use crate::workshop::pages::{MAX_CONTENT, MIMES, PageChange, url};
 

@@ -11,13 +11,13 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::TurnContext;
-use crate::agent::history::MAIN_AGENT;
 use crate::agent::profiles;
 use crate::people::People;
 use crate::policy::Caller;
 use crate::scheduler::jobs::{kind_name, missed_name, parse_kind, parse_missed};
 use crate::scheduler::schedule::{self, Schedule};
 use crate::scheduler::{Job, JobChanges, Kind, Missed, NewJob, Scheduler, When};
+use crate::store::MAIN_AGENT;
 use crate::time_text::local_time;
 
 /// What `manage_schedule` works on.
@@ -304,9 +304,9 @@ fn optional_str(args: &Value, key: &str) -> Result<Option<String>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::channels::events::ChannelEvents;
     use crate::config::{OwnerConfig, SchedulerConfig};
     use crate::policy::ToolScope;
-    use crate::router::events::ChannelEvents;
     use crate::router::{Gate, Router};
     use crate::scheduler::{Clock, Jobs};
     use crate::store::{Cold, Store};

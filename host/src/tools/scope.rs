@@ -23,7 +23,7 @@ use std::time::{Duration, Instant};
 use hearth_sdk::live::{Limits, Piece, Throttle};
 use hearth_sdk::protocol::{CallEnd, ChannelEvent, OutputStream};
 
-use crate::router::events::ChannelEvents;
+use crate::channels::events::ChannelEvents;
 
 /// What the host passes on to a channel: four batches a second per call,
 /// 16 KiB of each stream per event, 1 MiB per call.

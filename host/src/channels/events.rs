@@ -16,7 +16,7 @@ use std::thread::JoinHandle;
 use crate::queue::{self, BoundedSender, TrySendError};
 use hearth_sdk::protocol::{ChannelEvent, method};
 
-use crate::plugins::ActivePlugin;
+use super::Channel;
 
 /// Events queued per channel before new ones are dropped.
 const QUEUE: usize = 4096;
@@ -42,10 +42,10 @@ pub struct ChannelEvents {
 
 impl ChannelEvents {
     /// Starts a sender thread for each plugin whose channel takes events.
-    pub fn start(plugins: &[Arc<ActivePlugin>]) -> ChannelEvents {
+    pub fn start<C: Channel + 'static>(plugins: &[Arc<C>]) -> ChannelEvents {
         let mut events = ChannelEvents::default();
         for plugin in plugins {
-            let Some(channel) = plugin.description().channel.as_ref() else {
+            let Some(channel) = plugin.spec() else {
                 continue;
             };
             if !channel.events {
@@ -59,7 +59,7 @@ impl ChannelEvents {
                     for item in rx {
                         match item {
                             Item::Event(payload) => {
-                                if let Err(e) = target.invoke(method::CHANNEL_EVENT, &payload) {
+                                if let Err(e) = target.call(method::CHANNEL_EVENT, &payload) {
                                     tracing::debug!("a channel event was not taken: {e}");
                                 }
                             }
