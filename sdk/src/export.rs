@@ -5,7 +5,6 @@
 //! point below runs the plugin inside `catch_unwind` and turns a panic into
 //! `status::PANIC` with the panic message in the sink.
 
-use std::any::Any;
 use std::ffi::c_void;
 use std::mem::size_of;
 use std::panic::{AssertUnwindSafe, catch_unwind};
@@ -13,8 +12,9 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use serde_json::Value;
 
 use crate::abi::{self, HearthSink, HearthStr, HostApi, PluginHeader, read_versioned, status};
+use crate::logging::{self, panic_message};
 use crate::protocol::{self, method};
-use crate::{Host, Plugin, PluginError, logging};
+use crate::{Host, Plugin, PluginError};
 
 /// Exports a type implementing [`Plugin`] as `hearth_plugin_v1`.
 #[macro_export]
@@ -229,14 +229,4 @@ fn guarded(
         };
     }
     code
-}
-
-pub(crate) fn panic_message(panic: &(dyn Any + Send)) -> String {
-    if let Some(s) = panic.downcast_ref::<&str>() {
-        (*s).to_owned()
-    } else if let Some(s) = panic.downcast_ref::<String>() {
-        s.clone()
-    } else {
-        "unknown panic payload".to_owned()
-    }
 }

@@ -39,7 +39,7 @@ pub(crate) fn install(host: Host) {
             .location()
             .map(|l| format!(" at {}:{}", l.file(), l.line()))
             .unwrap_or_default();
-        let message = crate::export::panic_message(info.payload());
+        let message = panic_message(info.payload());
         host.log(Level::Error, "panic", &format!("panic{place}: {message}"));
     }));
 }
@@ -130,4 +130,16 @@ impl log::Log for HostLogger {
     }
 
     fn flush(&self) {}
+}
+
+/// The text a panic carried (`panic!`'s message), for the host's log and
+/// the error the export glue returns.
+pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
+    if let Some(s) = panic.downcast_ref::<&str>() {
+        (*s).to_owned()
+    } else if let Some(s) = panic.downcast_ref::<String>() {
+        s.clone()
+    } else {
+        "unknown panic payload".to_owned()
+    }
 }

@@ -28,7 +28,7 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use tokio::io::{AsyncReadExt, AsyncSeekExt};
 
-use crate::server::Server;
+use crate::state::Server;
 
 /// The files in `$HEARTH_HOME` that hold credentials or the owner's
 /// data, refused under any other name.

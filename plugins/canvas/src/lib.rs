@@ -27,11 +27,13 @@ pub mod elements;
 pub mod files;
 pub mod hosts;
 pub mod hub;
+pub mod limiter;
 pub mod markdown;
 pub mod outputs;
 pub mod pages;
 pub mod server;
 pub mod settings;
+pub mod state;
 pub mod uploads;
 pub mod ws;
 
@@ -114,14 +116,14 @@ impl Plugin for Canvas {
             );
         }
         tracing::info!("canvas listening on http://{address}");
-        let server = Arc::new(server::Server {
+        let server = Arc::new(state::Server {
             hub: Arc::clone(&hub),
             auth,
             shared: home.join("shared"),
             hosts: hosts::Hosts::new(address, &settings.allowed_hosts),
             home: home.clone(),
             closing: closed.clone(),
-            pages: pages::Limiter::default(),
+            pages: limiter::Limiter::default(),
         });
         let app = server::router(server);
         let mut stop = closed;

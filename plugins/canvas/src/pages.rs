@@ -16,11 +16,10 @@
 //! by a file is read as `/files` reads one (`files::open_within`): only
 //! inside `pages/` or `shared/`, never a credential file under another name.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::io::Read;
-use std::net::{IpAddr, SocketAddr};
-use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::net::SocketAddr;
+use std::sync::Arc;
 
 use axum::extract::{ConnectInfo, Path, Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
@@ -29,42 +28,7 @@ use hearth_sdk::protocol::{PageAnswer, PageRequest, service};
 
 use crate::files;
 use crate::markdown;
-use crate::server::{Server, has_session};
-
-/// Requests without a session one address may make to `/pages` per
-/// minute.
-pub const PUBLIC_PER_MINUTE: u32 = 60;
-/// How many addresses the limiter remembers before it forgets the
-/// quietest window.
-const MAX_ADDRESSES: usize = 10_000;
-const WINDOW: Duration = Duration::from_secs(60);
-
-/// Counts requests without a session per address, in one-minute windows.
-#[derive(Default)]
-pub struct Limiter {
-    windows: Mutex<HashMap<IpAddr, (Instant, u32)>>,
-}
-
-impl Limiter {
-    /// Counts one request from `from`; `Err` holds how long it must wait.
-    pub fn check(&self, from: IpAddr) -> Result<(), Duration> {
-        let mut windows = self.windows.lock().unwrap_or_else(|p| p.into_inner());
-        let now = Instant::now();
-        if windows.len() >= MAX_ADDRESSES {
-            windows.retain(|_, (start, _)| now.duration_since(*start) < WINDOW);
-        }
-        let (start, count) = windows.entry(from).or_insert((now, 0));
-        if now.duration_since(*start) >= WINDOW {
-            *start = now;
-            *count = 0;
-        }
-        if *count >= PUBLIC_PER_MINUTE {
-            return Err(WINDOW.saturating_sub(now.duration_since(*start)));
-        }
-        *count += 1;
-        Ok(())
-    }
-}
+use crate::state::{Server, has_session};
 
 /// `GET /pages/*rest`: a page, or one of its queries.
 pub async fn serve(

@@ -30,29 +30,10 @@ use tokio::io::AsyncWriteExt;
 use crate::assets::{self, Asset};
 use crate::auth::{self, Login};
 use crate::files;
-use crate::hosts::Hosts;
-use crate::hub::Hub;
 use crate::pages;
+use crate::state::{Server, has_session, session_cookies};
 use crate::uploads;
 use crate::ws;
-
-/// What every handler shares.
-pub struct Server {
-    /// The shared state.
-    pub hub: Arc<Hub>,
-    /// The token and sessions.
-    pub auth: auth::Auth,
-    /// `$HEARTH_HOME`.
-    pub home: std::path::PathBuf,
-    /// `$HEARTH_HOME/shared`, served at `/files/`.
-    pub shared: std::path::PathBuf,
-    /// The host names requests may be addressed to.
-    pub hosts: Hosts,
-    /// Flips to `true` when the plugin shuts down.
-    pub closing: tokio::sync::watch::Receiver<bool>,
-    /// The brake on requests for pages without a session.
-    pub pages: pages::Limiter,
-}
 
 /// The largest WebSocket message a browser may send.
 pub const MAX_WS_MESSAGE: usize = 1 << 20;
@@ -345,20 +326,6 @@ async fn write_body(
     }
     file.flush().await.map_err(internal)?;
     Ok(size)
-}
-
-/// Whether `headers` carry a session cookie this canvas signed.
-pub fn has_session(server: &Server, headers: &HeaderMap) -> bool {
-    session_cookies(headers).any(|cookie| server.auth.session_valid(cookie))
-}
-
-/// The session cookie values in `headers`' `Cookie` headers.
-fn session_cookies(headers: &HeaderMap) -> impl Iterator<Item = &str> {
-    headers
-        .get_all(header::COOKIE)
-        .iter()
-        .filter_map(|v| v.to_str().ok())
-        .filter_map(auth::session_cookie)
 }
 
 /// The login page with `message` (fixed text, never user input) shown

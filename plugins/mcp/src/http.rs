@@ -28,8 +28,8 @@ use serde_json::{Value, json};
 
 use crate::config::HttpConfig;
 use crate::jsonrpc::{self, Incoming, RpcError, Slot, lock};
-use crate::link::{Events, Options, RequestError};
 use crate::sse;
+use crate::transport::{Events, Options, RequestError};
 use crate::version::Version;
 
 /// The largest body or event a server may send.
@@ -426,7 +426,7 @@ impl HttpLink {
             for event in events {
                 let Ok(message) = serde_json::from_str::<Value>(&event.data) else {
                     tracing::warn!(server = %self.server, "an event that is not JSON: {:?}",
-                        crate::stdio::cut(&event.data, QUOTED));
+                        crate::text::cut(&event.data, QUOTED));
                     continue;
                 };
                 if let Some(outcome) = self.handle(message, id) {
@@ -492,7 +492,7 @@ impl HttpLink {
         } else if text.trim().is_empty() {
             String::new()
         } else {
-            format!(": {}", crate::stdio::cut(text.trim(), QUOTED))
+            format!(": {}", crate::text::cut(text.trim(), QUOTED))
         };
         RequestError::Transport(format!(
             "{} answered HTTP {}{why}",
@@ -558,7 +558,7 @@ impl HttpLink {
                     id,
                     "subscriptions/listen",
                     json!({
-                        "_meta": crate::session::modern_meta(Version::V2026_07_28),
+                        "_meta": crate::version::modern_meta(Version::V2026_07_28),
                         "notifications": {"toolsListChanged": true},
                     }),
                 );

@@ -131,9 +131,11 @@ mod session;
 mod spawner;
 mod sse;
 mod stdio;
+mod text;
 mod tools;
+mod transport;
 
-use std::sync::Arc;
+use std::sync::{Arc, Weak};
 
 use hearth_sdk::calls::Calls;
 use hearth_sdk::protocol::{Description, PluginStatus, ToolCall, ToolSpec};
@@ -146,7 +148,7 @@ pub use stdio::INHERITED_ENV;
 
 use context::Context;
 use registry::Registry;
-use server::Server;
+use server::{Server, ToolsChanged};
 
 /// The running plugin: its servers and the calls in flight.
 pub struct Mcp {
@@ -196,7 +198,7 @@ impl Plugin for Mcp {
         let config = Config::parse(&config).map_err(|e| PluginError::Failed(e.to_string()))?;
         let ctx = Arc::new(Context::new(host));
         let mut cached = Vec::new();
-        let registry = Arc::new_cyclic(|registry| {
+        let registry = Arc::new_cyclic(|registry: &Weak<Registry>| {
             let servers = config
                 .servers
                 .into_iter()
@@ -207,7 +209,12 @@ impl Plugin for Mcp {
                         None
                     };
                     cached.push(tools.is_some());
-                    Server::new(server, &ctx, registry.clone(), tools)
+                    Server::new(
+                        server,
+                        &ctx,
+                        registry.clone() as Weak<dyn ToolsChanged>,
+                        tools,
+                    )
                 })
                 .collect();
             Registry::new(servers, Arc::clone(&ctx))

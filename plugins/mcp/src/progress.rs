@@ -127,7 +127,7 @@ fn describe(params: &Value) -> String {
         Some(m) => format!("{m} ({count})"),
         None => format!("progress {count}"),
     };
-    format!("{}\n", crate::stdio::cut(line.trim(), MAX_PIECE))
+    format!("{}\n", crate::text::cut(line.trim(), MAX_PIECE))
 }
 
 #[cfg(test)]

@@ -13,7 +13,7 @@ use hearth_sdk::protocol::{PartStatus, ToolSpec};
 
 use crate::context::Context;
 use crate::jsonrpc::lock;
-use crate::server::Server;
+use crate::server::{Server, ToolsChanged};
 
 /// The servers, and what the host was last told.
 pub struct Registry {
@@ -101,5 +101,11 @@ impl Registry {
         });
         self.ctx.spawner.stop();
         self.ctx.close();
+    }
+}
+
+impl ToolsChanged for Registry {
+    fn tools_changed(&self) {
+        self.publish();
     }
 }

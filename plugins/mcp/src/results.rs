@@ -17,7 +17,7 @@ use base64::Engine as _;
 use hearth_sdk::PluginError;
 use serde_json::{Map, Value, json};
 
-use crate::stdio::cut;
+use crate::text::cut;
 
 /// The most text (joined, in bytes) a result shows the model.
 pub const MAX_TEXT: usize = 256 << 10;

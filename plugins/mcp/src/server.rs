@@ -29,7 +29,6 @@ use crate::http::{self, HttpLink};
 use crate::jsonrpc::{STOP_POLL, lock};
 use crate::link::{Events, Link, RequestError};
 use crate::progress::Progress;
-use crate::registry::Registry;
 use crate::results::{self, Store};
 use crate::session::{OpenError, Session};
 use crate::stdio::StdioLink;
@@ -46,12 +45,20 @@ const HEALTHY: Duration = Duration::from_secs(60);
 /// How long shutdown waits for a starting or re-listing thread.
 const JOIN_WAIT: Duration = Duration::from_secs(3);
 
+/// Told when a server's tool list changes: the registry, which then
+/// publishes the plugin's whole list. A trait so the server does not
+/// import the registry that holds it.
+pub trait ToolsChanged: Send + Sync {
+    /// Some server's tools changed.
+    fn tools_changed(&self);
+}
+
 /// One configured server.
 pub struct Server {
     /// Its settings.
     pub config: ServerConfig,
     ctx: Arc<Context>,
-    registry: Weak<Registry>,
+    registry: Weak<dyn ToolsChanged>,
     me: Weak<Server>,
     state: Mutex<State>,
     changed: Condvar,
@@ -93,11 +100,12 @@ struct State {
 }
 
 impl Server {
-    /// A server of `registry`, with its cached tools if any; nothing starts.
+    /// A server that tells `registry` when its tools change, with its
+    /// cached tools if any; nothing starts.
     pub fn new(
         config: ServerConfig,
         ctx: &Arc<Context>,
-        registry: Weak<Registry>,
+        registry: Weak<dyn ToolsChanged>,
         cached: Option<Vec<ServerTool>>,
     ) -> Arc<Server> {
         let table = cached
@@ -545,7 +553,7 @@ impl Server {
         cache::save(&self.ctx, &self.config, protocol, tools);
         if changed {
             if let Some(registry) = self.registry.upgrade() {
-                registry.publish();
+                registry.tools_changed();
             }
         }
     }
@@ -706,7 +714,7 @@ impl Events for ServerEvents {
                 server.ctx.log(
                     level,
                     &format!("mcp::{}", server.config.name),
-                    &crate::stdio::cut(&text, 2048),
+                    &crate::text::cut(&text, 2048),
                 );
             }
             "notifications/progress" => server.progress.report(&server.ctx, params),

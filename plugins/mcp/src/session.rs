@@ -20,7 +20,7 @@ use crate::http::{self, Listen};
 use crate::jsonrpc::{RpcError, UNSUPPORTED_PROTOCOL_VERSION};
 use crate::link::{Link, Options, RequestError};
 use crate::tools::ServerTool;
-use crate::version::{self, LATEST_LEGACY, Version};
+use crate::version::{self, LATEST_LEGACY, Version, client_info, modern_meta};
 
 /// The longest wait for an answer to the `server/discover` probe: a legacy
 /// server may ignore it rather than refuse it.
@@ -52,20 +52,6 @@ pub enum OpenError {
     NoCommonVersion(String),
     /// Anything else: the connection failed, the server refused.
     Failed(String),
-}
-
-/// The `_meta` every 2026-07-28 request carries: the revision, our
-/// capabilities (none: no roots, sampling or elicitation) and who we are.
-pub fn modern_meta(version: Version) -> Value {
-    json!({
-        "io.modelcontextprotocol/protocolVersion": version.as_str(),
-        "io.modelcontextprotocol/clientCapabilities": {},
-        "io.modelcontextprotocol/clientInfo": client_info(),
-    })
-}
-
-fn client_info() -> Value {
-    json!({"name": "hearth", "version": env!("CARGO_PKG_VERSION")})
 }
 
 impl Session {

@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::config::StdioConfig;
 use crate::context::Context;
 use crate::jsonrpc::{self, Incoming, Pending, lock};
-use crate::link::{Events, Options, RequestError};
+use crate::transport::{Events, Options, RequestError};
 
 /// The largest message a server may send: one line of stdout.
 pub const MAX_MESSAGE: usize = 16 << 20;
@@ -357,7 +357,7 @@ impl StdioLink {
     /// Remembers (and logs, at most every ten seconds) a stdout line that
     /// is no JSON-RPC message.
     fn not_protocol(&self, text: &str) {
-        *lock(&self.diag.garbage) = Some(cut(text, QUOTED));
+        *lock(&self.diag.garbage) = Some(crate::text::cut(text, QUOTED));
         let mut logged = lock(&self.diag.garbage_logged);
         let now = Instant::now();
         if logged
@@ -378,7 +378,7 @@ impl StdioLink {
                     "server {:?} printed non-protocol text on stdout: {:?}{more}; MCP servers \
                      must log to stderr",
                     self.server,
-                    cut(text, STDERR_LINE)
+                    crate::text::cut(text, STDERR_LINE)
                 ),
             );
         } else {
@@ -441,18 +441,6 @@ pub fn describe_exit(status: ExitStatus) -> String {
         }
         None => "ended".to_owned(),
     }
-}
-
-/// `text` cut to `max` bytes at a character boundary, with `…` when cut.
-pub fn cut(text: &str, max: usize) -> String {
-    if text.len() <= max {
-        return text.to_owned();
-    }
-    let mut end = max;
-    while !text.is_char_boundary(end) {
-        end -= 1;
-    }
-    format!("{}…", &text[..end])
 }
 
 /// The directory a server runs in: `cwd` (absolute, `~/...`, or relative
@@ -569,7 +557,7 @@ fn forward_stderr(stderr: impl Read, diag: &Diagnostics, ctx: &Context, target: 
         if text.trim().is_empty() {
             continue;
         }
-        *lock(&diag.stderr) = Some(cut(text.trim(), QUOTED));
+        *lock(&diag.stderr) = Some(crate::text::cut(text.trim(), QUOTED));
         if window.elapsed() >= Duration::from_secs(1) {
             if skipped > 0 {
                 ctx.log(
@@ -747,7 +735,7 @@ mod tests {
 
     #[test]
     fn text_is_cut_at_a_character_boundary() {
-        assert_eq!(cut("short", 10), "short");
-        assert_eq!(cut("ééé", 3), "é…");
+        assert_eq!(crate::text::cut("short", 10), "short");
+        assert_eq!(crate::text::cut("ééé", 3), "é…");
     }
 }

@@ -121,7 +121,7 @@ fn description(server: &str, tool: &ServerTool) -> String {
         (Some(title), None) => title.clone(),
         (None, None) => format!("The tool {:?} of the MCP server {server:?}.", tool.name),
     };
-    crate::stdio::cut(text.trim(), MAX_DESCRIPTION)
+    crate::text::cut(text.trim(), MAX_DESCRIPTION)
 }
 
 /// The arguments' schema: the server's when it describes an object (what

@@ -5,6 +5,8 @@
 //! 2026-07-28 ("modern") has no handshake: every request carries its
 //! revision in `_meta`.
 
+use serde_json::{Value, json};
+
 /// A protocol revision hearth speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Version {
@@ -65,6 +67,20 @@ pub fn supported_list() -> String {
     let mut all: Vec<&str> = SUPPORTED.iter().map(|v| v.as_str()).collect();
     all.reverse();
     all.join(", ")
+}
+
+/// The `_meta` every 2026-07-28 request carries: the revision, our
+/// capabilities (none: no roots, sampling or elicitation) and who we are.
+pub fn modern_meta(version: Version) -> Value {
+    json!({
+        "io.modelcontextprotocol/protocolVersion": version.as_str(),
+        "io.modelcontextprotocol/clientCapabilities": {},
+        "io.modelcontextprotocol/clientInfo": client_info(),
+    })
+}
+
+pub fn client_info() -> Value {
+    json!({"name": "hearth", "version": env!("CARGO_PKG_VERSION")})
 }
 
 #[cfg(test)]

@@ -52,6 +52,16 @@ pub enum ApiError {
     },
 }
 
+/// A file to upload.
+pub struct Upload<'a> {
+    /// Its content.
+    pub bytes: &'a [u8],
+    /// The name it is sent under.
+    pub name: &'a str,
+    /// Its media type (`application/octet-stream` when not a valid one).
+    pub mime: &'a str,
+}
+
 impl ApiError {
     /// Whether the Bot API said the HTML could not be parsed.
     pub fn is_parse_error(&self) -> bool {

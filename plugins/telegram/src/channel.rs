@@ -24,7 +24,7 @@ use serde_json::{Value, json};
 use crate::api::{Api, ApiError};
 use crate::config::Settings;
 use crate::inbound::{Action, FileRef, Gate, Incoming};
-use crate::outbound::Outbound;
+use crate::pace::Outbound;
 
 /// The channel's name.
 pub const CHANNEL: &str = "telegram";

@@ -35,6 +35,7 @@ pub mod events;
 pub mod format;
 pub mod inbound;
 pub mod outbound;
+pub mod pace;
 pub mod poll;
 pub mod voice;
 pub mod webhook;

@@ -11,9 +11,9 @@
 use hearth_sdk::protocol::{Attachment, OutboundMessage};
 
 use crate::api::ApiError;
+use crate::api::Upload;
 use crate::channel::Shared;
 use crate::format;
-use crate::outbound::Upload;
 
 /// The longest caption, in UTF-16 code units of visible text.
 pub const MAX_CAPTION: usize = 1024;

@@ -16,7 +16,7 @@
 use reqwest::Url;
 use serde_json::Value;
 
-use super::backend::{BackendError, Reply, shorten};
+use super::reply::{BackendError, Reply, shorten};
 use super::results::{Hit, first_distinct};
 use super::{Answer, Query};
 

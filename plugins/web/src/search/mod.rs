@@ -19,6 +19,7 @@
 pub mod backend;
 pub mod brave;
 pub mod config;
+pub mod reply;
 pub mod results;
 pub mod searxng;
 
