@@ -1,4 +1,8 @@
-//! Rules every source file follows, checked over the whole workspace.
+//! Rules every source file follows, checked over the whole workspace:
+//! each starts with a `//!` comment, and no crate's modules import each
+//! other in a circle.
+
+mod module_graph;
 
 use std::path::{Path, PathBuf};
 
@@ -35,4 +39,193 @@ fn every_rust_file_starts_with_a_module_doc_comment() {
         missing.is_empty(),
         "files without a leading //! comment: {missing:#?}"
     );
+}
+
+/// Every crate's `src`, beside the test suite's own (tests may import what
+/// they like; the rule is for the product).
+fn crate_sources(root: &Path) -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut dirs = vec![root.to_path_buf()];
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).unwrap().map(Result::unwrap) {
+            let path = entry.path();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if !path.is_dir() || name.starts_with('.') {
+                continue;
+            }
+            if matches!(name.as_str(), "target" | "node_modules" | "tests") && dir == root {
+                continue;
+            }
+            if name == "src" && dir.join("Cargo.toml").exists() {
+                out.push(path);
+            } else if !matches!(name.as_str(), "target" | "node_modules") {
+                dirs.push(path);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// The one circle left in the host, while the crate split breaks it
+/// (docs/ARCHITECTURE.md, "The crate split"): the tool registry dispatches
+/// to the scripting host, groups and people tools, which call back into the
+/// registry. The rule below fails if a file joins it or a new circle
+/// appears, and if a file listed here has left it, so the list only
+/// shrinks.
+const KNOWN_CIRCLE: &[&str] = &[
+    "agent/step.rs",
+    "agent/workers.rs",
+    "groups/engine.rs",
+    "groups/mod.rs",
+    "groups/run.rs",
+    "groups/tools.rs",
+    "scripting/host_calls.rs",
+    "scripting/mod.rs",
+    "tools/builtin.rs",
+    "tools/groups.rs",
+    "tools/knowledge.rs",
+    "tools/people.rs",
+    "tools/registry.rs",
+    "tools/workshop.rs",
+];
+
+#[test]
+fn no_module_of_any_crate_imports_another_in_a_circle() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let crates = crate_sources(&root);
+    assert!(crates.len() > 10, "found only {} crates", crates.len());
+    let mut found = Vec::new();
+    let mut known_seen = false;
+    for src in &crates {
+        let graph = module_graph::Graph::read(src);
+        let name = src.strip_prefix(&root).unwrap_or(src).display().to_string();
+        for circle in graph.circles() {
+            let mut files: Vec<String> = circle
+                .iter()
+                .map(|(f, _)| f.display().to_string())
+                .collect();
+            files.sort();
+            if name == "host/src" && files == KNOWN_CIRCLE {
+                known_seen = true;
+                continue;
+            }
+            let shown: Vec<String> = circle
+                .iter()
+                .map(|(file, imports)| {
+                    let imports: Vec<String> =
+                        imports.iter().map(|f| f.display().to_string()).collect();
+                    format!("  {} imports {}", file.display(), imports.join(", "))
+                })
+                .collect();
+            found.push(format!("in {name}:\n{}", shown.join("\n")));
+        }
+    }
+    assert!(
+        found.is_empty(),
+        "import circles (break each at its root: move what both sides need \
+         down, or make the call upward a trait the lower side owns; \
+         docs/ARCHITECTURE.md, Layers):\n{}",
+        found.join("\n")
+    );
+    assert!(
+        known_seen || KNOWN_CIRCLE.is_empty(),
+        "the known circle is gone: empty KNOWN_CIRCLE"
+    );
+}
+
+/// A case of the reader's test: its name, its files (path and text), and
+/// the circles (their files, sorted) it must find.
+type Case = (
+    &'static str,
+    &'static [(&'static str, &'static str)],
+    &'static [&'static [&'static str]],
+);
+
+/// The reader itself, on small crates whose circles are known: each case
+/// is a set of files and the circles the graph must find in them.
+#[test]
+fn the_import_graph_finds_circles_and_only_circles() {
+    let cases: &[Case] = &[
+        (
+            "a direct use each way",
+            &[
+                ("lib.rs", "mod a;\nmod b;\n"),
+                ("a.rs", "use crate::b::f;\npub fn g() {}\n"),
+                ("b.rs", "pub fn f() { crate::a::g() }\n"),
+            ],
+            &[&["a.rs", "b.rs"]],
+        ),
+        (
+            "through a re-export at the root",
+            &[
+                ("lib.rs", "mod a;\nmod b;\npub use a::Thing;\n"),
+                (
+                    "a.rs",
+                    "pub struct Thing;\nuse crate::b::{self as other, f};\n",
+                ),
+                ("b.rs", "use crate::Thing;\npub fn f() {}\n"),
+            ],
+            &[&["a.rs", "b.rs"]],
+        ),
+        (
+            "two children through super and a bare child path",
+            &[
+                ("lib.rs", "mod r;\n"),
+                ("r/mod.rs", "mod c;\nmod d;\n"),
+                ("r/c.rs", "pub const Y: u8 = super::d::X;\n"),
+                (
+                    "r/d.rs",
+                    "pub const X: u8 = 1;\nfn f() -> u8 { super::super::r::c::Y }\n",
+                ),
+            ],
+            &[&["r/c.rs", "r/d.rs"]],
+        ),
+        (
+            "a module's parts may use what it defines",
+            &[
+                ("lib.rs", "mod r;\npub struct Top;\nfn f() { r::go() }\n"),
+                (
+                    "r/mod.rs",
+                    "mod c;\npub fn go() { c::run(crate::Top) }\npub const X: u8 = 1;\n",
+                ),
+                ("r/c.rs", "use super::X;\npub fn run(_: crate::Top) {}\n"),
+            ],
+            &[],
+        ),
+        (
+            "a layered crate, with a re-export, comments, strings and tests",
+            &[
+                ("lib.rs", "mod low;\nmod high;\npub use low::Base;\n"),
+                (
+                    "low.rs",
+                    "// crate::high::Top\npub struct Base;\nconst S: &str = \"crate::high::Top\";\n#[cfg(test)]\nmod tests { use crate::high::Top; }\n",
+                ),
+                ("high.rs", "use crate::Base;\npub struct Top(Base);\n"),
+            ],
+            &[],
+        ),
+    ];
+    for (name, files, expected) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        for (path, text) in *files {
+            let path = dir.path().join(path);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(path, text).unwrap();
+        }
+        let got: Vec<Vec<String>> = module_graph::Graph::read(dir.path())
+            .circles()
+            .into_iter()
+            .map(|c| {
+                let mut c: Vec<String> = c.iter().map(|(f, _)| f.display().to_string()).collect();
+                c.sort();
+                c
+            })
+            .collect();
+        let want: Vec<Vec<String>> = expected
+            .iter()
+            .map(|c| c.iter().map(|f| f.to_string()).collect())
+            .collect();
+        assert_eq!(got, want, "{name}");
+    }
 }
