@@ -61,6 +61,8 @@ pub struct Runtime {
     pub scheduler: Option<Arc<Scheduler>>,
     /// Agent groups (the daemon's).
     pub groups: Option<Arc<crate::groups::Groups>>,
+    /// `spawn_agent`'s workers (the daemon's).
+    pub workers: Option<Arc<Workers>>,
     /// Where the owner is reached.
     pub reach: Arc<Reach>,
     /// The shared cold connection (`store::Cold`).
@@ -278,13 +280,29 @@ impl Runtime {
                 events: Arc::clone(&events),
             })
         });
+        // `spawn_agent`'s workers, a daemon's; the registry's tools hold
+        // them as `SpawnWorkers`, the turn and the daemon as themselves.
+        let workers = daemon.then(|| {
+            Arc::new(Workers::new(
+                cold.clone(),
+                Arc::clone(&usage),
+                Arc::clone(&summaries),
+                WorkerLimits {
+                    timeout: Duration::from_millis(config.agent.worker_timeout_ms),
+                    max_result_chars: config.agent.worker_result_chars,
+                    dir: config.home.join("workers"),
+                },
+            ))
+        });
         let builtins = BuiltinContext {
-            groups: groups.clone(),
+            groups: groups
+                .clone()
+                .map(|g| g as Arc<dyn crate::tools::GroupActions>),
             scripts: Some(scripts),
             notes: Some(Arc::clone(&notes)),
             identity: Some(Arc::clone(&identity)),
             // Messages are delivered and agents run only in the daemon.
-            people: daemon.then(|| {
+            people: workers.as_ref().map(|workers| {
                 Arc::new(PeopleTools {
                     people: Arc::clone(&people),
                     router: Arc::clone(&router),
@@ -292,16 +310,7 @@ impl Runtime {
                     max_hops: config.agent.max_agent_hops,
                     ask_before_messaging: config.agent.ask_before_messaging_contacts,
                     contact_agent: config.agent.contact_agent.clone(),
-                    workers: Arc::new(Workers::new(
-                        cold.clone(),
-                        Arc::clone(&usage),
-                        Arc::clone(&summaries),
-                        WorkerLimits {
-                            timeout: Duration::from_millis(config.agent.worker_timeout_ms),
-                            max_result_chars: config.agent.worker_result_chars,
-                            dir: config.home.join("workers"),
-                        },
-                    )),
+                    workers: Arc::clone(workers) as Arc<dyn crate::tools::SpawnWorkers>,
                 })
             }),
             knowledge: Some(Arc::new(KnowledgeTools { cold: cold.clone() })),
@@ -355,6 +364,7 @@ impl Runtime {
             events,
             scheduler,
             groups,
+            workers,
             reach,
             cold: cold_handle,
             identity,

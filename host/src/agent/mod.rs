@@ -101,6 +101,8 @@ pub struct AgentBase {
     pub started: Instant,
     /// Streamed text and status for the channels that show them.
     pub events: Arc<ChannelEvents>,
+    /// `spawn_agent`'s workers (a daemon's).
+    pub workers: Option<Arc<workers::Workers>>,
     /// Which agents are at work.
     pub activity: Arc<activity::Activity>,
     /// The scheduler's jobs: a firing's options, and how its run went.

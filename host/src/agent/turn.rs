@@ -500,16 +500,13 @@ impl Agent {
     /// The tasks of workers an earlier attempt of this turn spawned that a
     /// restart cut short, each reported once.
     fn interrupted_workers(&self, inbox_id: i64) -> Vec<String> {
-        let Some(people) = self.base.tools.people_tools() else {
+        let Some(workers) = &self.base.workers else {
             return Vec::new();
         };
-        people
-            .workers
-            .interrupted_for(inbox_id)
-            .unwrap_or_else(|e| {
-                tracing::error!("cannot read interrupted workers: {e}");
-                Vec::new()
-            })
+        workers.interrupted_for(inbox_id).unwrap_or_else(|e| {
+            tracing::error!("cannot read interrupted workers: {e}");
+            Vec::new()
+        })
     }
 
     /// What a tool call made in this turn knows about it.

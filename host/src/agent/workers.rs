@@ -461,3 +461,16 @@ fn worker_scope(allowed: &[String]) -> ToolScope {
         .collect();
     ToolScope::from_list(&names)
 }
+
+/// `spawn_agent` reaches the workers through this.
+impl crate::tools::SpawnWorkers for Workers {
+    fn run(
+        &self,
+        caller: &Caller,
+        turn: Option<&TurnContext>,
+        spec: &WorkerSpec,
+        task: &str,
+    ) -> Result<Value, String> {
+        Workers::run(self, caller, turn, spec, task)
+    }
+}

@@ -106,6 +106,7 @@ impl Services {
                 .collect(),
             started,
             events: Arc::clone(&runtime.events),
+            workers: runtime.workers.clone(),
             activity: Arc::clone(&activity),
             jobs: runtime.scheduler.as_ref().map(|s| Arc::clone(s.jobs())),
             reach: Arc::clone(&runtime.reach),
@@ -211,10 +212,10 @@ fn scheduled_backups(
 /// Gives `spawn_agent`'s workers the model, the registry and the way to
 /// show them as busy, and marks the runs a crash cut short.
 fn connect_workers(runtime: &Runtime, llm: &Result<Arc<Llm>, String>, activity: &Arc<Activity>) {
-    let Some(people) = runtime.tools.people_tools() else {
+    let Some(workers) = &runtime.workers else {
         return;
     };
-    match people.workers.recover() {
+    match workers.recover() {
         Ok(0) => {}
         Ok(n) => tracing::warn!(
             count = n,
@@ -223,7 +224,7 @@ fn connect_workers(runtime: &Runtime, llm: &Result<Arc<Llm>, String>, activity: 
         Err(e) => tracing::error!("cannot mark interrupted workers: {e}"),
     }
     let (events, activity) = (Arc::clone(&runtime.events), Arc::clone(activity));
-    people.workers.connect(
+    workers.connect(
         llm.clone(),
         &runtime.tools,
         tokio::runtime::Handle::current(),

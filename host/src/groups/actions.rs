@@ -430,3 +430,19 @@ fn random() -> u64 {
     let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
     u64::from_le_bytes(bytes)
 }
+
+/// How the tool registry, the control socket and `/groups` reach the
+/// groups, without importing them.
+impl crate::tools::GroupActions for Groups {
+    fn act_for_agent(&self, args: &Value) -> Result<Value, String> {
+        self.act(Actor::Agent, args)
+    }
+
+    fn act_for_owner(&self, args: &Value) -> Result<Value, String> {
+        self.act(Actor::Owner, args)
+    }
+
+    fn slash(&self, rest: &str) -> String {
+        Groups::slash(self, rest)
+    }
+}

@@ -15,11 +15,12 @@ use rusqlite::OptionalExtension;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use super::ToolCalls;
 use super::{Catalog, Library, LuaTool, Scripts};
 use crate::config::HttpConfig;
 use crate::policy::Caller;
 use crate::secrets::{Secrets, Snapshot, placeholder};
-use crate::tools::{EXECUTE_SQL, ToolRegistry};
+use crate::workshop::EXECUTE_SQL;
 
 /// How deep `hearth.tool` calls may nest.
 pub const MAX_DEPTH: u32 = 4;
@@ -36,7 +37,7 @@ pub(super) fn handle(
     tool: &LuaTool,
     depth: u32,
     caller: &Caller,
-    registry: &ToolRegistry,
+    registry: &dyn ToolCalls,
     method: &str,
     params: Value,
 ) -> Result<Value, String> {
@@ -53,9 +54,7 @@ pub(super) fn handle(
                 None | Some(Value::Null) => json!({}),
                 Some(a) => a.clone(),
             };
-            registry
-                .call_as(caller, name, args, depth + 1)
-                .map_err(|e| e.to_string())
+            registry.call_as(caller, name, args, depth + 1)
         }
         "http.request" => scripts.http.request(&params["request"]),
         "db.query" | "db.exec" => db(caller, registry, depth, method, params),
@@ -88,7 +87,7 @@ pub(super) fn require(
 /// as objects keyed by column.
 fn db(
     caller: &Caller,
-    registry: &ToolRegistry,
+    registry: &dyn ToolCalls,
     depth: u32,
     method: &str,
     params: Value,
@@ -102,9 +101,7 @@ fn db(
         Some(Value::Object(o)) if o.is_empty() => {}
         Some(p) => args["params"] = p.clone(),
     }
-    let answer = registry
-        .call_as(caller, EXECUTE_SQL, args, depth + 1)
-        .map_err(|e| e.to_string())?;
+    let answer = registry.call_as(caller, EXECUTE_SQL, args, depth + 1)?;
     if !query {
         return Ok(answer);
     }

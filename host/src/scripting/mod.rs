@@ -49,7 +49,6 @@ pub use wire::{FailureKind, ScriptFailure};
 use crate::config::ScriptsConfig;
 use crate::policy::Caller;
 use crate::store::Cold;
-use crate::tools::ToolRegistry;
 use crate::workshop::versions::{Kind, Versions, sha256_hex};
 use catalog::{Entry, Loaded};
 use pool::Pool;
@@ -57,6 +56,21 @@ use wire::ToWorker;
 
 /// The largest script file read.
 pub const MAX_SCRIPT_BYTES: u64 = 256 << 10;
+
+/// How a script's `hearth.tool` and `hearth.db` calls reach the tools: the
+/// tool registry implements it, so scripting never imports the registry
+/// that runs its tools (docs/ARCHITECTURE.md, "Layers").
+pub trait ToolCalls {
+    /// Calls tool `name` with `args` as `caller`, `depth` calls deep; its
+    /// result, or the error as the script sees it.
+    fn call_as(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: Value,
+        depth: u32,
+    ) -> Result<Value, String>;
+}
 
 /// The folder of the bundled scripts that holds the Lua examples, a root
 /// of its own (`examples/tools/*.lua`).
@@ -235,7 +249,7 @@ impl Scripts {
     }
 
     /// Runs `tool` with validated `args`. `depth` counts nested
-    /// `hearth.tool` calls; `registry` serves them.
+    /// `hearth.tool` calls; `registry` (the tool registry) serves them.
     pub fn call(
         &self,
         catalog: &Catalog,
@@ -243,7 +257,7 @@ impl Scripts {
         args: Value,
         depth: u32,
         caller: &Caller,
-        registry: &ToolRegistry,
+        registry: &dyn ToolCalls,
     ) -> Result<Value, ScriptFailure> {
         let deadline_ms = tool
             .deadline_ms

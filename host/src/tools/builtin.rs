@@ -7,44 +7,18 @@
 //! returns and the channel sends the file after the reply's text. The tools
 //! about people and agents are in `people`.
 
-use std::sync::Arc;
-
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
+use super::TurnContext;
+use super::attach::ATTACH_FILE;
+use super::context::BuiltinContext;
+use super::knowledge::IdentityTool;
 use super::workshop::WorkshopTool;
-use super::{KnowledgeTools, PeopleTools, ScheduleTools, TurnContext};
 use crate::agent::profiles::SEND_AGENT_MESSAGE;
-use crate::knowledge::identity::Identity;
 use crate::knowledge::notes::Notes;
 use crate::policy::Caller;
-use crate::scripting::{Scripts, describe_problem};
-use crate::workshop::Workshop;
-
-/// What built-in tools work on.
-#[derive(Default)]
-pub struct BuiltinContext {
-    /// The script subsystem.
-    pub scripts: Option<Arc<Scripts>>,
-    /// Every agent's memories and scratchpad.
-    pub notes: Option<Arc<Notes>>,
-    /// The main agent's versioned identity.
-    pub identity: Option<Arc<Identity>>,
-    /// Contacts, messages and agents (a daemon's, not a one-shot command's).
-    pub people: Option<Arc<PeopleTools>>,
-    /// Reminders and scheduled tasks (a daemon's).
-    pub schedule: Option<Arc<ScheduleTools>>,
-    /// Search over past conversations.
-    pub knowledge: Option<Arc<KnowledgeTools>>,
-    /// The agent's database (and, with it, its pages).
-    pub workshop: Option<Arc<Workshop>>,
-    /// The owner's secrets: every result is redacted of their values.
-    pub secrets: Option<Arc<crate::secrets::Secrets>>,
-    /// Speech-to-text and text-to-speech, as configured.
-    pub speech: Option<Arc<crate::speech::Speech>>,
-    /// Agent groups (a daemon's).
-    pub groups: Option<Arc<crate::groups::Groups>>,
-}
+use crate::scripting::describe_problem;
 
 /// The built-in tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -116,11 +90,6 @@ fn worker_spec_schema() -> Value {
         "additionalProperties": false
     })
 }
-
-/// The name of the tool whose results the turn collects as attachments.
-pub const ATTACH_FILE: &str = "attach_file";
-/// The largest file `attach_file` takes: what the Bot API uploads.
-const MAX_ATTACHMENT_BYTES: u64 = 50 << 20;
 
 impl Builtin {
     /// Every built-in tool.
@@ -572,9 +541,14 @@ impl Builtin {
                     .identity
                     .as_deref()
                     .ok_or("the identity is not available")?;
-                super::knowledge::identity(self, identity, caller, args)
+                let tool = match self {
+                    Builtin::UpdateIdentity => IdentityTool::Update,
+                    Builtin::IdentityRollback => IdentityTool::Rollback,
+                    _ => IdentityTool::History,
+                };
+                super::knowledge::identity(tool, identity, caller, args)
             }
-            Builtin::AttachFile => attach(args),
+            Builtin::AttachFile => super::attach::attach(args),
             Builtin::ReplyWithVoice => super::voice::call(
                 context
                     .speech
@@ -653,72 +627,5 @@ impl Builtin {
                 scripts()?.write_script(path, source, caller.as_str(), "saved by write_script")
             }
         }
-    }
-}
-
-/// Checks a file for `attach_file` (and `send_message`'s attachments) and
-/// describes it for the reply.
-pub(super) fn attach(args: &Value) -> Result<Value, String> {
-    let path = std::path::Path::new(args["path"].as_str().unwrap_or_default());
-    if !path.is_absolute() {
-        return Err(format!(
-            "field `path`: {} is not an absolute path",
-            path.display()
-        ));
-    }
-    if crate::policy::roots::is_credential(path) {
-        return Err(format!(
-            "field `path`: {} is one of hearth's credentials (secrets, tokens, the store, the \
-             config), which is never sent",
-            path.display()
-        ));
-    }
-    let meta =
-        std::fs::metadata(path).map_err(|e| format!("field `path`: {}: {e}", path.display()))?;
-    if !meta.is_file() {
-        return Err(format!("field `path`: {} is not a file", path.display()));
-    }
-    if meta.len() > MAX_ATTACHMENT_BYTES {
-        return Err(format!(
-            "field `path`: {} is {} bytes, over the {MAX_ATTACHMENT_BYTES}-byte limit",
-            path.display(),
-            meta.len()
-        ));
-    }
-    let name = args["name"].as_str().map(str::to_owned).unwrap_or_else(|| {
-        path.file_name()
-            .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
-    });
-    Ok(json!({ "attached": {
-        "id": "",
-        "name": name,
-        "mime": mime_of(path),
-        "size": meta.len(),
-        "path": path.display().to_string(),
-    }}))
-}
-
-/// A media type from the file's extension; channels pick photo or document
-/// by it.
-fn mime_of(path: &std::path::Path) -> &'static str {
-    let ext = path
-        .extension()
-        .and_then(|e| e.to_str())
-        .unwrap_or_default()
-        .to_ascii_lowercase();
-    match ext.as_str() {
-        "jpg" | "jpeg" => "image/jpeg",
-        "png" => "image/png",
-        "webp" => "image/webp",
-        "gif" => "image/gif",
-        "pdf" => "application/pdf",
-        "txt" | "log" | "md" => "text/plain",
-        "csv" => "text/csv",
-        "json" => "application/json",
-        "mp4" => "video/mp4",
-        "ogg" => "audio/ogg",
-        "mp3" => "audio/mpeg",
-        "zip" => "application/zip",
-        _ => "application/octet-stream",
     }
 }

@@ -5,10 +5,20 @@
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
-use crate::groups::Groups;
-use crate::groups::actions::Actor;
 use crate::policy::Caller;
 use crate::store::MAIN_AGENT;
+
+/// The agent groups as the tools and the owner's commands reach them:
+/// implemented by `groups::Groups`, which runs its members' turns through
+/// the tool registry, so the registry holds it only as this trait.
+pub trait GroupActions: Send + Sync {
+    /// A `manage_groups` action (`args["action"]`) taken by the main agent.
+    fn act_for_agent(&self, args: &Value) -> Result<Value, String>;
+    /// The same, taken by the owner (who may also decide plans).
+    fn act_for_owner(&self, args: &Value) -> Result<Value, String>;
+    /// `/groups REST`, answered as text.
+    fn slash(&self, rest: &str) -> String;
+}
 
 /// `manage_groups`' spec.
 pub fn manage_spec() -> ToolSpec {
@@ -60,7 +70,7 @@ pub fn mission_spec() -> ToolSpec {
 
 /// Runs `manage_groups` (`mission`: `assign_mission`) for `caller`.
 pub fn call(
-    groups: &Groups,
+    groups: &dyn GroupActions,
     caller: &Caller,
     args: &Value,
     mission: bool,
@@ -71,7 +81,7 @@ pub fn call(
     if mission {
         let mut args = args.clone();
         args["action"] = json!("mission");
-        return groups.act(Actor::Agent, &args);
+        return groups.act_for_agent(&args);
     }
-    groups.act(Actor::Agent, args)
+    groups.act_for_agent(args)
 }

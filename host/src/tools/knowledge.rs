@@ -132,10 +132,21 @@ pub fn manage(notes: &Notes, agent: i64, args: &Value) -> Result<Value, String> 
     }
 }
 
+/// Which of the identity's tools runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum IdentityTool {
+    /// `update_identity`.
+    Update,
+    /// `identity_history`.
+    History,
+    /// `identity_rollback`.
+    Rollback,
+}
+
 /// `update_identity`, `identity_history` and `identity_rollback`: the main
 /// agent's identity, changed by the main agent or the owner only.
 pub fn identity(
-    tool: super::Builtin,
+    tool: IdentityTool,
     identity: &Identity,
     caller: &Caller,
     args: &Value,
@@ -157,7 +168,7 @@ pub fn identity(
     };
     let text = args["text"].as_str().unwrap_or_default();
     let done = match tool {
-        super::Builtin::UpdateIdentity => match args["mode"].as_str() {
+        IdentityTool::Update => match args["mode"].as_str() {
             Some("append") => identity.append(text, &author),
             Some("replace_section") => {
                 let section = args["section"].as_str().ok_or(
@@ -167,8 +178,8 @@ pub fn identity(
             }
             _ => return Err("field `mode`: \"append\" or \"replace_section\"".into()),
         },
-        super::Builtin::IdentityRollback => identity.rollback(version()?, &author),
-        _ => {
+        IdentityTool::Rollback => identity.rollback(version()?, &author),
+        IdentityTool::History => {
             if args.get("version").is_some() {
                 let v = version()?;
                 let text = identity.show(v).map_err(|e| e.to_string())?;

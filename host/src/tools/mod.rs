@@ -6,7 +6,9 @@
 //! validated against the schema before any provider sees them.
 
 mod agent_tools;
+mod attach;
 mod builtin;
+mod context;
 mod groups;
 mod knowledge;
 mod names;
@@ -21,11 +23,14 @@ mod turn_context;
 mod voice;
 mod workshop;
 
-pub use builtin::{ATTACH_FILE, Builtin, BuiltinContext, NOTEPAD, SPAWN_AGENT};
+pub use attach::ATTACH_FILE;
+pub use builtin::{Builtin, NOTEPAD, SPAWN_AGENT};
+pub use context::BuiltinContext;
+pub use groups::GroupActions;
 pub use knowledge::KnowledgeTools;
 pub use names::{check_name, from_wire, wire_name};
 pub use offered::offered;
-pub use people::PeopleTools;
+pub use people::{PeopleTools, SpawnWorkers};
 pub use registry::{Listed, Provider, Tool, ToolError, ToolRegistry};
 pub use schedule::ScheduleTools;
 pub use turn_context::TurnContext;

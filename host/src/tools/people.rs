@@ -13,12 +13,29 @@ use std::sync::Arc;
 use hearth_sdk::protocol::Attachment;
 use serde_json::{Value, json};
 
+use super::TurnContext;
 use crate::agent::profiles;
-use crate::agent::workers::Workers;
+use crate::agent::templates::WorkerSpec;
 use crate::people::contacts::{self, Changes, OWNER};
 use crate::people::{People, Reach, pairing};
+use crate::policy::Caller;
 use crate::router::Router;
 use crate::router::outbox;
+
+/// Runs `spawn_agent`'s workers: implemented by `agent::workers::Workers`,
+/// which runs each worker's turns through the tool registry, so the
+/// registry's tools hold it only as this trait.
+pub trait SpawnWorkers: Send + Sync {
+    /// Runs a worker of `spec` on `task` for `caller` (in `turn`, if one
+    /// runs) to its end; its answer.
+    fn run(
+        &self,
+        caller: &Caller,
+        turn: Option<&TurnContext>,
+        spec: &WorkerSpec,
+        task: &str,
+    ) -> Result<Value, String>;
+}
 
 /// What these tools work with.
 pub struct PeopleTools {
@@ -35,7 +52,7 @@ pub struct PeopleTools {
     /// `[agent] contact_agent`: who answers a contact approved by code.
     pub contact_agent: String,
     /// Runs `spawn_agent`'s workers.
-    pub workers: Arc<Workers>,
+    pub workers: Arc<dyn SpawnWorkers>,
 }
 
 /// `manage_contacts`' help.
@@ -229,7 +246,7 @@ fn attachments(args: &Value) -> Result<Vec<Attachment>, String> {
         .iter()
         .enumerate()
         .map(|(i, path)| {
-            let described = super::builtin::attach(&json!({ "path": path }))
+            let described = super::attach::attach(&json!({ "path": path }))
                 .map_err(|e| e.replace("field `path`", &format!("field `attachments[{i}]`")))?;
             serde_json::from_value(described["attached"].clone())
                 .map_err(|e| format!("field `attachments[{i}]`: {e}"))

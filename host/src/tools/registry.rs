@@ -240,7 +240,7 @@ impl ToolRegistry {
     }
 
     /// The agent groups, in a daemon.
-    pub fn groups(&self) -> Option<&Arc<crate::groups::Groups>> {
+    pub fn groups(&self) -> Option<&Arc<dyn super::groups::GroupActions>> {
         self.builtins.groups.as_ref()
     }
 
@@ -776,4 +776,18 @@ fn mark_read_actions(spec: &mut ToolSpec) {
         .filter(|a| READ_ACTIONS.contains(a))
         .map(str::to_owned)
         .collect();
+}
+
+/// Lua's `hearth.tool` and `hearth.db` run here, ruled and audited like
+/// the model's calls.
+impl crate::scripting::ToolCalls for ToolRegistry {
+    fn call_as(
+        &self,
+        caller: &Caller,
+        name: &str,
+        args: Value,
+        depth: u32,
+    ) -> Result<Value, String> {
+        ToolRegistry::call_as(self, caller, name, args, depth).map_err(|e| e.to_string())
+    }
 }

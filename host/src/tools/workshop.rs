@@ -10,12 +10,11 @@
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
-use super::BuiltinContext;
+use super::context::BuiltinContext;
 use crate::policy::Caller;
 use crate::workshop::{Access, Bounds, Workshop};
 
-/// The name of the SQL tool, which Lua's `hearth.db` calls.
-pub const EXECUTE_SQL: &str = "execute_sql";
+pub use crate::workshop::EXECUTE_SQL;
 
 /// The workshop's built-in tools.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -25,6 +25,10 @@ pub struct Workshop {
     pub pages: Pages,
 }
 
+/// The name of the SQL tool over the agent's database, which Lua's
+/// `hearth.db` calls too: here, below both the tools and scripting.
+pub const EXECUTE_SQL: &str = "execute_sql";
+
 impl Workshop {
     /// The workshop of the daemon whose home is `home`, keeping its
     /// records on `cold`.

@@ -400,7 +400,7 @@ fn groups(control: &Control, request: &Value) -> Value {
         object.retain(|_, v| !v.is_null());
         object.entry("action").or_insert_with(|| "list".into());
     }
-    match groups.act(crate::groups::actions::Actor::Owner, &args) {
+    match groups.act_for_owner(&args) {
         Ok(result) => json!({ "op": "groups", "result": result }),
         Err(message) => error(Code::Tool, &message),
     }
