@@ -12,7 +12,7 @@ use std::process::{Child, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hearth::tools::scope::{self, CallScope};
+use hearth::scope::{self, CallScope};
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
 use hearth_tests::procs::{group_gone, wait_for_descendant};
 use hearth_tests::{Daemon, Hearth, plugin, probe};

@@ -253,7 +253,7 @@ impl Runtime {
             if clock.is_fake() {
                 tracing::warn!(now = %clock.now(), "the scheduler's clock is moved by HEARTH_FAKE_NOW");
             }
-            let zone = crate::scheduler::schedule::owner_zone(config.owner.timezone.as_deref());
+            let zone = crate::schedule::owner_zone(config.owner.timezone.as_deref());
             let jobs = Arc::new(Jobs::new(
                 cold.clone(),
                 clock,

@@ -13,7 +13,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use hearth::scheduler::schedule::{Parsed, Schedule};
+use hearth::schedule::{Parsed, Schedule};
 use hearth_tests::Hearth;
 
 const JOBS: usize = 10_000;

@@ -52,7 +52,7 @@ pub fn local_time(now: Timestamp, zone: &TimeZone) -> String {
 
 /// The owner's zone: the configured one, else the system's, else UTC.
 pub fn owner_zone(configured: Option<&str>) -> TimeZone {
-    let name = crate::scheduler::schedule::owner_zone(configured);
+    let name = crate::schedule::owner_zone(configured);
     TimeZone::get(&name).unwrap_or(TimeZone::UTC)
 }
 

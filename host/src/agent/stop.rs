@@ -21,8 +21,8 @@ use tokio::task::{JoinError, JoinHandle};
 
 use super::Agent;
 use super::history::Claimed;
+use crate::scope::CallScope;
 use crate::tools::ToolError;
-use crate::tools::scope::CallScope;
 
 /// How long a cancelled call may take to end before the turn goes on
 /// without it.

@@ -22,7 +22,7 @@ use super::step::cache_key;
 use crate::llm::{Block, ChatRequest, Llm, Message, Role, StreamEvent};
 use crate::scheduler::Job;
 use crate::scheduler::fire::{SCHEDULER_CHANNEL, SILENT};
-use crate::tools::scope::{self, CallScope};
+use crate::scope::{self, CallScope};
 use crate::tools::{ATTACH_FILE, NOTEPAD, REPLY_WITH_VOICE, SPAWN_AGENT, ToolError, TurnContext};
 use crate::usage::Kind;
 

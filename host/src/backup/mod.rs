@@ -221,7 +221,7 @@ pub struct Backups {
 impl Backups {
     /// The backups `config` describes, timed by `clock`.
     pub fn new(config: &Config, clock: Clock) -> Backups {
-        let zone = crate::scheduler::schedule::owner_zone(config.owner.timezone.as_deref());
+        let zone = crate::schedule::owner_zone(config.owner.timezone.as_deref());
         Backups {
             sources: Sources {
                 home: config.home.clone(),

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use jiff::Timestamp;
 
 use super::{Backups, retention};
-use crate::scheduler::schedule::Schedule;
+use crate::schedule::Schedule;
 use crate::scheduler::timer::WallTimer;
 
 /// Makes backups on `schedule` for as long as the daemon runs.

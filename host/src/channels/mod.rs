@@ -13,6 +13,9 @@ pub mod events;
 
 use hearth_sdk::protocol::ChannelSpec;
 
+/// The channel name of the local control socket.
+pub const LOCAL_CHANNEL: &str = "local";
+
 /// A channel the host delivers to: a loaded channel plugin.
 pub trait Channel: Send + Sync {
     /// The channel part of the plugin's description, if it serves one.

@@ -12,8 +12,9 @@ use serde_json::{Value, json};
 
 use super::client::Daemon;
 use crate::config::Config;
+use crate::schedule;
 use crate::scheduler::jobs::{kind_name, missed_name};
-use crate::scheduler::{Clock, Jobs, schedule};
+use crate::scheduler::{Clock, Jobs};
 use crate::store::{Cold, Store};
 use crate::time_text::local_time;
 

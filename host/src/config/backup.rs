@@ -70,7 +70,7 @@ pub(super) fn build(
 ) -> Result<BackupConfig, (String, String)> {
     let defaults = BackupConfig::default();
     let schedule = raw.schedule.unwrap_or(defaults.schedule);
-    crate::scheduler::schedule::Schedule::checked_cron(&schedule, zone)
+    crate::schedule::Schedule::checked_cron(&schedule, zone)
         .map_err(|e| ("backup.schedule".to_owned(), e.to_string()))?;
     let dir = match raw.dir {
         Some(dir) if dir.trim().is_empty() => {

@@ -341,7 +341,7 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
             &format!("{zone:?} is not a known IANA time zone ({e})"),
         ));
     }
-    let zone = crate::scheduler::schedule::owner_zone(raw.owner.timezone.as_deref());
+    let zone = crate::schedule::owner_zone(raw.owner.timezone.as_deref());
     let backup = backup::build(raw.backup, &base, &zone).map_err(invalid_at)?;
     let groups = groups::build(raw.groups).map_err(invalid_at)?;
     Ok(Config {

@@ -195,10 +195,10 @@ fn scheduled_backups(
     if !config.backup.enabled {
         return None;
     }
-    let zone = crate::scheduler::schedule::owner_zone(config.owner.timezone.as_deref());
+    let zone = crate::schedule::owner_zone(config.owner.timezone.as_deref());
     // Checked when the config was read; a failure here is a zone that
     // vanished from the system since.
-    match crate::scheduler::schedule::Schedule::cron(&config.backup.schedule, &zone) {
+    match crate::schedule::Schedule::cron(&config.backup.schedule, &zone) {
         Ok(schedule) => Some(tokio::spawn(crate::backup::scheduled::run(
             backups, schedule,
         ))),

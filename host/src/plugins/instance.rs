@@ -19,7 +19,7 @@ use super::bridge::{Bridge, PluginContext};
 use super::loader::Library;
 use super::running::Tracked;
 use super::sink::{MAX_RESULT_BYTES, Sink};
-use crate::tools::scope::CallScope;
+use crate::scope::CallScope;
 
 /// A loaded, initialised plugin.
 pub struct ActivePlugin {

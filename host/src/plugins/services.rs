@@ -19,7 +19,7 @@ use hearth_sdk::protocol::{
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
-use crate::router::LOCAL_CHANNEL;
+use crate::channels::LOCAL_CHANNEL;
 use crate::store::now_ms;
 use crate::workshop::Workshop;
 

@@ -16,7 +16,7 @@
 //! the [`Board`] like a channel's: bound to the request's id, so to the
 //! exact call, and the first answer from anywhere wins. A
 //! call made in a turn is withdrawn the same way when the owner stops the
-//! turn (its [`CallScope`](crate::tools::scope::CallScope) is cancelled):
+//! turn (its [`CallScope`](crate::scope::CallScope) is cancelled):
 //! recorded as expired, decided by `stop` ([`DECIDED_BY_STOP`]).
 
 use crate::hex::hex;
@@ -34,8 +34,8 @@ use rusqlite::params;
 use serde_json::Value;
 
 use crate::channels::events::ChannelEvents;
+use crate::scope;
 use crate::store::{Cold, now_ms};
-use crate::tools::scope;
 
 /// Where answers meet the calls waiting for them.
 #[derive(Default)]

@@ -24,7 +24,7 @@ use std::time::{Duration, Instant};
 
 use hearth_sdk::protocol::{ChannelSpec, InboundMessage, OWNER_SENDER, UnknownSender};
 
-use super::LOCAL_CHANNEL;
+use crate::channels::LOCAL_CHANNEL;
 use crate::config::OwnerConfig;
 use crate::people::{People, pairing};
 use crate::store::MAIN_AGENT;

@@ -31,9 +31,6 @@ pub use gate::{Admission, Gate};
 
 use crate::policy::Board;
 
-/// The channel name of the local control socket.
-pub const LOCAL_CHANNEL: &str = "local";
-
 /// Wakes the agents and the outbox, and admits senders.
 pub struct Router {
     gate: Gate,

@@ -18,9 +18,9 @@ use rusqlite::{Connection, params};
 use serde_json::json;
 use tokio::sync::Notify;
 
-use super::LOCAL_CHANNEL;
 use super::local::LocalHub;
 use crate::channels::Channel;
+use crate::channels::LOCAL_CHANNEL;
 use crate::store::now_ms;
 
 /// Failures after which a reply is given up.

@@ -11,7 +11,7 @@
 use rusqlite::{Connection, params};
 
 use super::jobs::{Job, Kind, MAX_CATCH_UP, Missed};
-use super::schedule::Parsed;
+use crate::schedule::Parsed;
 use crate::store::now_ms;
 use crate::time_text::{human, local_time, timestamp};
 

@@ -9,8 +9,8 @@ use rusqlite::{Connection, OptionalExtension, params};
 use tokio::sync::Notify;
 
 use super::clock::Clock;
-use super::schedule::{Schedule, ScheduleError};
 use crate::config::SchedulerConfig;
+use crate::schedule::{Schedule, ScheduleError};
 use crate::store::Cold;
 use crate::time_text::timestamp;
 

@@ -1,7 +1,8 @@
 //! The scheduler: reminders, one-shot and recurring jobs, scheduled tasks.
 //!
-//! - `schedule`: when a job fires: cron in an IANA zone, or one instant,
-//!   with the DST rules stated and tested there;
+//! - `crate::schedule` (below the config, which checks schedules with it):
+//!   when a job fires: cron in an IANA zone, or one instant, with the DST
+//!   rules stated and tested there;
 //! - `jobs`: the `jobs` table, its limits and validation;
 //! - `fire`: due jobs become inbox messages, exactly once;
 //! - `timer`: sleeping until a wall-clock instant, woken early when the
@@ -17,7 +18,6 @@
 pub mod clock;
 pub mod fire;
 pub mod jobs;
-pub mod schedule;
 pub(crate) mod timer;
 
 use std::sync::Arc;

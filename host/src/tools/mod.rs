@@ -18,7 +18,6 @@ mod people;
 mod registry;
 mod schedule;
 pub mod schema;
-pub mod scope;
 mod turn_context;
 mod voice;
 mod workshop;

@@ -18,11 +18,12 @@ use std::time::Instant;
 use hearth_sdk::protocol::{Floor, Risk, ToolCall, ToolSpec, method};
 use serde_json::Value;
 
-use super::{Builtin, BuiltinContext, TurnContext, schema, scope};
+use super::{Builtin, BuiltinContext, TurnContext, schema};
 use crate::plugins::{ActivePlugin, InvokeError, PluginSet};
 use crate::policy::audit::Entry;
 use crate::policy::confirm::fingerprint;
 use crate::policy::{Caller, Policy, Ruling};
+use crate::scope;
 use crate::scripting::{ScriptFailure, Scripts};
 use crate::secrets::{Redactor, Secrets};
 

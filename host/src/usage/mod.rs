@@ -114,8 +114,8 @@ pub struct Settings {
 impl Settings {
     /// The settings `config` gives.
     pub fn from_config(config: &Config) -> Settings {
-        let zone_name = crate::scheduler::schedule::owner_zone(config.owner.timezone.as_deref());
-        let zone = crate::scheduler::schedule::time_zone(&zone_name).unwrap_or(TimeZone::UTC);
+        let zone_name = crate::schedule::owner_zone(config.owner.timezone.as_deref());
+        let zone = crate::schedule::time_zone(&zone_name).unwrap_or(TimeZone::UTC);
         Settings {
             zone_name,
             zone,

@@ -37,9 +37,9 @@ use protocol::{Code, error};
 pub use token::{TOKEN_FILE, Token, TokenError};
 
 use crate::agent::Agent;
+use crate::channels::LOCAL_CHANNEL;
 use crate::plugins::{Bridge, PluginSet};
 use crate::policy::{Caller, audit, grants};
-use crate::router::LOCAL_CHANNEL;
 use crate::router::local::LocalHub;
 use crate::router::outbox::Outbox;
 use crate::store;
