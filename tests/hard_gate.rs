@@ -4,6 +4,8 @@
 //! anything is stored, whatever the channel lets through; an enabled
 //! contact with an agent is stored. Each outcome is read from the inbox.
 
+use std::time::Duration;
+
 use hearth_tests::{Hearth, probe};
 use serde_json::json;
 
@@ -200,6 +202,12 @@ fn each_dropped_stranger_is_logged_once() {
         )
         .ok();
     }
+    // The daemon's log reaches the test through a pipe: wait for the last
+    // sender's line, which comes after every line the ones before caused.
+    daemon.wait_for_log(
+        |l| l.contains("unknown sender dropped") && l.contains("\"sender\":\"other\""),
+        Duration::from_secs(10),
+    );
     let dropped: Vec<String> = daemon
         .logs()
         .into_iter()
