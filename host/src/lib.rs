@@ -5,36 +5,31 @@
 //! runs. `docs/ARCHITECTURE.md` has the map; each module's own docs say what
 //! it owns.
 
+// The foundation crate's modules, under the names the host has always
+// used (`crate::store`, `crate::config`, ...), while the host is split into
+// crates (docs/ARCHITECTURE.md, "The crate split").
+pub use hearth_base::{
+    channels, config, hex, logging, queue, schedule, scope, secrets, store, time_text, tls, tokens,
+};
+
 pub mod agent;
 pub mod backup;
-pub mod channels;
 pub mod cli;
-pub mod config;
 pub mod daemon;
 pub mod doctor;
 pub mod groups;
-pub mod hex;
 pub mod knowledge;
 pub mod llm;
-pub mod logging;
 pub mod media;
 pub mod people;
 pub mod plugins;
 pub mod policy;
-pub mod queue;
 pub mod router;
 pub mod runtime;
-pub mod schedule;
 pub mod scheduler;
-pub mod scope;
 pub mod scripting;
-pub mod secrets;
 pub mod speech;
-pub mod store;
 pub mod summary;
-pub mod time_text;
-pub mod tls;
-pub mod tokens;
 pub mod tools;
 pub mod usage;
 pub mod workshop;

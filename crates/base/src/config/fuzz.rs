@@ -9,7 +9,7 @@ use hearth_fuzz::{Rng, Target};
 
 use super::{ConfigError, parse};
 
-const EXAMPLE: &str = include_str!("../../../config/hearth.example.toml");
+const EXAMPLE: &str = include_str!("../../../../config/hearth.example.toml");
 const FILE: &str = "/srv/fuzz/hearth.toml";
 
 #[test]
@@ -19,7 +19,7 @@ fn every_config_error_says_where() {
         .seed(uncommented(EXAMPLE))
         .seed_file(concat!(
             env!("CARGO_MANIFEST_DIR"),
-            "/../config/hearth.toml"
+            "/../../config/hearth.toml"
         ))
         .tokens(&[
             "[llm]\n",
@@ -87,7 +87,7 @@ fn uncommented(text: &str) -> String {
 #[test]
 fn a_key_of_too_many_parts_is_reported_at_its_line() {
     let text =
-        include_str!("../../../tests/fixtures/fuzz/regressions/config/dotted_key_too_deep.toml");
+        include_str!("../../../../tests/fixtures/fuzz/regressions/config/dotted_key_too_deep.toml");
     let error = parse(text, Some(Path::new(FILE))).expect_err("the key is too deep");
     let shown = error.to_string();
     assert!(
