@@ -141,75 +141,6 @@ impl Workers {
         stmt.query_map([inbox_id], |r| r.get(0))?.collect()
     }
 
-    /// Runs `task` as a worker of `spec` for `caller`, blocking until it
-    /// ends. Call it from a thread that may block.
-    pub fn run(
-        &self,
-        caller: &Caller,
-        turn: Option<&TurnContext>,
-        spec: &WorkerSpec,
-        task: &str,
-    ) -> Result<Value, String> {
-        let connected = self
-            .connected
-            .get()
-            .ok_or("workers run only in the daemon")?;
-        let llm = connected.llm.clone()?;
-        let llm = match &spec.model {
-            Some(model) => Arc::new(llm.with_model(model)),
-            None => llm,
-        };
-        let tools = connected.tools.upgrade().ok_or("the daemon is stopping")?;
-        let (id, session) = self.start_row(caller, turn, spec, task)?;
-        let name = format!("worker {id}");
-        (connected.announce)(&name, true);
-        let scope = worker_scope(&spec.allowed_tools);
-        let run = Run {
-            id,
-            spec,
-            scope: scope.clone(),
-            caller: Caller::worker(id, scope),
-            llm: &llm,
-            tools: &tools,
-            cold: &self.cold,
-            usage: &self.usage,
-            agent: turn.map_or(crate::store::MAIN_AGENT, |t| t.agent),
-            session,
-            turn: turn.map(|t| t.inbox_id),
-        };
-        let deadline = Instant::now() + self.limits.timeout;
-        let outcome = connected.handle.block_on(async {
-            match tokio::time::timeout_at(deadline.into(), run.drive(task)).await {
-                Ok(outcome) => outcome,
-                Err(_) => Outcome::Bound {
-                    bound: format!(
-                        "its wall-clock limit of {} s ([agent] worker_timeout_ms)",
-                        self.limits.timeout.as_secs()
-                    ),
-                    so_far: run.last_text(),
-                },
-            }
-        });
-        (connected.announce)(&name, false);
-        let (status, text) = match outcome {
-            Outcome::Done(text) => ("done", text),
-            Outcome::Bound { bound, so_far } => (
-                "done",
-                format!("[the worker stopped at {bound}; what it had so far:]\n{so_far}"),
-            ),
-            Outcome::Failed(why) => ("failed", format!("[the worker failed: {why}]")),
-        };
-        let shown = self.shorten(id, task, &text);
-        self.cold
-            .lock()
-            .execute(
-                "UPDATE workers SET status = ?1, result = ?2, finished_at_ms = ?3 WHERE id = ?4",
-                params![status, text, now_ms(), id],
-            )
-            .map_err(|e| format!("the worker's result could not be stored: {e}"))?;
-        Ok(json!({ "worker": id, "status": status, "result": shown }))
-    }
-
     fn start_row(
         &self,
         caller: &Caller,
@@ -464,6 +395,8 @@ fn worker_scope(allowed: &[String]) -> ToolScope {
 
 /// `spawn_agent` reaches the workers through this.
 impl crate::tools::SpawnWorkers for Workers {
+    /// Runs `task` as a worker of `spec` for `caller`, blocking until it
+    /// ends. Call it from a thread that may block.
     fn run(
         &self,
         caller: &Caller,
@@ -471,6 +404,63 @@ impl crate::tools::SpawnWorkers for Workers {
         spec: &WorkerSpec,
         task: &str,
     ) -> Result<Value, String> {
-        Workers::run(self, caller, turn, spec, task)
+        let connected = self
+            .connected
+            .get()
+            .ok_or("workers run only in the daemon")?;
+        let llm = connected.llm.clone()?;
+        let llm = match &spec.model {
+            Some(model) => Arc::new(llm.with_model(model)),
+            None => llm,
+        };
+        let tools = connected.tools.upgrade().ok_or("the daemon is stopping")?;
+        let (id, session) = self.start_row(caller, turn, spec, task)?;
+        let name = format!("worker {id}");
+        (connected.announce)(&name, true);
+        let scope = worker_scope(&spec.allowed_tools);
+        let run = Run {
+            id,
+            spec,
+            scope: scope.clone(),
+            caller: Caller::worker(id, scope),
+            llm: &llm,
+            tools: &tools,
+            cold: &self.cold,
+            usage: &self.usage,
+            agent: turn.map_or(crate::store::MAIN_AGENT, |t| t.agent),
+            session,
+            turn: turn.map(|t| t.inbox_id),
+        };
+        let deadline = Instant::now() + self.limits.timeout;
+        let outcome = connected.handle.block_on(async {
+            match tokio::time::timeout_at(deadline.into(), run.drive(task)).await {
+                Ok(outcome) => outcome,
+                Err(_) => Outcome::Bound {
+                    bound: format!(
+                        "its wall-clock limit of {} s ([agent] worker_timeout_ms)",
+                        self.limits.timeout.as_secs()
+                    ),
+                    so_far: run.last_text(),
+                },
+            }
+        });
+        (connected.announce)(&name, false);
+        let (status, text) = match outcome {
+            Outcome::Done(text) => ("done", text),
+            Outcome::Bound { bound, so_far } => (
+                "done",
+                format!("[the worker stopped at {bound}; what it had so far:]\n{so_far}"),
+            ),
+            Outcome::Failed(why) => ("failed", format!("[the worker failed: {why}]")),
+        };
+        let shown = self.shorten(id, task, &text);
+        self.cold
+            .lock()
+            .execute(
+                "UPDATE workers SET status = ?1, result = ?2, finished_at_ms = ?3 WHERE id = ?4",
+                params![status, text, now_ms(), id],
+            )
+            .map_err(|e| format!("the worker's result could not be stored: {e}"))?;
+        Ok(json!({ "worker": id, "status": status, "result": shown }))
     }
 }
