@@ -28,7 +28,14 @@ pub fn report() -> String {
 /// and whether it falls short of the whole promise (no Landlock, or
 /// signals not scoped).
 pub fn floor_status(mode: Mode) -> (String, bool) {
-    match hearth_sdk::landlock::abi_version() {
+    floor_status_of(hearth_sdk::landlock::abi_version(), mode)
+}
+
+/// [`floor_status`] for a kernel whose Landlock probe answered `probe`:
+/// apart so every kind of kernel is tested, not only the one the tests
+/// run on.
+fn floor_status_of(probe: Result<i32, String>, mode: Mode) -> (String, bool) {
+    match probe {
         Ok(v) if v >= SIGNAL_SCOPE_ABI => (
             format!(
                 "on (Landlock ABI {v}): a program the owner did not approve writes only in the \
@@ -58,5 +65,52 @@ pub fn floor_status(mode: Mode) -> (String, bool) {
             },
             true,
         ),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_floor_is_on_partial_or_missing_by_the_kernel_s_abi() {
+        let cases = [
+            (
+                Ok(SIGNAL_SCOPE_ABI + 1),
+                Mode::Production,
+                "on (Landlock ABI",
+                false,
+            ),
+            (
+                Ok(SIGNAL_SCOPE_ABI),
+                Mode::Development,
+                "on (Landlock ABI",
+                false,
+            ),
+            (
+                Ok(SIGNAL_SCOPE_ABI - 1),
+                Mode::Production,
+                "partial (Landlock ABI",
+                true,
+            ),
+            (Ok(1), Mode::Development, "partial (Landlock ABI 1)", true),
+            (
+                Err("ENOSYS".to_owned()),
+                Mode::Development,
+                "MISSING (ENOSYS): commands run unconfined, so every command asks",
+                true,
+            ),
+            (
+                Err("disabled".to_owned()),
+                Mode::Production,
+                "MISSING (disabled): commands the guard lets through",
+                true,
+            ),
+        ];
+        for (probe, mode, starts, short) in cases {
+            let (line, falls_short) = floor_status_of(probe.clone(), mode);
+            assert!(line.starts_with(starts), "{probe:?} {mode:?}: {line}");
+            assert_eq!(falls_short, short, "{probe:?} {mode:?}: {line}");
+        }
     }
 }
