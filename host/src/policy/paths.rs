@@ -60,4 +60,23 @@ mod tests {
             );
         }
     }
+
+    #[test]
+    fn a_tilde_is_the_owner_s_home() {
+        let dir = tempfile::tempdir().unwrap();
+        let (base, home) = (dir.path().join("hearth"), dir.path().join("owner"));
+        let cases = [
+            ("~", Some(&home), home.clone()),
+            ("~/notes", Some(&home), home.join("notes")),
+            ("~", None, base.join("~")),
+            ("~other/x", Some(&home), base.join("~other/x")),
+        ];
+        for (text, owner, expected) in cases {
+            assert_eq!(
+                resolve(text, &base, owner.map(PathBuf::as_path)),
+                expected,
+                "{text}"
+            );
+        }
+    }
 }
