@@ -5,12 +5,13 @@
 //! runs. `docs/ARCHITECTURE.md` has the map; each module's own docs say what
 //! it owns.
 
-// The foundation crate's modules, under the names the host has always
+// The lower crates' modules, under the names the host has always
 // used (`crate::store`, `crate::config`, ...), while the host is split into
 // crates (docs/ARCHITECTURE.md, "The crate split").
 pub use hearth_base::{
     channels, config, hex, logging, queue, schedule, scope, secrets, store, time_text, tls, tokens,
 };
+pub use hearth_policy as policy;
 
 pub mod agent;
 pub mod backup;
@@ -23,7 +24,6 @@ pub mod llm;
 pub mod media;
 pub mod people;
 pub mod plugins;
-pub mod policy;
 pub mod router;
 pub mod runtime;
 pub mod scheduler;

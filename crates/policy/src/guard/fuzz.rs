@@ -115,7 +115,7 @@ fn separable(line: &str) -> bool {
 #[test]
 fn deep_nesting_asks_instead_of_overflowing_the_stack() {
     let dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/fuzz/regressions/guard");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fuzz/regressions/guard");
     let guard = guard();
     for name in [
         "nested_substitutions.txt",
@@ -136,7 +136,7 @@ fn deep_nesting_asks_instead_of_overflowing_the_stack() {
 #[test]
 fn a_line_the_shell_parser_panics_on_asks() {
     let dir =
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/fixtures/fuzz/regressions/guard");
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../tests/fixtures/fuzz/regressions/guard");
     for name in ["io_number_too_large.txt", "tilde_number_too_large.txt"] {
         let line = std::fs::read_to_string(dir.join(name)).expect("the regression is kept");
         assert_eq!(
@@ -151,7 +151,7 @@ fn a_line_the_shell_parser_panics_on_asks() {
 fn unclosed_parentheses_in_a_row_ask_at_once() {
     let line = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../tests/fixtures/fuzz/regressions/guard/unclosed_parentheses_in_a_row.txt"),
+            .join("../../tests/fixtures/fuzz/regressions/guard/unclosed_parentheses_in_a_row.txt"),
     )
     .expect("the regression is kept");
     match guard().check(&line, Path::new(CWD)) {

@@ -16,17 +16,17 @@ use std::sync::{Arc, LazyLock, Mutex};
 
 use hearth_sdk::sandbox::Helpers;
 
-use crate::config::{Config, Mode};
+use hearth_base::config::{Config, Mode};
 
 /// The files in `$HEARTH_HOME` that are credentials, by name.
 pub const HOME_CREDENTIALS: [&str; 7] = [
-    crate::secrets::FILE_NAME,
+    hearth_base::secrets::FILE_NAME,
     "canvas.token",
     "control.token",
-    crate::store::FILE_NAME,
+    hearth_base::store::FILE_NAME,
     "hearth.db-wal",
     "hearth.db-shm",
-    crate::config::FILE_NAME,
+    hearth_base::config::FILE_NAME,
 ];
 
 /// Where unapproved programs may write, and what they may not touch.
@@ -63,7 +63,7 @@ impl Confinement {
         hidden.push(guards_file.to_owned());
         hidden.extend(config.source.as_deref().map(canonical_file));
         hidden.push(config.backup.dir_in(&config.home));
-        hidden.push(home.join(crate::store::PRE_UPGRADE_DIR));
+        hidden.push(home.join(hearth_base::store::PRE_UPGRADE_DIR));
         let mut hidden: Vec<PathBuf> = hidden
             .into_iter()
             .filter_map(|p| std::path::absolute(p).ok())
@@ -183,7 +183,7 @@ mod tests {
         let user = PathBuf::from("/nonexistent-hearth-test/user");
         let text = "home = \"/nonexistent-hearth-test/hearth\"\n[policy]\n\
                     writable_roots = [\"~/projects\", \"/srv/app\"]\n";
-        let mut config = crate::config::parse(text, None).unwrap();
+        let mut config = hearth_base::config::parse(text, None).unwrap();
         config.mode = Mode::Development;
         let guards = config.home.join("config/guards.toml");
         let dev = Confinement::new(&config, Some(&user), &guards);

@@ -59,9 +59,9 @@ pub use grants::Grants;
 pub use guards_file::{GuardsFile, GuardsFileError};
 pub use roots::Confinement;
 
-use crate::config::Mode;
 use confirm::{Answer, Question};
 use guard::{Reading, Verdict};
+use hearth_base::config::Mode;
 
 /// What the rules say about one call.
 #[derive(Clone, Debug, PartialEq, Eq)]

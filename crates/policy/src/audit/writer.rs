@@ -266,8 +266,8 @@ mod tests {
     fn writer() -> (tempfile::TempDir, std::path::PathBuf, Writer) {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("hearth.db");
-        crate::store::Store::open(&path).expect("store");
-        let writer = Writer::start(crate::store::open_connection(&path).expect("conn"));
+        hearth_base::store::Store::open(&path).expect("store");
+        let writer = Writer::start(hearth_base::store::open_connection(&path).expect("conn"));
         (dir, path, writer)
     }
 

@@ -8,7 +8,7 @@
 
 use hearth_sdk::floor::SIGNAL_SCOPE_ABI;
 
-use crate::config::Mode;
+use hearth_base::config::Mode;
 
 /// `hearth check`'s `landlock:` line.
 pub fn report() -> String {

@@ -9,10 +9,10 @@
 //! `NAME=value` and `--password value` forms inside command lines, tokens
 //! with well-known secret prefixes, every secret value the host knows
 //! (API keys from the environment, the canvas and control tokens), and the
-//! owner's secrets (`crate::secrets`, re-read when their file changes, so a
+//! owner's secrets (`hearth_base::secrets`, re-read when their file changes, so a
 //! secret set after start is covered), which become `[secret:NAME]`. Known
 //! values are found in any letter case and in their common encodings
-//! (`crate::secrets::Redactor`).
+//! (`hearth_base::secrets::Redactor`).
 //!
 //! Rows are committed by a writer thread in batches (`writer`), so a call
 //! pays for redaction and a queue push, not for a commit; `flush` and
@@ -29,8 +29,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::Caller;
-use crate::secrets::{Redactor, Secrets, Snapshot};
-use crate::store::now_ms;
+use hearth_base::secrets::{Redactor, Secrets, Snapshot};
+use hearth_base::store::now_ms;
 
 /// What the audit records about one call.
 pub struct Entry<'a> {

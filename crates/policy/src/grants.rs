@@ -10,7 +10,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::store::{Cold, now_ms};
+use hearth_base::store::{Cold, now_ms};
 
 /// One grant, as `hearth approvals` lists it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -16,10 +16,10 @@
 //! the [`Board`] like a channel's: bound to the request's id, so to the
 //! exact call, and the first answer from anywhere wins. A
 //! call made in a turn is withdrawn the same way when the owner stops the
-//! turn (its [`CallScope`](crate::scope::CallScope) is cancelled):
+//! turn (its [`CallScope`](hearth_base::scope::CallScope) is cancelled):
 //! recorded as expired, decided by `stop` ([`DECIDED_BY_STOP`]).
 
-use crate::hex::hex;
+use hearth_base::hex::hex;
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -33,9 +33,9 @@ use hearth_sdk::protocol::{
 use rusqlite::params;
 use serde_json::Value;
 
-use crate::channels::events::ChannelEvents;
-use crate::scope;
-use crate::store::{Cold, now_ms};
+use hearth_base::channels::events::ChannelEvents;
+use hearth_base::scope;
+use hearth_base::store::{Cold, now_ms};
 
 /// Where answers meet the calls waiting for them.
 #[derive(Default)]
@@ -398,7 +398,7 @@ mod tests {
     fn a_watcher_that_answers_is_asked_without_any_channel_and_the_first_answer_counts() {
         let dir = tempfile::tempdir().unwrap();
         let db = dir.path().join("hearth.db");
-        let _store = crate::store::Store::open(&db).unwrap();
+        let _store = hearth_base::store::Store::open(&db).unwrap();
         let board = Arc::new(Board::default());
         let gate = ConfirmGate::new(
             Arc::clone(&board),
