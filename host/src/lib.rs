@@ -11,6 +11,7 @@
 pub use hearth_base::{
     channels, config, hex, logging, queue, schedule, scope, secrets, store, time_text, tls, tokens,
 };
+pub use hearth_model::{llm, media, speech, usage};
 pub use hearth_policy as policy;
 
 pub mod agent;
@@ -20,16 +21,12 @@ pub mod daemon;
 pub mod doctor;
 pub mod groups;
 pub mod knowledge;
-pub mod llm;
-pub mod media;
 pub mod people;
 pub mod plugins;
 pub mod router;
 pub mod runtime;
 pub mod scheduler;
 pub mod scripting;
-pub mod speech;
 pub mod summary;
 pub mod tools;
-pub mod usage;
 pub mod workshop;

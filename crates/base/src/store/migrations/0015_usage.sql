@@ -1,5 +1,5 @@
 -- Migration 15: every model call's tokens, for the usage reports and the
--- daily token budget (host/src/usage). A row per call that answered; the
+-- daily token budget (crates/model/src/usage). A row per call that answered; the
 -- four counts are disjoint (see llm::Usage) and each is priced on its own.
 CREATE TABLE usage (
     id                 INTEGER PRIMARY KEY,

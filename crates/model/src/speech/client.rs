@@ -61,7 +61,7 @@ pub fn http() -> Result<&'static reqwest::blocking::Client, String> {
     static CLIENT: OnceLock<Result<reqwest::blocking::Client, String>> = OnceLock::new();
     CLIENT
         .get_or_init(|| {
-            crate::tls::install_crypto_provider();
+            hearth_base::tls::install_crypto_provider();
             reqwest::blocking::Client::builder()
                 .tls_backend_rustls()
                 .connect_timeout(Duration::from_secs(10))

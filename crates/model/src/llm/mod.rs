@@ -29,7 +29,7 @@ use serde_json::Value;
 pub use check::ModelCheck;
 pub use types::{Block, ChatRequest, ChatResponse, Message, Role, StopReason, ToolDef, Usage};
 
-use crate::config::{LlmConfig, ProviderKind};
+use hearth_base::config::{LlmConfig, ProviderKind};
 
 /// What [`Llm::stream`] hands on while an answer arrives.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -117,10 +117,10 @@ impl Llm {
     /// A client for `config`; reads the key from the secret store or the
     /// environment.
     pub fn new(config: &LlmConfig) -> Result<Llm, LlmError> {
-        crate::tls::install_crypto_provider();
+        hearth_base::tls::install_crypto_provider();
         let key = match (&config.api_key_secret, &config.api_key_env) {
             (Some(secret), _) => {
-                let secrets = crate::secrets::Secrets::open(&secret.home);
+                let secrets = hearth_base::secrets::Secrets::open(&secret.home);
                 let snapshot = secrets.current().map_err(|e| {
                     LlmError::NotConfigured(format!(
                         "the secret {} cannot be read: {e}",
@@ -196,7 +196,7 @@ impl Llm {
 
     /// How the provider may cache prompts (`[llm] prompt_cache`,
     /// `cache_ttl`).
-    pub fn cache(&self) -> crate::config::PromptCache {
+    pub fn cache(&self) -> hearth_base::config::PromptCache {
         self.config.cache
     }
 
@@ -358,7 +358,7 @@ impl Llm {
         let cache = &self.config.cache;
         if self.config.provider == ProviderKind::Anthropic
             && cache.enabled
-            && cache.ttl == crate::config::CacheTtl::OneHour
+            && cache.ttl == hearth_base::config::CacheTtl::OneHour
         {
             // The hour-long entries were a beta under this name; the API
             // ignores a beta it no longer needs.
@@ -497,7 +497,7 @@ fn first_readable_line(html: &str) -> String {
 }
 
 /// The whole error chain, which is where reqwest puts the reason.
-pub(crate) fn describe(error: &dyn std::error::Error) -> String {
+pub fn describe(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();
     while let Some(s) = source {

@@ -34,10 +34,10 @@ use jiff::tz::TimeZone;
 pub use prices::{Price, Prices};
 pub use store::ModelTotals;
 
-use crate::config::Config;
 use crate::llm::Usage;
-use crate::store::{Cold, now_ms};
-use crate::time_text::{human, local_time};
+use hearth_base::config::Config;
+use hearth_base::store::{Cold, now_ms};
+use hearth_base::time_text::{human, local_time};
 use period::Span;
 
 /// Why a model call was made.
@@ -114,8 +114,8 @@ pub struct Settings {
 impl Settings {
     /// The settings `config` gives.
     pub fn from_config(config: &Config) -> Settings {
-        let zone_name = crate::schedule::owner_zone(config.owner.timezone.as_deref());
-        let zone = crate::schedule::time_zone(&zone_name).unwrap_or(TimeZone::UTC);
+        let zone_name = hearth_base::schedule::owner_zone(config.owner.timezone.as_deref());
+        let zone = hearth_base::schedule::time_zone(&zone_name).unwrap_or(TimeZone::UTC);
         Settings {
             zone_name,
             zone,
@@ -483,7 +483,7 @@ mod tests {
     fn meter(budgets: Budgets) -> (tempfile::TempDir, Meter) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hearth.db");
-        crate::store::Store::open(&path).unwrap();
+        hearth_base::store::Store::open(&path).unwrap();
         let settings = Settings {
             zone_name: "Europe/Berlin".into(),
             zone: TimeZone::get("Europe/Berlin").unwrap(),

@@ -12,7 +12,7 @@ use super::cache::{CacheControl, message_marks};
 use super::images::AnthropicMessages;
 use super::sse::Event;
 use super::types::{Block, ChatRequest, ChatResponse, StopReason, Usage};
-use crate::config::PromptCache;
+use hearth_base::config::PromptCache;
 
 /// The request body for `POST /v1/messages`, serialized straight from the
 /// conversation: [`Message`](super::types::Message) and [`Block`] already have the API's shape

@@ -35,7 +35,7 @@ pub use saved::{encoded, save};
 pub use sniff::{Kind, sniff};
 pub use vision::sees_images;
 
-use crate::config::{LlmConfig, ProviderKind};
+use hearth_base::config::{LlmConfig, ProviderKind};
 
 /// The largest file read as an image: a 48-megapixel phone photo is well
 /// under it; anything bigger is refused before it is read.

@@ -7,7 +7,7 @@
 //! image it cannot take fails the whole request, while one that could
 //! have seen it only gets a note (and the owner can set `vision = true`).
 
-use crate::config::ProviderKind;
+use hearth_base::config::ProviderKind;
 
 /// Model names (the part after any `provider/` prefix, lowercased) that
 /// start with one of these take images.

@@ -27,7 +27,7 @@
 use serde::Serialize;
 
 use super::types::{Message, Role};
-use crate::config::{CacheTtl, PromptCache};
+use hearth_base::config::{CacheTtl, PromptCache};
 
 /// The `cache_control` member of a marked block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -83,7 +83,7 @@ fn decode(events: &[Event]) -> (String, String) {
 fn a_block_index_far_ahead_is_malformed_not_allocated() {
     let stream = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/fuzz/regressions/sse/anthropic_block_index_huge.sse"
+        "/../../tests/fixtures/fuzz/regressions/sse/anthropic_block_index_huge.sse"
     ))
     .expect("the regression file is in the repository");
     let events = Parser::default().feed(&stream);

@@ -17,7 +17,7 @@
 
 use std::collections::BTreeMap;
 
-pub use crate::tokens::Price;
+pub use hearth_base::tokens::Price;
 
 /// The price table: the owner's entries, then the defaults.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -129,7 +129,7 @@ const DEFAULTS: &[(&[&str], Price)] = &[
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tokens::Usage;
+    use hearth_base::tokens::Usage;
 
     #[test]
     fn a_model_is_found_by_name_then_without_its_snapshot_and_the_owners_table_wins() {

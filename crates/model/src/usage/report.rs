@@ -8,7 +8,7 @@ use serde::Serialize;
 use super::period::{self, Span};
 use super::store::{self, ModelTotals};
 use super::{Settings, thousands};
-use crate::time_text::local_time;
+use hearth_base::time_text::local_time;
 
 /// A span a report covers.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -154,7 +154,7 @@ mod tests {
 
     #[test]
     fn a_format_is_sent_under_a_name_the_endpoint_takes() {
-        let openai: Vec<String> = crate::config::OPENAI_STT_FORMATS
+        let openai: Vec<String> = hearth_base::config::OPENAI_STT_FORMATS
             .map(str::to_owned)
             .to_vec();
         let cases = [

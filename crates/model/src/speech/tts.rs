@@ -15,7 +15,7 @@ use std::time::Duration;
 use super::client::{self, ApiKey, Exchange};
 use super::convert::{self, Target};
 use super::format::{AudioFormat, is_ogg_opus};
-use crate::config::TtsConfig;
+use hearth_base::config::TtsConfig;
 
 /// How many spoken replies stay in `$HEARTH_HOME/voice`: enough for the
 /// outbox to deliver the newest, few enough that the folder stays small.
@@ -230,7 +230,7 @@ impl Tts {
         let n = self.counter.fetch_add(1, Ordering::Relaxed);
         let stem = self
             .dir
-            .join(format!("reply-{}-{n}", crate::store::now_ms()));
+            .join(format!("reply-{}-{n}", hearth_base::store::now_ms()));
         let ogg_opus = format == AudioFormat::Ogg && is_ogg_opus(audio);
         let original = stem.with_extension(format.extensions()[0]);
         write_atomically(&original, audio).map_err(save_error)?;

@@ -21,7 +21,7 @@ use rusqlite::{Connection, params};
 use super::Kind;
 use super::period::Span;
 use crate::llm::Usage;
-use crate::store::Cold;
+use hearth_base::store::Cold;
 
 /// One model call, as it is stored.
 pub(super) struct Row {
@@ -309,7 +309,7 @@ mod tests {
     fn store() -> (tempfile::TempDir, Cold) {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hearth.db");
-        crate::store::Store::open(&path).unwrap();
+        hearth_base::store::Store::open(&path).unwrap();
         let cold = Cold::open(&path).unwrap();
         (dir, cold)
     }

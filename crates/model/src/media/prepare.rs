@@ -384,7 +384,7 @@ fn on_white(image: &DynamicImage) -> RgbImage {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::ProviderKind;
+    use hearth_base::config::ProviderKind;
     use image::{ImageEncoder, Rgb, RgbImage, Rgba, RgbaImage};
 
     fn anthropic() -> Limits {

@@ -17,7 +17,7 @@ use serde_json::Value;
 use super::client::{self, ApiKey, Exchange};
 use super::convert::{self, ConvertError, Target};
 use super::format::{AudioFormat, HEAD_BYTES};
-use crate::config::SttConfig;
+use hearth_base::config::SttConfig;
 
 /// The most a transcription answer may hold.
 const MAX_ANSWER_BYTES: u64 = 4 << 20;

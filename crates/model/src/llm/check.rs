@@ -12,7 +12,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 use super::{Llm, LlmError, describe, http_error};
-use crate::config::ProviderKind;
+use hearth_base::config::ProviderKind;
 
 /// How long the check may take.
 const CHECK_TIMEOUT: Duration = Duration::from_secs(15);

@@ -25,7 +25,7 @@ use hearth_sdk::protocol::Attachment;
 pub use stt::{Stt, SttError};
 pub use tts::{Spoken, Tts, TtsError};
 
-use crate::config::Config;
+use hearth_base::config::Config;
 
 /// Both directions, as configured.
 #[derive(Debug, Default)]

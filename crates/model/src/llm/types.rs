@@ -95,7 +95,7 @@ pub struct ToolDef {
 
 /// Token counts, the same for every provider (in `tokens`, below `config`
 /// and `llm`, which both need them).
-pub use crate::tokens::Usage;
+pub use hearth_base::tokens::Usage;
 
 /// One request to a model.
 #[derive(Clone, Debug)]
