@@ -11,6 +11,7 @@
 pub use hearth_base::{
     channels, config, hex, logging, queue, schedule, scope, secrets, store, time_text, tls, tokens,
 };
+pub use hearth_data::{knowledge, people, router, workshop};
 pub use hearth_model::{llm, media, speech, usage};
 pub use hearth_policy as policy;
 
@@ -20,13 +21,9 @@ pub mod cli;
 pub mod daemon;
 pub mod doctor;
 pub mod groups;
-pub mod knowledge;
-pub mod people;
 pub mod plugins;
-pub mod router;
 pub mod runtime;
 pub mod scheduler;
 pub mod scripting;
 pub mod summary;
 pub mod tools;
-pub mod workshop;

@@ -10,7 +10,7 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
-use crate::store::now_ms;
+use hearth_base::store::now_ms;
 
 /// The longest display name.
 pub const MAX_NAME_CHARS: usize = 80;

@@ -11,7 +11,7 @@ use std::sync::RwLock;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::Serialize;
 
-use crate::store::{Cold, now_ms};
+use hearth_base::store::{Cold, now_ms};
 
 /// The longest identity, in characters.
 pub const MAX_IDENTITY_CHARS: usize = 40_000;

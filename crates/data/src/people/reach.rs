@@ -10,8 +10,8 @@ use std::collections::BTreeMap;
 
 use hearth_sdk::protocol::{ChannelSpec, OWNER_SENDER};
 
-use crate::channels::LOCAL_CHANNEL;
-use crate::config::OwnerConfig;
+use hearth_base::channels::LOCAL_CHANNEL;
+use hearth_base::config::OwnerConfig;
 
 /// The owner, and the running channels.
 #[derive(Clone, Debug, Default)]

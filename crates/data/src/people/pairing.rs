@@ -13,7 +13,7 @@ use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
 use super::contacts::{self, ContactsError};
-use crate::store::now_ms;
+use hearth_base::store::now_ms;
 
 /// How long a code stays valid, and how often one sender may get one.
 pub const CODE_TTL_MS: i64 = 3_600_000;

@@ -24,10 +24,10 @@ use std::time::{Duration, Instant};
 
 use hearth_sdk::protocol::{ChannelSpec, InboundMessage, OWNER_SENDER, UnknownSender};
 
-use crate::channels::LOCAL_CHANNEL;
-use crate::config::OwnerConfig;
 use crate::people::{People, pairing};
-use crate::store::MAIN_AGENT;
+use hearth_base::channels::LOCAL_CHANNEL;
+use hearth_base::config::OwnerConfig;
+use hearth_base::store::MAIN_AGENT;
 
 /// How often a dropped sender is logged.
 const LOG_EVERY: Duration = Duration::from_secs(3600);

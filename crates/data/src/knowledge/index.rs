@@ -13,7 +13,7 @@ use std::time::Duration;
 use rusqlite::Connection;
 use tokio::sync::Notify;
 
-use crate::store::Cold;
+use hearth_base::store::Cold;
 
 /// The most messages indexed in one transaction.
 const BATCH: i64 = 2_000;
@@ -104,7 +104,7 @@ mod tests {
     #[test]
     fn queued_messages_are_indexed_once_and_deletes_leave_neither() {
         let dir = tempfile::tempdir().unwrap();
-        let store = crate::store::Store::open(&dir.path().join("hearth.db")).unwrap();
+        let store = hearth_base::store::Store::open(&dir.path().join("hearth.db")).unwrap();
         let conn = store.conn();
         conn.execute(
             "INSERT INTO sessions (agent_id, channel, chat, started_at_ms) VALUES (1, 'local', 't', 0)",

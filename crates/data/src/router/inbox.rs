@@ -40,7 +40,7 @@ pub struct Route {
 impl Route {
     /// The owner's message, for the main agent.
     pub const OWNER: Route = Route {
-        agent_id: crate::store::MAIN_AGENT,
+        agent_id: hearth_base::store::MAIN_AGENT,
         contact_id: None,
         from_agent: None,
         hops: 0,
@@ -112,7 +112,7 @@ pub fn insert(conn: &Connection, m: &InboundMessage, route: &Route) -> rusqlite:
             m.sender,
             m.chat,
             m.text,
-            crate::store::now_ms(),
+            hearth_base::store::now_ms(),
             attachments_json(&m.attachments),
             route.agent_id,
             route.contact_id,

@@ -25,7 +25,7 @@ use serde_json::{Map, Value, json};
 
 use super::data::{Access, AgentData, Bounds, DataError};
 use super::versions::{Kind, Version, Versions};
-use crate::store::{Cold, now_ms};
+use hearth_base::store::{Cold, now_ms};
 
 /// The pages table, on the store's cold connection.
 pub struct Pages {

@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
-use crate::store::now_ms;
+use hearth_base::store::now_ms;
 
 /// The most memories one agent keeps.
 pub const MAX_MEMORIES: usize = 500;

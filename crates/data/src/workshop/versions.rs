@@ -12,7 +12,7 @@ use ring::digest::{SHA256, digest};
 use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
 use serde::Serialize;
 
-use crate::store::{Cold, now_ms};
+use hearth_base::store::{Cold, now_ms};
 
 /// The versions table, on the store's cold connection.
 #[derive(Clone)]
@@ -179,7 +179,7 @@ mod tests {
     fn saves_unchanged_saves_deletions_and_history() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("hearth.db");
-        crate::store::Store::open(&path).unwrap();
+        hearth_base::store::Store::open(&path).unwrap();
         let versions = Versions::new(Cold::open(&path).unwrap());
         let record = |content: Option<&str>| {
             versions

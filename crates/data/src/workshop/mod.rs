@@ -12,7 +12,7 @@ pub mod versions;
 
 use std::path::Path;
 
-use crate::store::Cold;
+use hearth_base::store::Cold;
 
 pub use data::{Access, AgentData, Bounds, DataError, Rows};
 pub use pages::Pages;

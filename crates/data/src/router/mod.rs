@@ -9,7 +9,7 @@
 //! - `local`: the control socket's connected clients (the local channel).
 //!
 //! Channel events (streamed text, status, confirmation requests) are
-//! `crate::channels`, below the router, so policy can post to them.
+//! `hearth_base::channels`, below the router, so policy can post to them.
 //!
 //! [`Router`] ties them to the agents: storing a message wakes the agent
 //! that takes it; a stored `/stop` also cancels that agent's turn in
@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 
 pub use gate::{Admission, Gate};
 
-use crate::policy::Board;
+use hearth_policy::Board;
 
 /// Wakes the agents and the outbox, and admits senders.
 pub struct Router {

@@ -19,9 +19,9 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::local::LocalHub;
-use crate::channels::Channel;
-use crate::channels::LOCAL_CHANNEL;
-use crate::store::now_ms;
+use hearth_base::channels::Channel;
+use hearth_base::channels::LOCAL_CHANNEL;
+use hearth_base::store::now_ms;
 
 /// Failures after which a reply is given up.
 const MAX_ATTEMPTS: i64 = 20;

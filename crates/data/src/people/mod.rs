@@ -18,8 +18,8 @@ use std::sync::{Arc, RwLock};
 
 use rusqlite::Connection;
 
-use crate::store::Cold;
 pub use directory::{Directory, Known};
+use hearth_base::store::Cold;
 pub use reach::Reach;
 
 /// The contacts, and the directory the gate reads.
