@@ -9,11 +9,13 @@
 // used (`crate::store`, `crate::config`, ...), while the host is split into
 // crates (docs/ARCHITECTURE.md, "The crate split").
 pub use hearth_base::{
-    channels, config, hex, logging, queue, schedule, scope, secrets, store, time_text, tls, tokens,
+    channels, config, hex, logging, queue, schedule, scope, secrets, store, time_format, time_text,
+    tls, tokens,
 };
 pub use hearth_data::{knowledge, people, router, workshop};
 pub use hearth_model::{llm, media, speech, usage};
 pub use hearth_policy as policy;
+pub use hearth_script as scripting;
 
 pub mod agent;
 pub mod backup;
@@ -24,6 +26,5 @@ pub mod groups;
 pub mod plugins;
 pub mod runtime;
 pub mod scheduler;
-pub mod scripting;
 pub mod summary;
 pub mod tools;

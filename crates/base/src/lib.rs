@@ -17,6 +17,7 @@ pub mod schedule;
 pub mod scope;
 pub mod secrets;
 pub mod store;
+pub mod time_format;
 pub mod time_text;
 pub mod tls;
 pub mod tokens;

@@ -16,8 +16,8 @@ use crate::config::Config;
 use crate::policy::audit::Record;
 use crate::policy::grants::Grant;
 use crate::policy::{audit, grants};
-use crate::scripting::worker::time_format;
 use crate::store::{self, Store};
+use crate::time_format;
 
 /// `hearth approvals [--all] [--json]`.
 pub fn approvals(

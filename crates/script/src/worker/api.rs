@@ -10,7 +10,9 @@ use std::time::{Instant, SystemTime, UNIX_EPOCH};
 use mlua::{Function, Lua, LuaSerdeExt, Table, Value as LuaValue, Variadic};
 use serde_json::Value;
 
-use super::{WorkerState, time_format, to_json};
+use hearth_base::time_format;
+
+use super::{WorkerState, to_json};
 
 /// The template of the `hearth` table; each environment gets a copy.
 pub(super) fn build(lua: &Lua) -> mlua::Result<Table> {

@@ -13,7 +13,6 @@
 mod api;
 mod require;
 mod sandbox;
-pub(crate) mod time_format;
 
 use std::cell::RefCell;
 use std::io::{BufRead, BufReader, Stdin, Stdout, Write};
@@ -102,7 +101,7 @@ impl Io {
         // The next request often follows at once: look for it briefly before
         // sleeping in `read`, which saves a wake-up per call.
         if self.input.buffer().is_empty() {
-            crate::scripting::pool::spin_until_readable(0, crate::scripting::pool::SPIN);
+            crate::pool::spin_until_readable(0, crate::pool::SPIN);
         }
         let mut line = String::new();
         match self.input.read_line(&mut line) {

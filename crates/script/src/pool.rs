@@ -31,7 +31,7 @@ use hearth_sdk::sandbox::{self, Reach};
 use serde_json::Value;
 
 use super::wire::{FailureKind, FromWorker, ScriptFailure, ToWorker};
-use crate::scope;
+use hearth_base::scope;
 
 /// How long after the deadline the host waits for the worker's own hook to
 /// stop the script before it kills the process.

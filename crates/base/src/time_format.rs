@@ -1,10 +1,12 @@
-//! `hearth.time.format`: strftime-style formatting of Unix times, in UTC.
+//! strftime-style formatting of Unix times, in UTC: Lua's
+//! `hearth.time.format` and the times the CLI prints in its records.
 //!
 //! A small, exact subset (the specifiers scripts actually use) instead of a
-//! date-time crate: the worker stays small and the output is predictable.
+//! date-time crate's formatter: the output is predictable, and the same in a
+//! script and on the owner's terminal.
 
 /// Weekday names, Sunday first (as `tm_wday` counts).
-pub(crate) const DAYS: [&str; 7] = [
+const DAYS: [&str; 7] = [
     "Sunday",
     "Monday",
     "Tuesday",
@@ -16,7 +18,7 @@ pub(crate) const DAYS: [&str; 7] = [
 
 /// Formats `at` (seconds since the Unix epoch) with `format`. Supported:
 /// `%Y %m %d %H %M %S %j %a %A %b %B %s %Z %z %%`.
-pub(crate) fn format(format: &str, at: f64) -> Result<String, String> {
+pub fn format(format: &str, at: f64) -> Result<String, String> {
     if !at.is_finite() || at.abs() > 1e13 {
         return Err(format!("hearth.time.format: {at} is not a usable time"));
     }

@@ -46,11 +46,11 @@ use serde_json::{Value, json};
 pub use catalog::{Catalog, Library, LuaTool, Problem, Skill};
 pub use wire::{FailureKind, ScriptFailure};
 
-use crate::config::ScriptsConfig;
-use crate::policy::Caller;
-use crate::store::Cold;
-use crate::workshop::versions::{Kind, Versions, sha256_hex};
 use catalog::{Entry, Loaded};
+use hearth_base::config::ScriptsConfig;
+use hearth_base::store::Cold;
+use hearth_data::workshop::versions::{Kind, Versions, sha256_hex};
+use hearth_policy::Caller;
 use pool::Pool;
 use wire::ToWorker;
 
@@ -124,7 +124,7 @@ impl Scripts {
         home: &Path,
         kv: Cold,
         reserved: HashSet<String>,
-        secrets: Arc<crate::secrets::Secrets>,
+        secrets: Arc<hearth_base::secrets::Secrets>,
         worker_floor: hearth_sdk::protocol::Floor,
     ) -> Result<Arc<Scripts>, ScriptsError> {
         for dir in ["lib", "tools", "skills"] {

@@ -29,7 +29,7 @@ use serde_json::{Value, json};
 
 use super::require::{self, Modules};
 use super::{Io, WorkerState, api, failure, to_json};
-use crate::scripting::wire::{FailureKind, FromWorker, ScriptFailure};
+use crate::wire::{FailureKind, FromWorker, ScriptFailure};
 
 /// Base functions scripts may use as they are.
 const BASE: &[&str] = &[

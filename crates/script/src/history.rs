@@ -13,7 +13,7 @@ use std::path::Path;
 use serde_json::{Value, json};
 
 use super::Scripts;
-use crate::workshop::versions::Kind;
+use hearth_data::workshop::versions::Kind;
 
 /// Who a save found by the reload is put down to. It may be the owner's
 /// editor, or the agent through another tool (`write_file`, a shell

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 
 use super::ToolCalls;
 use super::{Catalog, Library, LuaTool, Scripts};
-use crate::config::HttpConfig;
-use crate::policy::Caller;
-use crate::secrets::{Secrets, Snapshot, placeholder};
-use crate::workshop::EXECUTE_SQL;
+use hearth_base::config::HttpConfig;
+use hearth_base::secrets::{Secrets, Snapshot, placeholder};
+use hearth_data::workshop::EXECUTE_SQL;
+use hearth_policy::Caller;
 
 /// How deep `hearth.tool` calls may nest.
 pub const MAX_DEPTH: u32 = 4;
@@ -168,7 +168,7 @@ fn kv(scripts: &Scripts, namespace: &str, method: &str, params: &Value) -> Resul
             conn.execute(
                 "INSERT INTO kv (namespace, key, value, updated_at_ms) VALUES (?1, ?2, ?3, ?4) \
                  ON CONFLICT (namespace, key) DO UPDATE SET value = ?3, updated_at_ms = ?4",
-                rusqlite::params![namespace, key, text, crate::store::now_ms()],
+                rusqlite::params![namespace, key, text, hearth_base::store::now_ms()],
             )
             .map_err(db)?;
             Ok(Value::Null)
@@ -300,7 +300,9 @@ impl Http {
         if let Some(ms) = request.timeout_ms {
             builder = builder.timeout(Duration::from_millis(ms.min(self.config.timeout_ms)));
         }
-        let response = builder.send().map_err(|e| crate::llm::describe(&e))?;
+        let response = builder
+            .send()
+            .map_err(|e| hearth_model::llm::describe(&e))?;
         let status = response.status().as_u16();
         let headers: serde_json::Map<String, Value> = response
             .headers()
@@ -524,7 +526,7 @@ pub fn is_forbidden(ip: IpAddr) -> bool {
 #[cfg(test)]
 mod tests {
     use super::{is_forbidden, secret_url};
-    use crate::secrets::Snapshot;
+    use hearth_base::secrets::Snapshot;
 
     #[test]
     fn secret_urls_are_checked_with_stand_ins_then_filled() {
