@@ -10,10 +10,11 @@
 // crates (docs/ARCHITECTURE.md, "The crate split").
 pub use hearth_base::{
     channels, config, hex, logging, queue, schedule, scope, secrets, store, time_format, time_text,
-    tls, tokens,
+    tls, tokens, tool_names,
 };
 pub use hearth_data::{knowledge, people, router, workshop};
-pub use hearth_model::{llm, media, speech, usage};
+pub use hearth_model::{llm, media, speech, summary, usage};
+pub use hearth_plugins as plugins;
 pub use hearth_policy as policy;
 pub use hearth_script as scripting;
 
@@ -23,8 +24,6 @@ pub mod cli;
 pub mod daemon;
 pub mod doctor;
 pub mod groups;
-pub mod plugins;
 pub mod runtime;
 pub mod scheduler;
-pub mod summary;
 pub mod tools;

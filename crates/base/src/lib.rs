@@ -21,3 +21,4 @@ pub mod time_format;
 pub mod time_text;
 pub mod tls;
 pub mod tokens;
+pub mod tool_names;

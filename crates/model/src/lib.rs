@@ -5,6 +5,8 @@
 //! - `media`: images the owner sends or a tool reads, shrunk and saved for
 //!   the model;
 //! - `speech`: voice notes in (speech to text) and out (text to speech);
+//! - `summary`: the cheap model's summaries of long output, for workers'
+//!   results and the plugins that ask for one;
 //! - `usage`: the meter of tokens and money each call costs, and its report.
 //!
 //! It sits above the foundation (`hearth-base`) and the policy (speech runs
@@ -14,4 +16,5 @@
 pub mod llm;
 pub mod media;
 pub mod speech;
+pub mod summary;
 pub mod usage;

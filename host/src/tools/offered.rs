@@ -11,8 +11,8 @@
 
 use serde_json::Value;
 
-use super::names::wire_name;
 use crate::llm::ToolDef;
+use crate::tool_names::wire_name;
 use hearth_sdk::protocol::ToolSpec;
 
 /// The members of a schema the model's copy leaves out.

@@ -19,7 +19,7 @@ use super::bridge::{Bridge, PluginContext};
 use super::loader::Library;
 use super::running::Tracked;
 use super::sink::{MAX_RESULT_BYTES, Sink};
-use crate::scope::CallScope;
+use hearth_base::scope::CallScope;
 
 /// A loaded, initialised plugin.
 pub struct ActivePlugin {
@@ -331,7 +331,7 @@ impl ActivePlugin {
 
 /// The outbox and channel events deliver to a plugin through this, and
 /// know nothing else of plugins.
-impl crate::channels::Channel for ActivePlugin {
+impl hearth_base::channels::Channel for ActivePlugin {
     fn spec(&self) -> Option<&hearth_sdk::protocol::ChannelSpec> {
         self.description().channel.as_ref()
     }

@@ -19,9 +19,9 @@ use hearth_sdk::protocol::{
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
-use crate::channels::LOCAL_CHANNEL;
-use crate::store::now_ms;
-use crate::workshop::Workshop;
+use hearth_base::channels::LOCAL_CHANNEL;
+use hearth_base::store::now_ms;
+use hearth_data::workshop::Workshop;
 
 /// Every service `call` answers.
 pub const OFFERED: [&str; 10] = [
@@ -86,7 +86,7 @@ pub fn tools_update(request: &[u8]) -> Result<(Vec<ToolSpec>, Vec<String>), Stri
     let mut skipped = Vec::new();
     let mut tools = Vec::with_capacity(update.tools.len());
     for tool in update.tools {
-        if let Err(why) = crate::tools::check_name(&tool.name) {
+        if let Err(why) = hearth_base::tool_names::check_name(&tool.name) {
             skipped.push(why);
         } else if !seen.insert(tool.name.clone()) {
             skipped.push(format!(

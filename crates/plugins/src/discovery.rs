@@ -15,7 +15,7 @@ use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use super::built_in::{self, BuiltIn};
-use crate::config::PluginsConfig;
+use hearth_base::config::PluginsConfig;
 
 /// File names a directory scan picks up: `libhearth_plugin_<name>.so`.
 pub const FILE_PREFIX: &str = "libhearth_plugin_";

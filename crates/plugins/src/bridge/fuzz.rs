@@ -67,7 +67,7 @@ fn check(json: &[u8], _: &mut Rng) {
 fn a_wrong_value_is_refused_naming_its_field() {
     let json = std::fs::read(concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../tests/fixtures/fuzz/regressions/submission/sender_not_a_string.json"
+        "/../../tests/fixtures/fuzz/regressions/submission/sender_not_a_string.json"
     ))
     .expect("the regression is kept");
     let why = read_submission(&json).expect_err("a sender must be a string");

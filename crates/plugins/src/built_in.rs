@@ -17,7 +17,7 @@
 use hearth_sdk::abi::PluginHeader;
 use hearth_sdk::export::StaticHeader;
 
-use crate::config::PluginEntry;
+use hearth_base::config::PluginEntry;
 
 /// One plugin linked into the binary.
 pub struct BuiltIn {

@@ -32,7 +32,7 @@ pub use discovery::FILE_PREFIX;
 pub use instance::{ActivePlugin, InvokeError};
 pub use loader::LoadError;
 
-use crate::config::PluginsConfig;
+use hearth_base::config::PluginsConfig;
 
 /// Every plugin found, in load order.
 pub struct PluginSet {
@@ -224,7 +224,7 @@ impl PluginSet {
                         .map(|p| p.name)
                         .chain(set.reports.iter().filter_map(|r| r.name.as_deref()))
                         .collect();
-                    match crate::config::closest(name, known) {
+                    match hearth_base::config::closest(name, known) {
                         Some(near) => {
                             let detail =
                                 format!("no plugin has this name; did you mean [plugins.{near}]?");
@@ -495,7 +495,7 @@ fn config_error(
         Some(path) => {
             let line = std::fs::read_to_string(path)
                 .ok()
-                .and_then(|text| crate::config::line_of(&text, name, key));
+                .and_then(|text| hearth_base::config::line_of(&text, name, key));
             match line {
                 Some(line) => format!("{}, line {line}", path.display()),
                 None => path.display().to_string(),
@@ -553,7 +553,7 @@ fn settings_mistake(why: &str) -> (Option<String>, String) {
             .unwrap_or_default();
         let hint = key
             .as_deref()
-            .and_then(|k| crate::config::closest(k, known))
+            .and_then(|k| hearth_base::config::closest(k, known))
             .map(|near| format!(" (did you mean `{near}`?)"))
             .unwrap_or_default();
         return (key, format!("{detail}{hint}"));

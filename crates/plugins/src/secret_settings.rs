@@ -12,7 +12,7 @@ use std::path::Path;
 
 use serde_json::Value;
 
-use crate::secrets::Secrets;
+use hearth_base::secrets::Secrets;
 
 /// The suffix that names a secret.
 const SUFFIX: &str = "_secret";
@@ -59,7 +59,7 @@ mod tests {
     use serde_json::json;
 
     use super::resolve;
-    use crate::secrets::Secrets;
+    use hearth_base::secrets::Secrets;
 
     #[test]
     fn a_secret_key_becomes_the_plain_key_with_the_value() {

@@ -32,13 +32,13 @@ use hearth_sdk::protocol::{
 
 use super::running::Running;
 use super::services;
-use crate::queue::{self, BoundedSender, SendTimeoutError};
-use crate::router::Admission;
-use crate::router::Router;
-use crate::router::inbox::{self, Route, StoreJob, Stored};
-use crate::store::Cold;
-use crate::summary::{self, Summaries};
-use crate::workshop::Workshop;
+use hearth_base::queue::{self, BoundedSender, SendTimeoutError};
+use hearth_base::store::Cold;
+use hearth_data::router::Admission;
+use hearth_data::router::Router;
+use hearth_data::router::inbox::{self, Route, StoreJob, Stored};
+use hearth_data::workshop::Workshop;
+use hearth_model::summary::{self, Summaries};
 
 /// The largest submission accepted, in bytes. Attachments travel as files,
 /// so a message body has no business being larger.
@@ -227,9 +227,14 @@ impl Bridge {
     /// code, from the host (no model sees their message).
     fn send_pairing_code(&self, message: &InboundMessage, code: &str) {
         let chat = message.chat.as_deref().unwrap_or(&message.sender);
-        let text = crate::people::pairing::reply_text(code);
-        match crate::router::outbox::enqueue(&self.local.lock(), &message.channel, chat, &text, &[])
-        {
+        let text = hearth_data::people::pairing::reply_text(code);
+        match hearth_data::router::outbox::enqueue(
+            &self.local.lock(),
+            &message.channel,
+            chat,
+            &text,
+            &[],
+        ) {
             Ok(_) => self.router.outbox_wake.notify_one(),
             Err(e) => tracing::error!("cannot queue a pairing code: {e}"),
         }

@@ -26,9 +26,9 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::config::CheapConfig;
 use crate::llm::{ChatRequest, Llm, LlmError, Message};
 use crate::usage::{Call, Kind, Meter};
+use hearth_base::config::CheapConfig;
 
 /// The system prompt of every summary.
 const PROMPT: &str = "You summarize long output for an AI agent that asked for it and \
@@ -114,7 +114,7 @@ impl Summaries {
         };
         self.meter
             .check(None)
-            .map_err(|spent| SummaryError::Budget(spent.reply(crate::store::now_ms())))?;
+            .map_err(|spent| SummaryError::Budget(spent.reply(hearth_base::store::now_ms())))?;
         let request = ChatRequest::plain(
             PROMPT,
             vec![Message::user_text(excerpt::prompt(
@@ -130,7 +130,7 @@ impl Summaries {
             .map_err(|_| SummaryError::TimedOut(timeout))??;
         self.meter.record(
             &Call {
-                agent: crate::store::MAIN_AGENT,
+                agent: hearth_base::store::MAIN_AGENT,
                 session: None,
                 turn: None,
                 kind: Kind::Summary,

@@ -14,7 +14,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use hearth_sdk::abi::status;
 use hearth_sdk::protocol::{ToolOutput, service};
 
-use crate::scope::{CallScope, Hook, HookGuard};
+use hearth_base::scope::{CallScope, Hook, HookGuard};
 
 /// The largest `tool.output` request, in bytes of JSON.
 pub const MAX_OUTPUT_REQUEST: usize = 256 * 1024;
