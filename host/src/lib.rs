@@ -8,6 +8,7 @@
 // The lower crates' modules, under the names the host has always
 // used (`crate::store`, `crate::config`, ...), while the host is split into
 // crates (docs/ARCHITECTURE.md, "The crate split").
+pub use hearth_agent::{agent, groups, scheduler, tools};
 pub use hearth_base::{
     channels, config, hex, logging, queue, schedule, scope, secrets, store, time_format, time_text,
     tls, tokens, tool_names,
@@ -18,12 +19,8 @@ pub use hearth_plugins as plugins;
 pub use hearth_policy as policy;
 pub use hearth_script as scripting;
 
-pub mod agent;
 pub mod backup;
 pub mod cli;
 pub mod daemon;
 pub mod doctor;
-pub mod groups;
 pub mod runtime;
-pub mod scheduler;
-pub mod tools;

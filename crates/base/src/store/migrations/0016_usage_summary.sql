@@ -1,5 +1,5 @@
 -- Migration 16: model calls of a new kind, `summary` (the cheap model's
--- summaries of long tool output, host/src/summary). SQLite cannot change a
+-- summaries of long tool output, crates/model/src/summary). SQLite cannot change a
 -- CHECK in place, so the table is rebuilt with its rows.
 CREATE TABLE usage_new (
     id                 INTEGER PRIMARY KEY,

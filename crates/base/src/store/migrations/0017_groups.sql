@@ -1,4 +1,4 @@
--- Migration 17: agent groups (host/src/groups). A group of agents takes a
+-- Migration 17: agent groups (crates/agent/src/groups). A group of agents takes a
 -- mission; its leader plans it into deliverables with dependencies; the
 -- members carry them out. Model calls of a new kind, `group`, so the usage
 -- table is rebuilt with its rows (SQLite cannot change a CHECK in place).
