@@ -62,6 +62,18 @@ mod tests {
     }
 
     #[test]
+    fn a_root_is_canonical_where_it_exists_and_as_written_where_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("real")).unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("link")).unwrap();
+        assert_eq!(
+            canonical_roots(&[base.join("link"), base.join("new/../later")]),
+            [base.join("real"), base.join("later")]
+        );
+    }
+
+    #[test]
     fn a_tilde_is_the_owner_s_home() {
         let dir = tempfile::tempdir().unwrap();
         let (base, home) = (dir.path().join("hearth"), dir.path().join("owner"));

@@ -201,4 +201,63 @@ mod tests {
         }
         assert!(prod.hidden.contains(&guards));
     }
+
+    #[test]
+    fn a_credential_is_hidden_and_nothing_else_is() {
+        let config =
+            hearth_base::config::parse("home = \"/nonexistent-hearth-test/h\"\n", None).unwrap();
+        let guards = config.home.join("config/guards.toml");
+        let confinement = Confinement::new(&config, None, &guards);
+        for name in HOME_CREDENTIALS {
+            assert!(confinement.hides(&config.home.join(name)), "{name}");
+        }
+        assert!(confinement.hides(&guards));
+        for path in ["notes/a.md", "config", "hearth.db-journal-not"] {
+            assert!(!confinement.hides(&config.home.join(path)), "{path}");
+        }
+    }
+
+    #[test]
+    fn the_roots_read_as_one_list_in_order() {
+        let text = "home = \"/nonexistent-hearth-test/h\"\n[policy]\n\
+                    writable_roots = [\"/srv/b\", \"/srv/a\", \"~\", \"~/x\"]\n";
+        let mut config = hearth_base::config::parse(text, None).unwrap();
+        config.mode = Mode::Development;
+        let user = PathBuf::from("/nonexistent-hearth-test/user");
+        let confinement = Confinement::new(&config, Some(&user), Path::new("/g"));
+        assert_eq!(
+            confinement.roots_list(),
+            "/nonexistent-hearth-test/h, /nonexistent-hearth-test/user, \
+             /nonexistent-hearth-test/user/x, /srv/a, /srv/b, /tmp"
+        );
+    }
+
+    #[test]
+    fn a_root_of_a_bare_tilde_is_the_owner_s_home() {
+        let user = Path::new("/nonexistent-hearth-test/user");
+        let cases = [
+            ("~", Some(user), Some(user.to_owned())),
+            ("~/a", Some(user), Some(user.join("a"))),
+            ("~", None, None),
+            ("/srv", None, Some(PathBuf::from("/srv"))),
+        ];
+        for (root, home, expected) in cases {
+            assert_eq!(expand(root, home), expected, "{root}");
+        }
+    }
+
+    #[test]
+    fn an_installed_credential_is_refused_by_its_path_and_an_ordinary_file_is_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let home = dir.path().canonicalize().unwrap();
+        let text = format!("home = {:?}\n", home.display().to_string());
+        let config = hearth_base::config::parse(&text, None).unwrap();
+        let secrets = home.join(hearth_base::secrets::FILE_NAME);
+        let note = home.join("note.md");
+        std::fs::write(&secrets, "x").unwrap();
+        std::fs::write(&note, "x").unwrap();
+        install(&Confinement::new(&config, None, &home.join("guards.toml")));
+        assert!(is_credential(&secrets));
+        assert!(!is_credential(&note));
+    }
 }
