@@ -5,9 +5,10 @@
 //! runs. `docs/ARCHITECTURE.md` has the map; each module's own docs say what
 //! it owns.
 
-// The lower crates' modules, under the names the host has always
-// used (`crate::store`, `crate::config`, ...), while the host is split into
-// crates (docs/ARCHITECTURE.md, "The crate split").
+// The library crates' modules under one roof, for the integration tests
+// and benchmarks, which drive the daemon through `hearth::store`,
+// `hearth::tools` and the rest; the host's own code names each crate
+// (docs/ARCHITECTURE.md, "The crate split").
 pub use hearth_agent::{agent, groups, scheduler, tools};
 pub use hearth_base::{
     channels, config, hex, logging, queue, schedule, scope, secrets, store, time_format, time_text,

@@ -13,25 +13,27 @@ use std::time::Duration;
 use hearth_sdk::abi;
 use hearth_sdk::protocol::HostInfo;
 
-use crate::agent::workers::{WorkerLimits, Workers};
-use crate::channels::events::ChannelEvents;
-use crate::config::Config;
-use crate::knowledge::identity::Identity;
-use crate::knowledge::notes::Notes;
-use crate::people::{People, Reach};
-use crate::plugins::{Bridge, BridgeError, PluginSet, PluginsError, ShutdownTimeout};
-use crate::policy::{
-    self, Audit, Confinement, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy,
+use hearth_agent::agent::workers::{WorkerLimits, Workers};
+use hearth_agent::scheduler::{Clock, Jobs, Scheduler};
+use hearth_agent::tools::{
+    BuiltinContext, KnowledgeTools, PeopleTools, ScheduleTools, ToolRegistry,
 };
-use crate::router::{Gate, Router};
-use crate::scheduler::{Clock, Jobs, Scheduler};
-use crate::scripting::{Scripts, ScriptsError};
-use crate::secrets::Secrets;
-use crate::store::{self, Store, StoreError};
-use crate::summary::Summaries;
-use crate::tools::{BuiltinContext, KnowledgeTools, PeopleTools, ScheduleTools, ToolRegistry};
-use crate::usage::{Meter, Settings};
-use crate::workshop::Workshop;
+use hearth_base::channels::events::ChannelEvents;
+use hearth_base::config::Config;
+use hearth_base::secrets::Secrets;
+use hearth_base::store::{self, Store, StoreError};
+use hearth_data::knowledge::identity::Identity;
+use hearth_data::knowledge::notes::Notes;
+use hearth_data::people::{People, Reach};
+use hearth_data::router::{Gate, Router};
+use hearth_data::workshop::Workshop;
+use hearth_model::summary::Summaries;
+use hearth_model::usage::{Meter, Settings};
+use hearth_plugins::{Bridge, BridgeError, PluginSet, PluginsError, ShutdownTimeout};
+use hearth_policy::{
+    self as policy, Audit, Confinement, ConfirmGate, Grants, GuardsFile, GuardsFileError, Policy,
+};
+use hearth_script::{Scripts, ScriptsError};
 
 /// A started hearth.
 pub struct Runtime {
@@ -60,7 +62,7 @@ pub struct Runtime {
     /// The scheduler (the daemon's; one-shot commands have none).
     pub scheduler: Option<Arc<Scheduler>>,
     /// Agent groups (the daemon's).
-    pub groups: Option<Arc<crate::groups::Groups>>,
+    pub groups: Option<Arc<hearth_agent::groups::Groups>>,
     /// `spawn_agent`'s workers (the daemon's).
     pub workers: Option<Arc<Workers>>,
     /// Where the owner is reached.
@@ -161,7 +163,8 @@ impl Runtime {
         };
         // Every cold path takes turns on one connection (store::Cold).
         let cold = store::Cold::open(&db)?;
-        crate::agent::history::ensure_main_agent(store.conn()).map_err(StoreError::Sqlite)?;
+        hearth_agent::agent::history::ensure_main_agent(store.conn())
+            .map_err(StoreError::Sqlite)?;
         upsert_owner(&config, &cold).map_err(StoreError::Sqlite)?;
         let people = Arc::new(People::open(cold.clone()).map_err(StoreError::Sqlite)?);
         let usage = Arc::new(
@@ -181,7 +184,7 @@ impl Runtime {
         let bridge = Bridge::start(
             store::open_connection(&db)?,
             cold.clone(),
-            crate::plugins::Served {
+            hearth_plugins::Served {
                 workshop: Arc::clone(&workshop),
                 summaries: Arc::clone(&summaries),
             },
@@ -213,7 +216,7 @@ impl Runtime {
         if let Err(e) = secrets.current() {
             tracing::warn!("{e}");
         }
-        crate::logging::redact_with(Arc::clone(&secrets));
+        hearth_base::logging::redact_with(Arc::clone(&secrets));
         let scripts = match Scripts::start(
             &config.scripts,
             config.examples,
@@ -253,7 +256,7 @@ impl Runtime {
             if clock.is_fake() {
                 tracing::warn!(now = %clock.now(), "the scheduler's clock is moved by HEARTH_FAKE_NOW");
             }
-            let zone = crate::schedule::owner_zone(config.owner.timezone.as_deref());
+            let zone = hearth_base::schedule::owner_zone(config.owner.timezone.as_deref());
             let jobs = Arc::new(Jobs::new(
                 cold.clone(),
                 clock,
@@ -270,7 +273,7 @@ impl Runtime {
         };
         // Groups run only in the daemon.
         let groups = daemon.then(|| {
-            crate::groups::Groups::new(crate::groups::Parts {
+            hearth_agent::groups::Groups::new(hearth_agent::groups::Parts {
                 cold: cold.clone(),
                 home: config.home.clone(),
                 config: config.groups.clone(),
@@ -297,7 +300,7 @@ impl Runtime {
         let builtins = BuiltinContext {
             groups: groups
                 .clone()
-                .map(|g| g as Arc<dyn crate::tools::GroupActions>),
+                .map(|g| g as Arc<dyn hearth_agent::tools::GroupActions>),
             scripts: Some(scripts),
             notes: Some(Arc::clone(&notes)),
             identity: Some(Arc::clone(&identity)),
@@ -310,7 +313,7 @@ impl Runtime {
                     max_hops: config.agent.max_agent_hops,
                     ask_before_messaging: config.agent.ask_before_messaging_contacts,
                     contact_agent: config.agent.contact_agent.clone(),
-                    workers: Arc::clone(workers) as Arc<dyn crate::tools::SpawnWorkers>,
+                    workers: Arc::clone(workers) as Arc<dyn hearth_agent::tools::SpawnWorkers>,
                 })
             }),
             knowledge: Some(Arc::new(KnowledgeTools { cold: cold.clone() })),
@@ -322,7 +325,7 @@ impl Runtime {
                 })
             }),
             workshop: Some(workshop),
-            speech: Some(Arc::new(crate::speech::Speech::new(&config))),
+            speech: Some(Arc::new(hearth_model::speech::Speech::new(&config))),
         };
         let gate = ConfirmGate::new(
             Arc::clone(&router.confirmations),
@@ -338,7 +341,7 @@ impl Runtime {
             ask_inside_roots: config
                 .policy
                 .ask_inside_roots
-                .unwrap_or(config.mode == crate::config::Mode::Development),
+                .unwrap_or(config.mode == hearth_base::config::Mode::Development),
             confinement: confinement.clone(),
             guards,
             gate,
@@ -409,7 +412,7 @@ fn upsert_owner(config: &Config, cold: &store::Cold) -> rusqlite::Result<()> {
         .flat_map(|(channel, ids)| ids.iter().map(move |id| (channel.clone(), id.clone())))
         .collect();
     let name = config.owner.name.as_deref().unwrap_or("owner");
-    crate::people::contacts::upsert_owner(&cold.lock(), name, &identities).map(|_| ())
+    hearth_data::people::contacts::upsert_owner(&cold.lock(), name, &identities).map(|_| ())
 }
 
 /// What seeds the identity's first version: `[agent] identity_file`, or
@@ -418,9 +421,9 @@ fn identity_seed(config: &Config) -> String {
     match &config.agent.identity_file {
         Some(path) => std::fs::read_to_string(path).unwrap_or_else(|e| {
             tracing::warn!(file = %path.display(), "cannot read the identity file, using the default: {e}");
-            crate::agent::prompt::DEFAULT_IDENTITY.to_owned()
+            hearth_agent::agent::prompt::DEFAULT_IDENTITY.to_owned()
         }),
-        None => crate::agent::prompt::DEFAULT_IDENTITY.to_owned(),
+        None => hearth_agent::agent::prompt::DEFAULT_IDENTITY.to_owned(),
     }
 }
 
@@ -471,7 +474,7 @@ pub fn create_home(home: &Path) -> Result<(), StartError> {
 }
 
 /// `[llm.cheap]`, if the config has one.
-fn cheap_model(config: &Config) -> Option<crate::config::CheapConfig> {
+fn cheap_model(config: &Config) -> Option<hearth_base::config::CheapConfig> {
     config
         .llm
         .as_ref()

@@ -39,13 +39,13 @@ pub use manifest::{FileEntry, Manifest};
 pub use restore::Restored;
 pub use retention::Retention;
 
-use crate::config::Config;
-use crate::scheduler::Clock;
+use hearth_agent::scheduler::Clock;
+use hearth_base::config::Config;
 
 /// The databases, `hearth.db` first (the one an archive must hold).
-pub const DB_FILES: [&str; 2] = [crate::store::FILE_NAME, "agent_data.db"];
+pub const DB_FILES: [&str; 2] = [hearth_base::store::FILE_NAME, "agent_data.db"];
 /// The owner's secrets file.
-pub const SECRETS: &str = crate::secrets::FILE_NAME;
+pub const SECRETS: &str = hearth_base::secrets::FILE_NAME;
 /// The folders under `$HEARTH_HOME` an archive holds.
 pub const TREES: [&str; 6] = ["tools", "skills", "lib", "pages", "shared", "config"];
 
@@ -221,7 +221,7 @@ pub struct Backups {
 impl Backups {
     /// The backups `config` describes, timed by `clock`.
     pub fn new(config: &Config, clock: Clock) -> Backups {
-        let zone = crate::schedule::owner_zone(config.owner.timezone.as_deref());
+        let zone = hearth_base::schedule::owner_zone(config.owner.timezone.as_deref());
         Backups {
             sources: Sources {
                 home: config.home.clone(),

@@ -18,7 +18,7 @@ use jiff::Timestamp;
 
 use super::manifest::{self, FileEntry, Manifest};
 use super::{DB_FILES, RestoreError, SECRETS, TREES};
-use crate::store::SCHEMA_VERSION;
+use hearth_base::store::SCHEMA_VERSION;
 
 /// What a restore did.
 #[derive(Debug)]

@@ -39,7 +39,7 @@ pub struct Plan {
 
 impl Retention {
     /// The retention `[backup]` asks for.
-    pub fn from_config(config: &crate::config::BackupConfig) -> Retention {
+    pub fn from_config(config: &hearth_base::config::BackupConfig) -> Retention {
         Retention {
             keep_last: config.keep_last as usize,
             keep_monthly: config.keep_monthly,

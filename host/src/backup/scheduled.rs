@@ -15,8 +15,8 @@ use std::sync::Arc;
 use jiff::Timestamp;
 
 use super::{Backups, retention};
-use crate::schedule::Schedule;
-use crate::scheduler::timer::WallTimer;
+use hearth_agent::scheduler::timer::WallTimer;
+use hearth_base::schedule::Schedule;
 
 /// Makes backups on `schedule` for as long as the daemon runs.
 pub async fn run(backups: Arc<Backups>, schedule: Schedule) {
@@ -54,7 +54,7 @@ pub async fn run(backups: Arc<Backups>, schedule: Schedule) {
                     }
                 }
                 None => {
-                    let wait = (wake - crate::store::now_ms()).clamp(0, 60_000);
+                    let wait = (wake - hearth_base::store::now_ms()).clamp(0, 60_000);
                     tokio::time::sleep(std::time::Duration::from_millis(wait as u64)).await;
                 }
             }

@@ -13,8 +13,8 @@ use serde_json::json;
 
 use super::client::Daemon;
 use crate::backup::{Backups, restore};
-use crate::config::Config;
-use crate::scheduler::Clock;
+use hearth_agent::scheduler::Clock;
+use hearth_base::config::Config;
 
 /// `hearth backup`: one archive now.
 pub fn backup(

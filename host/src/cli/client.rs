@@ -41,7 +41,7 @@ pub struct Daemon {
 /// runs, answers, and runs with a file. Quiet on every failure: the command
 /// that follows reports what it finds.
 pub fn running_config() -> Option<PathBuf> {
-    let home = crate::config::fallback_home().ok()?;
+    let home = hearth_base::config::fallback_home().ok()?;
     let mut daemon = Daemon::find(&home).ok()??;
     let answer = daemon.ask(json!({ "op": "status" })).ok()?;
     answer["status"]["config"].as_str().map(PathBuf::from)

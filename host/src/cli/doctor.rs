@@ -13,11 +13,11 @@ use std::process::ExitCode;
 use serde_json::json;
 
 use super::client::{Daemon, runtime};
-use crate::config::{self, Config, ConfigError};
 use crate::doctor::live::{self, ModelSetup};
 use crate::doctor::{Finding, Level, local, text, worst};
-use crate::llm::Llm;
 use crate::runtime::Runtime;
+use hearth_base::config::{self, Config, ConfigError};
+use hearth_model::llm::Llm;
 
 /// Runs every check on the config at `path` (as loaded) and prints the
 /// report.

@@ -108,12 +108,12 @@ pub fn request(action: Option<GroupsAction>) -> anyhow::Result<Request> {
 /// The text of a plan file, for `hearth groups plan NAME FILE`.
 pub fn plan_file(path: &std::path::Path) -> anyhow::Result<String> {
     let meta = std::fs::metadata(path).with_context(|| format!("{}", path.display()))?;
-    if meta.len() > crate::groups::plan::MAX_PLAN_BYTES as u64 {
+    if meta.len() > hearth_agent::groups::plan::MAX_PLAN_BYTES as u64 {
         bail!(
             "{}: {} bytes, over the plan limit of {} bytes",
             path.display(),
             meta.len(),
-            crate::groups::plan::MAX_PLAN_BYTES
+            hearth_agent::groups::plan::MAX_PLAN_BYTES
         );
     }
     std::fs::read_to_string(path).with_context(|| format!("{}", path.display()))

@@ -11,9 +11,9 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use super::client::Daemon;
-use crate::config::Config;
-use crate::knowledge::identity::Identity;
-use crate::store::{Cold, Store};
+use hearth_base::config::Config;
+use hearth_base::store::{Cold, Store};
+use hearth_data::knowledge::identity::Identity;
 
 /// What to do.
 pub enum Action {
@@ -69,10 +69,10 @@ pub fn run(
 
 /// The same answers, from the store.
 fn offline(config: &Config, action: &Action) -> anyhow::Result<Value> {
-    let path = config.home.join(crate::store::FILE_NAME);
+    let path = config.home.join(hearth_base::store::FILE_NAME);
     drop(Store::open(&path).with_context(|| format!("cannot open {}", path.display()))?);
     let identity = Identity::open(Cold::open(&path)?, || {
-        crate::agent::prompt::DEFAULT_IDENTITY.to_owned()
+        hearth_agent::agent::prompt::DEFAULT_IDENTITY.to_owned()
     })?;
     Ok(match action {
         Action::Log => json!({ "versions": identity.history()? }),

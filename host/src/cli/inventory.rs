@@ -12,8 +12,8 @@ use serde_json::{Value, json};
 
 use super::client::Daemon;
 use crate::daemon::control::{plugin_rows, script_problems, tool_rows};
-use crate::plugins::PluginState;
 use crate::runtime::Runtime;
+use hearth_plugins::PluginState;
 
 /// Whose plugins a listing shows, which says what a channel's health is.
 #[derive(Clone, Copy, PartialEq, Eq)]

@@ -48,8 +48,8 @@ use clap::{Parser, Subcommand};
 
 use client::Daemon;
 
-use crate::config::{self, Config, LogFormat, LogLevel};
 use crate::runtime::Runtime;
+use hearth_base::config::{self, Config, LogFormat, LogLevel};
 
 /// Writes one line to standard output for `outln!`. A closed pipe is the
 /// reader saying it has seen enough, so it ends the program with success,
@@ -576,7 +576,7 @@ pub fn main() -> ExitCode {
     let cli = Cli::parse();
     // A worker needs no config and must write nothing but protocol lines.
     if let Command::LuaWorker { memory_mb } = cli.command {
-        return crate::scripting::worker::main(memory_mb);
+        return hearth_script::worker::main(memory_mb);
     }
     match run(cli, started) {
         Ok(code) => code,
@@ -635,7 +635,7 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
     let level = cli
         .log_level
         .unwrap_or(if is_daemon { level } else { LogLevel::Warn });
-    let log = crate::logging::init(cli.log_format.unwrap_or(format), level);
+    let log = hearth_base::logging::init(cli.log_format.unwrap_or(format), level);
     let config = match loaded {
         Ok(config) => config,
         Err(e) if matches!(cli.command, Command::Check) => {
@@ -775,7 +775,7 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             SecretAction::Rm { name } => secret::remove(&config, &name),
         },
         Command::Usage { day, month, json } => {
-            use crate::usage::report::Which;
+            use hearth_model::usage::report::Which;
             let spans: &[Which] = match (day, month) {
                 (true, _) => &[Which::Day],
                 (_, true) => &[Which::Month],
@@ -824,16 +824,16 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
     );
     outln!("home: {}", config.home.display());
     outln!("mode: {}", config.mode.name());
-    outln!("landlock: {}", crate::policy::landlock::report());
+    outln!("landlock: {}", hearth_policy::landlock::report());
     outln!(
         "floor: {}",
-        crate::policy::landlock::floor_status(config.mode).0
+        hearth_policy::landlock::floor_status(config.mode).0
     );
     outln!(
         "guards: {}",
         config
             .home
-            .join(crate::policy::guards_file::RELATIVE_PATH)
+            .join(hearth_policy::guards_file::RELATIVE_PATH)
             .display()
     );
     // The model's key: without it the daemon starts but cannot answer,
@@ -841,7 +841,7 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
     let model_problem = config
         .llm
         .as_ref()
-        .and_then(|llm| crate::llm::Llm::new(llm).err())
+        .and_then(|llm| hearth_model::llm::Llm::new(llm).err())
         .map(|e| format!("[llm]: {e}"));
     with_runtime(config, |rt| {
         if let Some(floor) = rt.tools.floor() {

@@ -11,11 +11,11 @@ use anyhow::Context;
 use serde_json::{Value, json};
 
 use super::client::Daemon;
-use crate::agent::profiles::{self, Profile};
-use crate::config::Config;
-use crate::people::contacts::{self, Contact};
-use crate::people::pairing::{self, Pending};
-use crate::store::Store;
+use hearth_agent::agent::profiles::{self, Profile};
+use hearth_base::config::Config;
+use hearth_base::store::Store;
+use hearth_data::people::contacts::{self, Contact};
+use hearth_data::people::pairing::{self, Pending};
 
 /// `hearth contacts [--json]`.
 pub fn list_contacts(
@@ -156,6 +156,6 @@ fn from_answer<T: serde::de::DeserializeOwned>(value: &Value) -> anyhow::Result<
 }
 
 fn open(config: &Config) -> anyhow::Result<Store> {
-    let path = config.home.join(crate::store::FILE_NAME);
+    let path = config.home.join(hearth_base::store::FILE_NAME);
     Store::open(&path).with_context(|| format!("cannot open {}", path.display()))
 }

@@ -12,12 +12,12 @@ use anyhow::{Context, bail};
 use serde_json::json;
 
 use super::client::Daemon;
-use crate::config::Config;
-use crate::policy::audit::Record;
-use crate::policy::grants::Grant;
-use crate::policy::{audit, grants};
-use crate::store::{self, Store};
-use crate::time_format;
+use hearth_base::config::Config;
+use hearth_base::store::{self, Store};
+use hearth_base::time_format;
+use hearth_policy::audit::Record;
+use hearth_policy::grants::Grant;
+use hearth_policy::{audit, grants};
 
 /// `hearth approvals [--all] [--json]`.
 pub fn approvals(

@@ -11,12 +11,12 @@ use anyhow::{Context, bail};
 use serde_json::{Value, json};
 
 use super::client::Daemon;
-use crate::config::Config;
-use crate::schedule;
-use crate::scheduler::jobs::{kind_name, missed_name};
-use crate::scheduler::{Clock, Jobs};
-use crate::store::{Cold, Store};
-use crate::time_text::local_time;
+use hearth_agent::scheduler::jobs::{kind_name, missed_name};
+use hearth_agent::scheduler::{Clock, Jobs};
+use hearth_base::config::Config;
+use hearth_base::schedule;
+use hearth_base::store::{Cold, Store};
+use hearth_base::time_text::local_time;
 
 /// `hearth schedule list [--json]`.
 pub fn list(
@@ -105,7 +105,7 @@ pub fn act(daemon: Option<&mut Daemon>, action: &str, id: i64) -> anyhow::Result
 
 /// The jobs, read from `hearth.db` while no daemon runs.
 fn offline_list(config: &Config) -> anyhow::Result<Vec<Value>> {
-    let path = config.home.join(crate::store::FILE_NAME);
+    let path = config.home.join(hearth_base::store::FILE_NAME);
     let store = Store::open(&path).with_context(|| format!("cannot open {}", path.display()))?;
     drop(store);
     let zone = schedule::owner_zone(config.owner.timezone.as_deref());

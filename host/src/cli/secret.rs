@@ -10,13 +10,13 @@ use std::process::ExitCode;
 
 use anyhow::Context;
 
-use crate::config::Config;
-use crate::secrets::{MAX_VALUE, Secrets};
+use hearth_base::config::Config;
+use hearth_base::secrets::{MAX_VALUE, Secrets};
 
 /// `hearth secret set NAME`: the value from stdin.
 pub fn set(config: &Config, name: &str) -> anyhow::Result<ExitCode> {
     // The name is checked before the value is asked for.
-    crate::secrets::check_name(name)?;
+    hearth_base::secrets::check_name(name)?;
     crate::runtime::create_home(&config.home)?;
     let raw = if std::io::stdin().is_terminal() {
         let prompt = format!("Value for {name} (not shown as you type): ");
@@ -52,7 +52,7 @@ pub fn list(config: &Config, json: bool) -> anyhow::Result<ExitCode> {
     }
     outln!("{:<32} set", "name");
     for secret in listed {
-        let when = crate::time_text::timestamp(secret.set_at_ms)
+        let when = hearth_base::time_text::timestamp(secret.set_at_ms)
             .strftime("%Y-%m-%d %H:%M:%S UTC")
             .to_string();
         outln!("{:<32} {when}", secret.name);

@@ -17,7 +17,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context, bail};
 
-use crate::config::{Config, Mode};
+use hearth_base::config::{Config, Mode};
 
 /// The development unit, a template (its comments list the placeholders).
 const UNIT: &str = include_str!("../../../config/hearth.service");

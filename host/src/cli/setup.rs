@@ -19,8 +19,8 @@ use std::process::ExitCode;
 use anyhow::{Context, bail};
 
 use super::{setup_signal, setup_telegram};
-use crate::config::{self, Config};
-use crate::secrets::Secrets;
+use hearth_base::config::{self, Config};
+use hearth_base::secrets::Secrets;
 
 /// What `hearth setup` was told on its command line.
 #[derive(clap::Args, Debug, Default)]
@@ -399,10 +399,10 @@ fn check_model(config: &Config) -> anyhow::Result<()> {
     let Some(llm) = &config.llm else {
         return Ok(());
     };
-    let client = crate::llm::Llm::new(llm)?;
+    let client = hearth_model::llm::Llm::new(llm)?;
     let runtime = super::client::runtime()?;
     match runtime.block_on(client.check()) {
-        Ok(crate::llm::ModelCheck::Known) => {
+        Ok(hearth_model::llm::ModelCheck::Known) => {
             eprintln!("setup: {} answers", llm.model);
             Ok(())
         }

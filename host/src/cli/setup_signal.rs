@@ -13,7 +13,7 @@ use serde_json::Value;
 pub fn learn_owner(url: &str, account: &str, wait: Duration) -> anyhow::Result<String> {
     let runtime = super::client::runtime()?;
     runtime.block_on(async {
-        crate::tls::install_crypto_provider();
+        hearth_base::tls::install_crypto_provider();
         let http = reqwest::Client::builder().tls_backend_rustls().build()?;
         // The account is a phone number: `+` is its only character a
         // query must escape.

@@ -27,7 +27,7 @@ pub struct Learned {
 pub fn learn_owner(api: &str, token: &str, wait: Duration) -> anyhow::Result<Learned> {
     let runtime = super::client::runtime()?;
     runtime.block_on(async {
-        crate::tls::install_crypto_provider();
+        hearth_base::tls::install_crypto_provider();
         let http = reqwest::Client::builder()
             .tls_backend_rustls()
             .timeout(Duration::from_secs(40))

@@ -206,7 +206,8 @@ fn question(confirm: &Value) -> String {
         .as_array()
         .map(|c| c.iter().filter_map(Value::as_str).map(shown).collect())
         .unwrap_or_default();
-    let left_s = (confirm["expires_at_ms"].as_i64().unwrap_or(0) - crate::store::now_ms()) / 1000;
+    let left_s =
+        (confirm["expires_at_ms"].as_i64().unwrap_or(0) - hearth_base::store::now_ms()) / 1000;
     if !channels.is_empty() {
         out.push_str(&format!(
             "  (also shown on {}; the first answer counts)\n",
@@ -254,7 +255,8 @@ fn waiting(answer: &Value) -> String {
             answer["args"]
         )),
     };
-    let left_s = (answer["expires_at_ms"].as_i64().unwrap_or(0) - crate::store::now_ms()) / 1000;
+    let left_s =
+        (answer["expires_at_ms"].as_i64().unwrap_or(0) - hearth_base::store::now_ms()) / 1000;
     format!(
         "waiting for approval on {}: {what} ({}); up to {} s, Ctrl-C withdraws the request",
         channels.join(", "),
@@ -289,7 +291,7 @@ mod tests {
             "args": { "command": "rm -r /srv/old\u{1b}[2K\rls" },
             "command": "rm -r /srv/old\u{1b}[2K\rls", "cwd": "/home/me",
             "reason": "it deletes files outside the workspace",
-            "channels": ["canvas"], "expires_at_ms": crate::store::now_ms() + 300_000,
+            "channels": ["canvas"], "expires_at_ms": hearth_base::store::now_ms() + 300_000,
         });
         let text = question(&confirm);
         assert!(!text.contains('\u{1b}') && !text.contains('\r'), "{text:?}");

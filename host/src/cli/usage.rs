@@ -12,10 +12,10 @@ use anyhow::Context;
 use rusqlite::{Connection, OpenFlags};
 
 use super::client::Daemon;
-use crate::config::Config;
-use crate::store;
-use crate::usage::Settings;
-use crate::usage::report::{self, Which};
+use hearth_base::config::Config;
+use hearth_base::store;
+use hearth_model::usage::Settings;
+use hearth_model::usage::report::{self, Which};
 
 /// `hearth usage` beside a running daemon.
 pub fn show_live(daemon: &mut Daemon, spans: &[Which], as_json: bool) -> anyhow::Result<ExitCode> {

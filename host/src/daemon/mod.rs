@@ -22,10 +22,10 @@ use std::time::{Duration, Instant};
 
 use tokio::signal::unix::{SignalKind, signal};
 
-use crate::config::{self, Config};
-use crate::logging::LogHandle;
 use crate::runtime::{Runtime, StartError};
-use crate::store;
+use hearth_base::config::{self, Config};
+use hearth_base::logging::LogHandle;
+use hearth_base::store;
 
 /// Why the daemon stopped with an error.
 #[derive(Debug, thiserror::Error)]
@@ -41,7 +41,7 @@ pub enum DaemonError {
     Stop(#[from] crate::runtime::StopError),
     /// The agent's tables could not be opened.
     #[error(transparent)]
-    Store(#[from] crate::store::StoreError),
+    Store(#[from] hearth_base::store::StoreError),
     /// The control socket or its token could not be set up.
     #[error(transparent)]
     Control(#[from] control::BindError),
@@ -128,7 +128,7 @@ async fn serve(
     // it is ready is picked up, never missed.
     let watcher = match (runtime.config.scripts.watch, runtime.tools.scripts()) {
         (true, Some(scripts)) => {
-            match crate::scripting::watch::start(std::sync::Arc::clone(scripts)) {
+            match hearth_script::watch::start(std::sync::Arc::clone(scripts)) {
                 Ok(w) => Some(w),
                 Err(e) => {
                     tracing::warn!(
@@ -196,7 +196,7 @@ fn reload(
     path: Option<&PathBuf>,
     current: &mut Config,
     log: &LogHandle,
-    usage: &crate::usage::Meter,
+    usage: &hearth_model::usage::Meter,
 ) {
     notify::reloading();
     let Some(path) = path else {

@@ -12,9 +12,9 @@ use std::sync::{Arc, Mutex};
 
 use tokio::task::JoinHandle;
 
-use crate::agent::profiles::{self, Profile};
-use crate::agent::{Agent, AgentBase};
-use crate::people::People;
+use hearth_agent::agent::profiles::{self, Profile};
+use hearth_agent::agent::{Agent, AgentBase};
+use hearth_data::people::People;
 
 /// The agents' runner tasks.
 pub struct Runners {

@@ -10,18 +10,18 @@ use tokio::task::JoinHandle;
 
 use super::control::{self, Control, Token};
 use super::runners::Runners;
-use crate::agent::activity::Activity;
-use crate::agent::history::Conversations;
-use crate::agent::profiles;
-use crate::agent::{Agent, AgentBase};
-use crate::knowledge::index::Indexer;
-use crate::llm::Llm;
-use crate::plugins::PluginState;
-use crate::router::local::LocalHub;
-use crate::router::outbox::Outbox;
 use crate::runtime::Runtime;
-use crate::store;
-use crate::store::MAIN_AGENT;
+use hearth_agent::agent::activity::Activity;
+use hearth_agent::agent::history::Conversations;
+use hearth_agent::agent::profiles;
+use hearth_agent::agent::{Agent, AgentBase};
+use hearth_base::store;
+use hearth_base::store::MAIN_AGENT;
+use hearth_data::knowledge::index::Indexer;
+use hearth_data::router::local::LocalHub;
+use hearth_data::router::outbox::Outbox;
+use hearth_model::llm::Llm;
+use hearth_plugins::PluginState;
 use hearth_sdk::protocol::ChannelEvent;
 
 /// The running services.
@@ -75,7 +75,7 @@ impl Services {
                 )
             })
             .collect();
-        let (floor, short) = crate::policy::landlock::floor_status(runtime.config.mode);
+        let (floor, short) = hearth_policy::landlock::floor_status(runtime.config.mode);
         if short {
             tracing::warn!("the kernel floor is {floor}");
         }
@@ -111,7 +111,7 @@ impl Services {
             jobs: runtime.scheduler.as_ref().map(|s| Arc::clone(s.jobs())),
             reach: Arc::clone(&runtime.reach),
             indexer: Some(Arc::clone(&indexer)),
-            zone: crate::agent::stamp::owner_zone(runtime.config.owner.timezone.as_deref()),
+            zone: hearth_agent::agent::stamp::owner_zone(runtime.config.owner.timezone.as_deref()),
             usage: Arc::clone(&runtime.usage),
             media_dir: runtime.config.home.join("media"),
         };
@@ -136,7 +136,7 @@ impl Services {
         let clock = runtime
             .scheduler
             .as_ref()
-            .map_or_else(crate::scheduler::Clock::system, |s| s.jobs().clock());
+            .map_or_else(hearth_agent::scheduler::Clock::system, |s| s.jobs().clock());
         let backups = Arc::new(crate::backup::Backups::new(&runtime.config, clock));
         let control = Arc::new(Control {
             bridge: Arc::clone(&runtime.bridge),
@@ -189,16 +189,16 @@ impl Services {
 
 /// Starts the scheduled backups, when `[backup]` enables them.
 fn scheduled_backups(
-    config: &crate::config::Config,
+    config: &hearth_base::config::Config,
     backups: Arc<crate::backup::Backups>,
 ) -> Option<JoinHandle<()>> {
     if !config.backup.enabled {
         return None;
     }
-    let zone = crate::schedule::owner_zone(config.owner.timezone.as_deref());
+    let zone = hearth_base::schedule::owner_zone(config.owner.timezone.as_deref());
     // Checked when the config was read; a failure here is a zone that
     // vanished from the system since.
-    match crate::schedule::Schedule::cron(&config.backup.schedule, &zone) {
+    match hearth_base::schedule::Schedule::cron(&config.backup.schedule, &zone) {
         Ok(schedule) => Some(tokio::spawn(crate::backup::scheduled::run(
             backups, schedule,
         ))),

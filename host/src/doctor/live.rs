@@ -9,10 +9,10 @@
 use hearth_sdk::protocol::{ChannelState, PartState};
 
 use super::Finding;
-use crate::llm::{Llm, LlmError, ModelCheck};
-use crate::plugins::{PluginSet, PluginState};
-use crate::scripting::describe_problem;
-use crate::tools::ToolRegistry;
+use hearth_agent::tools::ToolRegistry;
+use hearth_model::llm::{Llm, LlmError, ModelCheck};
+use hearth_plugins::{PluginSet, PluginState};
+use hearth_script::describe_problem;
 
 /// What the config says about the model.
 pub enum ModelSetup<'a> {
@@ -95,7 +95,7 @@ pub fn plugins(set: &PluginSet, live: bool) -> Vec<Finding> {
 
 /// One line per MCP server (or other part a plugin runs).
 pub fn parts(set: &PluginSet) -> Vec<Finding> {
-    crate::plugins::parts(set.active())
+    hearth_plugins::parts(set.active())
         .into_iter()
         .map(|part| {
             let s = part.status;

@@ -9,8 +9,8 @@ use std::process::Command;
 use rusqlite::{Connection, OpenFlags};
 
 use super::Finding;
-use crate::config::{ConfigError, Mode};
-use crate::store;
+use hearth_base::config::{ConfigError, Mode};
+use hearth_base::store;
 
 /// Free space below this fails: SQLite cannot be trusted to commit.
 const DISK_FAIL_BYTES: u64 = 64 << 20;

@@ -4,9 +4,9 @@
 
 use serde_json::{Value, json};
 
-use crate::plugins::{PluginSet, PluginState};
-use crate::scripting::describe_problem;
-use crate::tools::ToolRegistry;
+use hearth_agent::tools::ToolRegistry;
+use hearth_plugins::{PluginSet, PluginState};
+use hearth_script::describe_problem;
 
 /// One row per plugin found. `live` says whether the plugins are the
 /// running daemon's: only then is a channel's health known
@@ -49,7 +49,7 @@ pub fn mcp(set: &PluginSet, registry: &ToolRegistry) -> Value {
         None => ("missing", Some("no plugin named mcp was found".to_owned())),
     };
     let listed = registry.list();
-    let servers: Vec<Value> = crate::plugins::parts(set.active())
+    let servers: Vec<Value> = hearth_plugins::parts(set.active())
         .into_iter()
         .filter(|part| part.plugin == PLUGIN)
         .map(|part| {

@@ -36,14 +36,14 @@ pub use inventory::{mcp as mcp_rows, plugins as plugin_rows, script_problems, to
 use protocol::{Code, error};
 pub use token::{TOKEN_FILE, Token, TokenError};
 
-use crate::agent::Agent;
-use crate::channels::LOCAL_CHANNEL;
-use crate::plugins::{Bridge, PluginSet};
-use crate::policy::{Caller, audit, grants};
-use crate::router::local::LocalHub;
-use crate::router::outbox::Outbox;
-use crate::store;
-use crate::tools::ToolRegistry;
+use hearth_agent::agent::Agent;
+use hearth_agent::tools::ToolRegistry;
+use hearth_base::channels::LOCAL_CHANNEL;
+use hearth_base::store;
+use hearth_data::router::local::LocalHub;
+use hearth_data::router::outbox::Outbox;
+use hearth_plugins::{Bridge, PluginSet};
+use hearth_policy::{Caller, audit, grants};
 
 /// The socket's file name in `$HEARTH_HOME`.
 pub const SOCKET: &str = "hearth.sock";
@@ -75,7 +75,7 @@ pub struct Control {
     pub token: Arc<Token>,
     /// Takes the answers the owner types at a `hearth tool call`'s
     /// terminal, as the channels' answers are taken.
-    pub board: Arc<crate::policy::Board>,
+    pub board: Arc<hearth_policy::Board>,
 }
 
 /// The bound socket and the token its clients must show.
@@ -409,7 +409,7 @@ fn groups(control: &Control, request: &Value) -> Value {
 /// `usage`: the report of `spans` (`["day"]`, `["month"]`, or both when
 /// absent), with the rows the writer still holds committed first.
 async fn usage(control: &Control, request: &Value) -> Value {
-    use crate::usage::report::Which;
+    use hearth_model::usage::report::Which;
     let spans: Result<Vec<Which>, String> = match &request["spans"] {
         Value::Null => Ok(Which::BOTH.to_vec()),
         Value::Array(names) if !names.is_empty() => names
@@ -639,7 +639,7 @@ fn new_key() -> String {
     static COUNTER: AtomicU64 = AtomicU64::new(0);
     format!(
         "local-{}-{}-{}",
-        crate::store::now_ms(),
+        hearth_base::store::now_ms(),
         std::process::id(),
         COUNTER.fetch_add(1, Ordering::Relaxed)
     )

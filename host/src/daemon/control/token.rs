@@ -11,7 +11,7 @@
 //! removes the file when it stops cleanly. Clients read it and send it in
 //! their hello; the daemon compares in constant time.
 
-use crate::hex::hex;
+use hearth_base::hex::hex;
 use std::io::Write;
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};

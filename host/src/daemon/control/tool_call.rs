@@ -23,9 +23,9 @@ use serde_json::{Value, json};
 use tokio::sync::mpsc;
 
 use super::protocol::{Code, error};
-use crate::policy::confirm::{Watch, watched};
-use crate::policy::{Board, Caller};
-use crate::tools::{ToolError, ToolRegistry};
+use hearth_agent::tools::{ToolError, ToolRegistry};
+use hearth_policy::confirm::{Watch, watched};
+use hearth_policy::{Board, Caller};
 
 /// Who an answer from the owner's terminal is recorded as (the audit's
 /// approver, the confirmation's `decided_by`).
