@@ -218,6 +218,28 @@ mod tests {
     }
 
     #[test]
+    fn a_config_file_that_is_a_link_hides_the_link_s_name_in_its_real_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::create_dir(base.join("real")).unwrap();
+        std::os::unix::fs::symlink(base.join("real"), base.join("folder")).unwrap();
+        std::fs::write(base.join("real/kept.toml"), "").unwrap();
+        std::os::unix::fs::symlink("kept.toml", base.join("real/hearth.toml")).unwrap();
+        let source = base.join("folder/hearth.toml");
+        let config =
+            hearth_base::config::parse("home = \"/nonexistent-hearth-test/h\"\n", Some(&source))
+                .unwrap();
+        let confinement = Confinement::new(&config, None, Path::new("/g"));
+        assert!(
+            confinement.hidden.contains(&base.join("real/hearth.toml")),
+            "{:?}",
+            confinement.hidden
+        );
+        assert!(!confinement.hidden.contains(&source));
+        assert!(!confinement.hidden.contains(&base.join("real/kept.toml")));
+    }
+
+    #[test]
     fn the_roots_read_as_one_list_in_order() {
         let text = "home = \"/nonexistent-hearth-test/h\"\n[policy]\n\
                     writable_roots = [\"/srv/b\", \"/srv/a\", \"~\", \"~/x\"]\n";
