@@ -197,3 +197,44 @@ fn canonical_or_planned(path: &Path) -> io::Result<PathBuf> {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_confined_call_writes_only_inside_the_roots_and_never_a_credential() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        let root = base.join("root");
+        std::fs::create_dir(&root).unwrap();
+        let secret = root.join("secrets.toml");
+        std::fs::write(&secret, "x").unwrap();
+        let text = |p: &Path| p.display().to_string();
+        let floor = Floor {
+            protect: vec!["/".into(), text(&root.join("kept"))],
+            writable: vec![text(&root)],
+            hidden: vec![text(&secret)],
+        };
+        let open = Roots {
+            hearth_home: root.clone(),
+            user_home: None,
+            floor: None,
+            hidden: Hidden::default(),
+        };
+        let confined = open.confined(Some(floor));
+        assert!(
+            confined
+                .check_writable("path", &root.join("note.md"))
+                .is_ok()
+        );
+        for path in [base.join("outside.md"), secret.clone(), root.join("kept/x")] {
+            let refused = confined.check_writable("path", &path);
+            assert!(refused.is_err(), "{} was writable", path.display());
+        }
+        assert!(
+            open.check_writable("path", &base.join("outside.md"))
+                .is_ok()
+        );
+    }
+}
