@@ -1,4 +1,7 @@
-//! The hearth host: config, store, plugin loader, tool registry and daemon.
+//! The hearth binary's own layer: the command line, the daemon's life cycle
+//! and control socket, `doctor`, backups, and the runtime that builds every
+//! part from the config. The parts themselves are the crates below
+//! (`hearth-base` up to `hearth-agent`).
 //!
 //! The binary in `main.rs` only calls [`cli::main`]. Everything else lives
 //! here so integration tests and benchmarks drive the same code the daemon
