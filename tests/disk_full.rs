@@ -19,7 +19,7 @@ use hearth_tests::telegram_home::{OWNER, TelegramHome};
 fn a_full_disk_refuses_messages_upstream_and_recovers_when_space_is_freed() {
     with_small_fs(
         "32m",
-        "a_full_disk_refuses_messages_upstream_and_recovers_when_space_is_freed",
+        "disk_full::a_full_disk_refuses_messages_upstream_and_recovers_when_space_is_freed",
         |fs| {
             let s = TelegramHome::inside(fs.path(), "", "");
             s.llm.respond_with(|_| anthropic_text("got it"));
@@ -79,7 +79,7 @@ fn a_full_disk_refuses_messages_upstream_and_recovers_when_space_is_freed() {
 fn a_turn_the_disk_filled_under_is_run_again_once_space_is_freed() {
     with_small_fs(
         "32m",
-        "a_turn_the_disk_filled_under_is_run_again_once_space_is_freed",
+        "disk_full::a_turn_the_disk_filled_under_is_run_again_once_space_is_freed",
         |fs| {
             let s = TelegramHome::inside(fs.path(), "", "");
             // The first model call waits; its answer cannot be stored.
@@ -113,7 +113,7 @@ fn a_turn_the_disk_filled_under_is_run_again_once_space_is_freed() {
 fn a_reply_sent_while_the_disk_is_full_is_not_sent_again() {
     with_small_fs(
         "32m",
-        "a_reply_sent_while_the_disk_is_full_is_not_sent_again",
+        "disk_full::a_reply_sent_while_the_disk_is_full_is_not_sent_again",
         |fs| {
             let s = TelegramHome::inside(fs.path(), "", "");
             s.llm.respond_with(|_| anthropic_text("got it"));

@@ -2,7 +2,8 @@
 //! prompt cache as Anthropic and OpenAI document it (`support/prompt_cache.rs`).
 //! A conversation with a tool call and a new memory in the middle must
 //! have everything but its newest message read from the cache; a
-//! scheduled task's fresh session and a worker reuse what they share; the
+//! scheduled task's fresh session, a worker and a group member reuse what
+//! they share; the
 //! marks follow `[llm] prompt_cache` and `cache_ttl`; and a cache break is
 //! logged once, naming what changed.
 
@@ -13,7 +14,7 @@ use hearth_tests::fake_llm::{
     system_prompt,
 };
 use hearth_tests::prompt_cache::{CacheOutcome, hit_share};
-use hearth_tests::scenarios::{bundled_config, script_worker, worker_outcomes};
+use hearth_tests::scenarios::{bundled_config, group_mission, script_worker, worker_outcomes};
 use hearth_tests::{Daemon, Hearth};
 use serde_json::{Value, json};
 
@@ -290,6 +291,15 @@ fn a_workers_calls_read_its_own_conversation_from_the_cache() {
     assert_eq!(worker.len(), 3, "{:?}", shares(&worker));
     let share = hit_share(&worker);
     assert!(share >= 0.9, "{share:.3}: {:?}", shares(&worker));
+}
+
+#[test]
+fn a_group_members_calls_read_its_own_conversation_from_the_cache() {
+    let (fake, h, _daemon) = caching("");
+    let member = group_mission(&fake, &h);
+    assert!(member.len() >= 2, "{:?}", shares(&member));
+    let share = hit_share(&member);
+    assert!(share >= 0.9, "{share:.3}: {:?}", shares(&member));
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! Rules every source file follows, checked over the whole workspace:
-//! each starts with a `//!` comment, and no crate's modules import each
-//! other in a circle.
-
-mod module_graph;
+//! each starts with a `//!` comment, no crate's modules import each other
+//! in a circle, and every integration test file is compiled into the suite.
 
 use std::path::{Path, PathBuf};
+
+use crate::module_graph;
 
 fn rust_files(dir: &Path, out: &mut Vec<PathBuf>) {
     for entry in std::fs::read_dir(dir).unwrap().map(Result::unwrap) {
@@ -38,6 +38,33 @@ fn every_rust_file_starts_with_a_module_doc_comment() {
     assert!(
         missing.is_empty(),
         "files without a leading //! comment: {missing:#?}"
+    );
+}
+
+/// `tests/Cargo.toml` turns off cargo's discovery of test files, so a file
+/// `suite.rs` does not name would never be compiled, and its tests would
+/// pass by never running.
+#[test]
+fn every_test_file_is_a_module_of_the_suite() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let suite = std::fs::read_to_string(tests.join("suite.rs")).unwrap();
+    let manifest = std::fs::read_to_string(tests.join("Cargo.toml")).unwrap();
+    let mut loose = Vec::new();
+    for entry in std::fs::read_dir(tests).unwrap().map(Result::unwrap) {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(module) = name.strip_suffix(".rs") else {
+            continue;
+        };
+        let declared = suite.lines().any(|l| l == format!("mod {module};"));
+        let own_target = manifest.contains(&format!("\"{name}\""));
+        if !declared && !own_target && module != "suite" {
+            loose.push(name);
+        }
+    }
+    assert!(
+        loose.is_empty(),
+        "test files neither in tests/suite.rs (`mod NAME;`) nor a target of \
+         tests/Cargo.toml, so never compiled: {loose:?}"
     );
 }
 

@@ -19,20 +19,15 @@
 //!
 //! Run with `cargo build --release --workspace && cargo bench -p hearth-tests --bench prompt_cache`.
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use hearth_tests::fake_llm::{
     FakeLlm, Reply, anthropic_text, anthropic_tool_use, openai_text, openai_tool_call,
-    system_prompt,
 };
-use hearth_tests::groups::{Script, submit};
 use hearth_tests::prompt_cache::CacheOutcome;
-use hearth_tests::scenarios::{bundled_config, script_worker, worker_outcomes};
+use hearth_tests::scenarios::{bundled_config, group_mission, script_worker, worker_outcomes};
 use hearth_tests::{Daemon, Hearth};
 use serde_json::json;
-
-const MEMBER: &str = "You are a member of an agent group";
 
 fn main() {
     let conversations: Vec<Conversation> = ["anthropic", "openai"]
@@ -248,66 +243,9 @@ fn worker() {
 fn group_member() {
     let fake = FakeLlm::start();
     fake.keep_prompt_cache();
-    let kinds: Arc<Mutex<Vec<bool>>> = Arc::default();
-    let script = Script::new(vec![vec![submit(json!([
-        { "id": "D1", "title": "Survey the files", "assignee": "bob" }
-    ]))]]);
-    let seen = Arc::clone(&kinds);
-    fake.respond_with(move |r| {
-        seen.lock()
-            .expect("kinds")
-            .push(system_prompt(&r.body).starts_with(MEMBER));
-        script.answer(r)
-    });
     let h = bundled(&fake, "anthropic");
     let _daemon = start(&h);
-    for name in ["ada", "bob"] {
-        let args = json!({
-            "action": "create", "name": name,
-            "system_prompt": format!("You are {name}, who looks after the owner's files."),
-            "allowed_tools": ["list_directory", "read_file", "search_files", "write_file",
-                              "apply_patch", "delete_path", "shell_exec", "process_start",
-                              "process_status", "process_logs", "process_stop", "web_fetch",
-                              "web_search"],
-        });
-        h.cmd(&["tool", "call", "manage_agents", &args.to_string()])
-            .ok();
-    }
-    h.cmd(&["groups", "create", "crew"]).ok();
-    h.cmd(&["groups", "add", "crew", "ada", "--role", "lead"])
-        .ok();
-    h.cmd(&["groups", "add", "crew", "bob", "--role", "files"])
-        .ok();
-    h.cmd(&["groups", "mission", "crew", "Survey", "the", "files"])
-        .ok();
-    let status = || -> String {
-        h.db()
-            .query_row("SELECT status FROM groups WHERE name = 'crew'", [], |r| {
-                r.get(0)
-            })
-            .expect("the group's status")
-    };
-    let deadline = Instant::now() + Duration::from_secs(60);
-    while status() != "awaiting-approval" {
-        assert!(Instant::now() < deadline, "no plan: {}", status());
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    h.cmd(&["groups", "approve", "crew"]).ok();
-    while status() != "complete" {
-        assert!(
-            Instant::now() < deadline,
-            "the mission never completed: {}",
-            status()
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
-    let kinds = kinds.lock().expect("kinds").clone();
-    let member: Vec<CacheOutcome> = kinds
-        .iter()
-        .zip(fake.cache_outcomes())
-        .filter(|(member, _)| **member)
-        .map(|(_, o)| o)
-        .collect();
+    let member = group_mission(&fake, &h);
     print_calls("member", &member);
     println!(
         "figure: group member's conversation, share of calls 2..{} from the cache: {:.1} % (target >= 90)",

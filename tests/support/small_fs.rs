@@ -13,7 +13,8 @@ use std::process::Command;
 
 /// Runs `scenario` with a tmpfs of `size` (as `mount -o size=` takes it:
 /// `32m`) mounted, unmounted afterwards even when the scenario panics.
-/// `test` is the calling test's name, for re-running it in a namespace.
+/// `test` is the calling test's name as the harness lists it
+/// (`disk_full::a_test`), for re-running it in a namespace.
 pub fn with_small_fs(size: &str, test: &str, scenario: impl FnOnce(&SmallFs)) {
     let refused = match SmallFs::mount(size) {
         Ok(fs) => {
