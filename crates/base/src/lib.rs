@@ -10,6 +10,7 @@
 
 pub mod channels;
 pub mod config;
+pub mod helpers;
 pub mod hex;
 pub mod logging;
 pub mod queue;

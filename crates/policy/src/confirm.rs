@@ -21,34 +21,20 @@
 
 use hearth_base::hex::hex;
 use std::cell::RefCell;
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-use crossbeam_channel::{Receiver, Sender, TryRecvError, bounded, never, select};
+use crossbeam_channel::{Receiver, TryRecvError, bounded, never, select};
 use hearth_sdk::protocol::{
-    ChannelEvent, ConfirmationAnswer, ConfirmationRequest, ConfirmationState, DECIDED_BY_STOP,
-    DECIDED_BY_WITHDRAWAL,
+    ChannelEvent, ConfirmationRequest, ConfirmationState, DECIDED_BY_STOP, DECIDED_BY_WITHDRAWAL,
 };
 use rusqlite::params;
 use serde_json::Value;
 
+use hearth_base::channels::answers::{Board, Reply};
 use hearth_base::channels::events::ChannelEvents;
 use hearth_base::scope;
 use hearth_base::store::{Cold, now_ms};
-
-/// Where answers meet the calls waiting for them.
-#[derive(Default)]
-pub struct Board {
-    waiting: Mutex<HashMap<String, Sender<Reply>>>,
-    /// Takes answers no blocked call waits for (a group plan's card):
-    /// whether it knew the id.
-    otherwise: std::sync::OnceLock<Otherwise>,
-}
-
-/// A taker of answers no blocked call waits for (the answer, who gave
-/// it): whether it knew the id.
-pub type Otherwise = Box<dyn Fn(&ConfirmationAnswer, &str) -> bool + Send + Sync>;
 
 /// Asks the owner, and waits.
 pub struct ConfirmGate {
@@ -150,36 +136,6 @@ enum Waited {
     TimedOut,
 }
 
-/// An answer on its way from a channel to the waiting call.
-struct Reply {
-    approve: bool,
-    always: bool,
-    by: String,
-}
-
-impl Board {
-    /// Hands the owner's answer to the call waiting for it. Returns whether
-    /// one was waiting (an answer to a decided or unknown id is ignored).
-    pub fn answer(&self, answer: &ConfirmationAnswer, by: &str) -> bool {
-        let waiting = super::lock(&self.waiting).remove(&answer.id);
-        match waiting {
-            Some(tx) => tx
-                .try_send(Reply {
-                    approve: answer.approve,
-                    always: answer.always,
-                    by: by.to_owned(),
-                })
-                .is_ok(),
-            None => self.otherwise.get().is_some_and(|take| take(answer, by)),
-        }
-    }
-
-    /// Sets where answers go that no blocked call waits for.
-    pub fn otherwise(&self, take: Otherwise) {
-        let _ = self.otherwise.set(take);
-    }
-}
-
 impl ConfirmGate {
     /// A gate that stores requests on `conn`, shows them through `events`,
     /// takes answers from `board` and denies after `timeout`. `mode` is
@@ -249,8 +205,7 @@ impl ConfirmGate {
         if let Err(e) = self.store(&request) {
             return Answer::Failed(format!("cannot record the confirmation: {e}"));
         }
-        let (tx, rx) = bounded(1);
-        super::lock(&self.board.waiting).insert(request.id.clone(), tx);
+        let rx = self.board.wait(&request.id);
         // The turn's /stop withdraws the question; the sender kept here
         // keeps the channel open whatever becomes of the hook.
         let (stop_tx, stop_rx) = bounded::<()>(1);
@@ -281,7 +236,7 @@ impl ConfirmGate {
             }
         });
         drop(stop_tx);
-        super::lock(&self.board.waiting).remove(&request.id);
+        self.board.forget(&request.id);
         let (state, by, answer) = match waited {
             Waited::Reply(Reply {
                 approve: true,
@@ -392,6 +347,8 @@ fn random_id() -> String {
 mod tests {
     use serde_json::json;
 
+    use hearth_sdk::protocol::ConfirmationAnswer;
+
     use super::*;
 
     #[test]
@@ -468,34 +425,6 @@ mod tests {
         assert_eq!(
             decided,
             ("approved".into(), "owner via cli terminal".into())
-        );
-    }
-
-    #[test]
-    fn an_answer_no_call_waits_for_goes_to_whoever_takes_the_others() {
-        let board = Board::default();
-        let answer = |id: &str| ConfirmationAnswer {
-            id: id.into(),
-            sender: String::new(),
-            approve: true,
-            always: false,
-            reason: None,
-        };
-        assert!(!board.answer(&answer("plan-1"), "owner"), "nobody takes it");
-        let (tx, taken) = bounded(4);
-        board.otherwise(Box::new(move |a, by| {
-            let _ = tx.send((a.id.clone(), by.to_owned()));
-            a.id == "plan-1"
-        }));
-        assert!(board.answer(&answer("plan-1"), "owner"));
-        assert!(!board.answer(&answer("other"), "owner"));
-        let seen: Vec<(String, String)> = taken.try_iter().collect();
-        assert_eq!(
-            seen,
-            [
-                ("plan-1".to_owned(), "owner".to_owned()),
-                ("other".to_owned(), "owner".to_owned())
-            ]
         );
     }
 }

@@ -54,7 +54,7 @@ use serde_json::Value;
 
 pub use audit::Audit;
 pub use caller::{Caller, ToolScope};
-pub use confirm::{Board, ConfirmGate};
+pub use confirm::ConfirmGate;
 pub use grants::Grants;
 pub use guards_file::{GuardsFile, GuardsFileError};
 pub use roots::Confinement;

@@ -12,7 +12,7 @@
 //! secrets, and one in progress is being written).
 
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, LazyLock, Mutex};
+use std::sync::{LazyLock, Mutex};
 
 use hearth_sdk::sandbox::Helpers;
 
@@ -90,22 +90,14 @@ impl Confinement {
     }
 }
 
-/// The sandbox of the helper programs the host starts on its own (media
-/// conversion): the installed credentials hidden. Until [`install`] runs
-/// (a CLI command with no runtime), helpers still get a session of their
-/// own and the seccomp filter.
-pub fn helpers() -> Arc<Helpers> {
-    let installed = lock(&INSTALLED);
-    Arc::clone(&installed.helpers)
-}
-
 /// Paths as the plugin protocol carries them.
 pub fn texts(paths: &[PathBuf]) -> Vec<String> {
     paths.iter().map(|p| p.display().to_string()).collect()
 }
 
 /// Adds `confinement`'s credentials to the process's: hidden from the
-/// helpers' sandbox and refused by [`is_credential`]. A daemon has one
+/// helpers' sandbox ([`hearth_base::helpers`]) and refused by
+/// [`is_credential`]. A daemon has one
 /// home; a process that opens several (the tests) refuses the credentials
 /// of every one.
 pub fn install(confinement: &Confinement) {
@@ -117,7 +109,7 @@ pub fn install(confinement: &Confinement) {
     }
     let floor = hearth_sdk::floor::helper(&installed.hidden);
     installed.identities = hearth_sdk::floor::hidden_identities(&floor);
-    installed.helpers = Arc::new(Helpers::new(&installed.hidden));
+    hearth_base::helpers::install(Helpers::new(&installed.hidden));
 }
 
 /// Whether `path` leads to one of the installed credentials, by its
@@ -133,14 +125,12 @@ pub fn is_credential(path: &Path) -> bool {
 struct Installed {
     hidden: Vec<String>,
     identities: hearth_sdk::floor::Hidden,
-    helpers: Arc<Helpers>,
 }
 
 static INSTALLED: LazyLock<Mutex<Installed>> = LazyLock::new(|| {
     Mutex::new(Installed {
         hidden: Vec::new(),
         identities: hearth_sdk::floor::Hidden::default(),
-        helpers: Arc::new(Helpers::new(&[])),
     })
 });
 

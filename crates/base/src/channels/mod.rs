@@ -1,7 +1,9 @@
 //! Channels as the rest of the host sees them, below the plugin host and
 //! the router: the [`Channel`] trait (a channel's description and a way to
-//! call it) and [`events::ChannelEvents`] (streamed text, status and
-//! confirmation requests for the channels that show them).
+//! call it), [`events::ChannelEvents`] (streamed text, status and
+//! confirmation requests for the channels that show them) and
+//! [`answers::Board`] (the owner's answers on their way to the calls that
+//! asked).
 //!
 //! Architecture invariant: nothing here imports the plugin host, the
 //! router, policy or the agent. The plugin host implements [`Channel`] for
@@ -9,6 +11,7 @@
 //! tool call's live output) holds the trait or the event queues, so the
 //! layers above never call back up into the plugin host.
 
+pub mod answers;
 pub mod events;
 
 use hearth_sdk::protocol::ChannelSpec;

@@ -29,7 +29,7 @@ use tokio::sync::Notify;
 
 pub use gate::{Admission, Gate};
 
-use hearth_policy::Board;
+use hearth_base::channels::answers::Board;
 
 /// Wakes the agents and the outbox, and admits senders.
 pub struct Router {

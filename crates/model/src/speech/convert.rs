@@ -124,7 +124,7 @@ pub fn convert(
         .stderr(Stdio::piped());
     // The media is a stranger's bytes: ffmpeg runs as a helper, unable to
     // read hearth's credentials or reach the owner's terminal.
-    hearth_policy::roots::helpers()
+    hearth_base::helpers::sandbox()
         .apply(&mut command)
         .map_err(|e| ConvertError::Failed(format!("ffmpeg cannot be confined: {e}")))?;
     let mut child = command.spawn().map_err(|e| match e.kind() {

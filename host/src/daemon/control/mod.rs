@@ -75,7 +75,7 @@ pub struct Control {
     pub token: Arc<Token>,
     /// Takes the answers the owner types at a `hearth tool call`'s
     /// terminal, as the channels' answers are taken.
-    pub board: Arc<hearth_policy::Board>,
+    pub board: Arc<hearth_base::channels::answers::Board>,
 }
 
 /// The bound socket and the token its clients must show.

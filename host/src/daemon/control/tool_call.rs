@@ -24,8 +24,9 @@ use tokio::sync::mpsc;
 
 use super::protocol::{Code, error};
 use hearth_agent::tools::{ToolError, ToolRegistry};
+use hearth_base::channels::answers::Board;
+use hearth_policy::Caller;
 use hearth_policy::confirm::{Watch, watched};
-use hearth_policy::{Board, Caller};
 
 /// Who an answer from the owner's terminal is recorded as (the audit's
 /// approver, the confirmation's `decided_by`).
