@@ -4,7 +4,7 @@
 
 use std::time::Duration;
 
-use hearth::policy::{Caller, ToolScope};
+use hearth::caller::{Caller, ToolScope};
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text_paced};
 use hearth_tests::{Hearth, call_err};
 use serde_json::{Value, json};

@@ -14,8 +14,8 @@
 // (docs/ARCHITECTURE.md, "The crate split").
 pub use hearth_agent::{agent, groups, scheduler, tools};
 pub use hearth_base::{
-    channels, config, hex, logging, queue, schedule, scope, secrets, store, time_format, time_text,
-    tls, tokens, tool_names,
+    caller, channels, config, hex, logging, queue, schedule, scope, secrets, store, time_format,
+    time_text, tls, tokens, tool_names,
 };
 pub use hearth_data::{knowledge, people, router, workshop};
 pub use hearth_model::{llm, media, speech, summary, usage};

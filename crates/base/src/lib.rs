@@ -8,6 +8,7 @@
 //! model side, the agent, the plugin host, the binary) may use it; it
 //! never calls back up (docs/ARCHITECTURE.md, "Layers").
 
+pub mod caller;
 pub mod channels;
 pub mod config;
 pub mod helpers;

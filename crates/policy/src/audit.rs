@@ -28,7 +28,7 @@ use rusqlite::{Connection, params};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use super::Caller;
+use hearth_base::caller::Caller;
 use hearth_base::secrets::{Redactor, Secrets, Snapshot};
 use hearth_base::store::now_ms;
 

@@ -10,7 +10,6 @@
 //! - `paths`: where path arguments really lead;
 //! - `confirm`: the confirmation gate an "ask" waits at;
 //! - `grants`: "always allow this exact call";
-//! - `caller`: who asks, and the tools they may ask for;
 //! - `audit`: the record of every call.
 //!
 //! The rule, in both modes: a call the owner did not approve runs confined
@@ -37,7 +36,6 @@
 //! confinement it cannot apply on a kernel with Landlock.
 
 pub mod audit;
-mod caller;
 pub mod confirm;
 pub mod floor;
 pub mod grants;
@@ -53,7 +51,6 @@ use hearth_sdk::protocol::{Floor, Risk, ToolSpec};
 use serde_json::Value;
 
 pub use audit::Audit;
-pub use caller::{Caller, ToolScope};
 pub use confirm::ConfirmGate;
 pub use grants::Grants;
 pub use guards_file::{GuardsFile, GuardsFileError};

@@ -17,10 +17,10 @@ use serde_json::{Value, json};
 
 use super::ToolCalls;
 use super::{Catalog, Library, LuaTool, Scripts};
+use hearth_base::caller::Caller;
 use hearth_base::config::HttpConfig;
 use hearth_base::secrets::{Secrets, Snapshot, placeholder};
 use hearth_data::workshop::EXECUTE_SQL;
-use hearth_policy::Caller;
 
 /// How deep `hearth.tool` calls may nest.
 pub const MAX_DEPTH: u32 = 4;

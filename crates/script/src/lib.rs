@@ -47,10 +47,10 @@ pub use catalog::{Catalog, Library, LuaTool, Problem, Skill};
 pub use wire::{FailureKind, ScriptFailure};
 
 use catalog::{Entry, Loaded};
+use hearth_base::caller::Caller;
 use hearth_base::config::ScriptsConfig;
 use hearth_base::store::Cold;
 use hearth_data::workshop::versions::{Kind, Versions, sha256_hex};
-use hearth_policy::Caller;
 use pool::Pool;
 use wire::ToWorker;
 

@@ -10,9 +10,9 @@
 use rusqlite::{Connection, OptionalExtension, params};
 use serde::{Deserialize, Serialize};
 
+use hearth_base::caller::{Caller, ToolScope};
 use hearth_base::store::MAIN_AGENT;
 use hearth_base::store::now_ms;
-use hearth_policy::{Caller, ToolScope};
 
 /// The tool every sub-agent has: talking to other agents.
 pub const SEND_AGENT_MESSAGE: &str = "send_agent_message";

@@ -4,7 +4,7 @@ use serde_json::{Value, json};
 
 use super::Agent;
 use super::history::{Claimed, Speaker};
-use hearth_policy::Caller;
+use hearth_base::caller::Caller;
 
 /// The help text.
 const HELP: &str = "Commands:

@@ -11,9 +11,9 @@ use serde_json::Value;
 
 use super::prompt::SystemPrompt;
 use crate::tools::ToolRegistry;
+use hearth_base::caller::Caller;
 use hearth_model::llm::{ChatRequest, Llm, Message, Role, ToolDef};
 use hearth_model::usage::{Call, Kind, Meter};
-use hearth_policy::Caller;
 
 /// Whose step it is, for the usage record.
 pub struct Who {

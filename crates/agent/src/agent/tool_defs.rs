@@ -12,8 +12,8 @@
 use std::sync::{Arc, Mutex};
 
 use crate::tools::{ToolRegistry, wire_name};
+use hearth_base::caller::ToolScope;
 use hearth_model::llm::ToolDef;
-use hearth_policy::ToolScope;
 use hearth_script::Catalog;
 
 /// The current tool definitions of one agent, rebuilt when the script

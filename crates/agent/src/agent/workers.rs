@@ -26,11 +26,11 @@ use serde_json::{Value, json};
 
 use super::templates::WorkerSpec;
 use crate::tools::{ToolRegistry, TurnContext};
+use hearth_base::caller::{Caller, ToolScope};
 use hearth_base::store::{Cold, now_ms};
 use hearth_model::llm::{Block, Llm, Message, Role, ToolDef};
 use hearth_model::summary::Summaries;
 use hearth_model::usage::{Kind, Meter};
-use hearth_policy::{Caller, ToolScope};
 
 /// Tools a worker never gets, whatever its list says: they reach people,
 /// channels, other agents, or spawn more workers.

@@ -415,7 +415,7 @@ impl Groups {
             llm: &llm,
             tools: &tools,
             caller: profile.caller(),
-            scope: hearth_policy::ToolScope::from_list(&[]),
+            scope: hearth_base::caller::ToolScope::from_list(&[]),
             usage: &self.usage,
             cold: &self.cold,
             agent: leader.agent_id,

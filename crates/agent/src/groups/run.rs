@@ -15,10 +15,10 @@ use serde_json::Value;
 
 use crate::agent::step::{self, Who};
 use crate::tools::ToolRegistry;
+use hearth_base::caller::{Caller, ToolScope};
 use hearth_base::store::{Cold, now_ms};
 use hearth_model::llm::{Block, Llm, Message, Role, ToolDef};
 use hearth_model::usage::{Kind, Meter};
-use hearth_policy::{Caller, ToolScope};
 
 /// Tools a group's agents never get in a group run, whatever their list
 /// says: they reach people, spawn agents or change groups and agents.

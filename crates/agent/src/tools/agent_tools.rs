@@ -12,8 +12,8 @@ use super::people::{PeopleTools, field};
 use crate::agent::history::{AgentMessage, send_to_agent};
 use crate::agent::profiles::{self, Draft};
 use crate::agent::templates::{self, WorkerSpec};
+use hearth_base::caller::Caller;
 use hearth_base::store::MAIN_AGENT;
-use hearth_policy::Caller;
 
 /// `manage_agent_templates`' help.
 const TEMPLATES_HELP: &str = "manage_agent_templates actions:

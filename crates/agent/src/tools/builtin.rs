@@ -16,8 +16,8 @@ use super::context::BuiltinContext;
 use super::knowledge::IdentityTool;
 use super::workshop::WorkshopTool;
 use crate::agent::profiles::SEND_AGENT_MESSAGE;
+use hearth_base::caller::Caller;
 use hearth_data::knowledge::notes::Notes;
-use hearth_policy::Caller;
 use hearth_script::describe_problem;
 
 /// The built-in tools.

@@ -5,8 +5,8 @@
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
+use hearth_base::caller::Caller;
 use hearth_base::store::MAIN_AGENT;
-use hearth_policy::Caller;
 
 /// The agent groups as the tools and the owner's commands reach them:
 /// implemented by `groups::Groups`, which runs its members' turns through

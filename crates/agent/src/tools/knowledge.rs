@@ -10,12 +10,12 @@
 use serde_json::{Value, json};
 
 use crate::agent::profiles;
+use hearth_base::caller::Caller;
 use hearth_base::store::Cold;
 use hearth_base::store::MAIN_AGENT;
 use hearth_data::knowledge::identity::Identity;
 use hearth_data::knowledge::notes::Notes;
 use hearth_data::knowledge::search::{self, Query};
-use hearth_policy::Caller;
 
 /// What the history tools work on.
 pub struct KnowledgeTools {

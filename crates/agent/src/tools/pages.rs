@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
+use hearth_base::caller::Caller;
 use hearth_base::store::MAIN_AGENT;
 use hearth_data::workshop::Workshop;
 use hearth_data::workshop::pages::{MAX_CONTENT, MIMES, PageChange, url};
-use hearth_policy::Caller;
 
 /// What `help` answers.
 const HELP: &str = "Pages are served by the canvas at /pages/<path> (path: a-z 0-9 - _ . /, e.g. `reports/weekly`).\n\

@@ -16,11 +16,11 @@ use serde_json::{Value, json};
 use super::TurnContext;
 use crate::agent::profiles;
 use crate::agent::templates::WorkerSpec;
+use hearth_base::caller::Caller;
 use hearth_data::people::contacts::{self, Changes, OWNER};
 use hearth_data::people::{People, Reach, pairing};
 use hearth_data::router::Router;
 use hearth_data::router::outbox;
-use hearth_policy::Caller;
 
 /// Runs `spawn_agent`'s workers: implemented by `agent::workers::Workers`,
 /// which runs each worker's turns through the tool registry, so the

@@ -19,12 +19,13 @@ use hearth_sdk::protocol::{Floor, Risk, ToolCall, ToolSpec, method};
 use serde_json::Value;
 
 use super::{Builtin, BuiltinContext, TurnContext, schema};
+use hearth_base::caller::Caller;
 use hearth_base::scope;
 use hearth_base::secrets::{Redactor, Secrets};
 use hearth_plugins::{ActivePlugin, InvokeError, PluginSet};
 use hearth_policy::audit::Entry;
 use hearth_policy::confirm::fingerprint;
-use hearth_policy::{Caller, Policy, Ruling};
+use hearth_policy::{Policy, Ruling};
 use hearth_script::{ScriptFailure, Scripts};
 
 /// All tools, by name.

@@ -14,11 +14,11 @@ use super::TurnContext;
 use crate::agent::profiles;
 use crate::scheduler::jobs::{kind_name, missed_name, parse_kind, parse_missed};
 use crate::scheduler::{Job, JobChanges, Kind, Missed, NewJob, Scheduler, When};
+use hearth_base::caller::Caller;
 use hearth_base::schedule::{self, Schedule};
 use hearth_base::store::MAIN_AGENT;
 use hearth_base::time_text::local_time;
 use hearth_data::people::People;
-use hearth_policy::Caller;
 
 /// What `manage_schedule` works on.
 pub struct ScheduleTools {
@@ -305,11 +305,11 @@ fn optional_str(args: &Value, key: &str) -> Result<Option<String>, String> {
 mod tests {
     use super::*;
     use crate::scheduler::{Clock, Jobs};
+    use hearth_base::caller::ToolScope;
     use hearth_base::channels::events::ChannelEvents;
     use hearth_base::config::{OwnerConfig, SchedulerConfig};
     use hearth_base::store::{Cold, Store};
     use hearth_data::router::{Gate, Router};
-    use hearth_policy::ToolScope;
 
     fn tools(dir: &std::path::Path) -> ScheduleTools {
         let db = dir.join("hearth.db");

@@ -11,8 +11,8 @@ use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
 use super::context::BuiltinContext;
+use hearth_base::caller::Caller;
 use hearth_data::workshop::{Access, Bounds, Workshop};
-use hearth_policy::Caller;
 
 pub use hearth_data::workshop::EXECUTE_SQL;
 

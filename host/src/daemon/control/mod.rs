@@ -38,12 +38,13 @@ pub use token::{TOKEN_FILE, Token, TokenError};
 
 use hearth_agent::agent::Agent;
 use hearth_agent::tools::ToolRegistry;
+use hearth_base::caller::Caller;
 use hearth_base::channels::LOCAL_CHANNEL;
 use hearth_base::store;
 use hearth_data::router::local::LocalHub;
 use hearth_data::router::outbox::Outbox;
 use hearth_plugins::{Bridge, PluginSet};
-use hearth_policy::{Caller, audit, grants};
+use hearth_policy::{audit, grants};
 
 /// The socket's file name in `$HEARTH_HOME`.
 pub const SOCKET: &str = "hearth.sock";

@@ -24,8 +24,8 @@ use tokio::sync::mpsc;
 
 use super::protocol::{Code, error};
 use hearth_agent::tools::{ToolError, ToolRegistry};
+use hearth_base::caller::Caller;
 use hearth_base::channels::answers::Board;
-use hearth_policy::Caller;
 use hearth_policy::confirm::{Watch, watched};
 
 /// Who an answer from the owner's terminal is recorded as (the audit's

@@ -3,7 +3,9 @@
 //! The audit records the caller's label; the registry checks the caller's
 //! tool scope before anything else, for every source of call: the model's
 //! tool use, `/tool`, and a Lua tool's `hearth.tool` inside a call made by
-//! a scoped agent (the scope travels with [`Caller::through`]).
+//! a scoped agent (the scope travels with [`Caller::through`]). It sits
+//! in the foundation because the policy, the Lua worker pool and the agent
+//! all carry it, and the pool needs nothing else of the policy.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
