@@ -19,7 +19,16 @@ fn a_cached_server_stays_idle_until_its_first_call() {
     {
         let first = Fixture::on(Arc::clone(&host), config.clone()).unwrap();
         first.wait_for_tool("mcp.s.echo");
-        assert!(host.kv.lock().unwrap().contains_key("tools:s"));
+        // The list is announced first and stored after: on a loaded
+        // machine the store can come a moment later.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !host.kv.lock().unwrap().contains_key("tools:s") {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the tools were never stored"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
     }
     let second = Fixture::on(Arc::clone(&host), config).unwrap();
     let described = second.mcp().describe();
