@@ -1,6 +1,7 @@
 //! Rules every source file follows, checked over the whole workspace:
 //! each starts with a `//!` comment, no crate's modules import each other
-//! in a circle, and every integration test file is compiled into the suite.
+//! in a circle, no crate grows past its share of lines, and every
+//! integration test file is compiled into the suite.
 
 use std::path::{Path, PathBuf};
 
@@ -121,6 +122,34 @@ fn no_module_of_any_crate_imports_another_in_a_circle() {
          down, or make the call upward a trait the lower side owns; \
          docs/ARCHITECTURE.md, Layers):\n{}",
         found.join("\n")
+    );
+}
+
+/// The most lines of Rust one crate's `src` may hold: past it a one-line
+/// change rebuilds too much, and the crate has more than one job
+/// (docs/ARCHITECTURE.md, The crate split).
+const MOST_LINES_PER_CRATE: usize = 15_000;
+
+#[test]
+fn no_crate_holds_more_than_its_share_of_lines() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut over = Vec::new();
+    for src in crate_sources(&root) {
+        let mut files = Vec::new();
+        rust_files(&src, &mut files);
+        let lines: usize = files
+            .iter()
+            .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
+            .sum();
+        if lines > MOST_LINES_PER_CRATE {
+            let name = src.strip_prefix(&root).unwrap_or(&src).display().to_string();
+            over.push(format!("{name}: {lines} lines"));
+        }
+    }
+    assert!(
+        over.is_empty(),
+        "crates over {MOST_LINES_PER_CRATE} lines (split by job, as the \
+         crate table does): {over:?}"
     );
 }
 
