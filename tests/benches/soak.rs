@@ -13,7 +13,7 @@ use hearth_tests::soak::{self, Options};
 fn main() {
     let options = Options {
         live: true,
-        ..Options::from_env(3600)
+        ..Options::from_env(3600, 10.0)
     };
     println!("sample: time series (s, RSS MiB, PSS MiB, fds, threads, children, sent, answered)");
     let report = soak::run(&options);

@@ -80,8 +80,8 @@ pub struct Sample {
 
 impl Options {
     /// `HEARTH_SOAK_SECS` seconds (else `default_secs`) at
-    /// `HEARTH_SOAK_RATE` messages per second (else 10).
-    pub fn from_env(default_secs: u64) -> Options {
+    /// `HEARTH_SOAK_RATE` messages per second (else `default_rate`).
+    pub fn from_env(default_secs: u64, default_rate: f64) -> Options {
         let number = |name: &str| {
             std::env::var(name).ok().map(|v| {
                 v.trim()
@@ -90,7 +90,7 @@ impl Options {
             })
         };
         let secs = number("HEARTH_SOAK_SECS").unwrap_or(default_secs as f64);
-        let rate = number("HEARTH_SOAK_RATE").unwrap_or(10.0);
+        let rate = number("HEARTH_SOAK_RATE").unwrap_or(default_rate);
         assert!(secs >= 10.0, "HEARTH_SOAK_SECS must be at least 10");
         assert!(rate > 0.0, "HEARTH_SOAK_RATE must be above 0");
         Options {
