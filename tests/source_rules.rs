@@ -142,7 +142,11 @@ fn no_crate_holds_more_than_its_share_of_lines() {
             .map(|f| std::fs::read_to_string(f).unwrap().lines().count())
             .sum();
         if lines > MOST_LINES_PER_CRATE {
-            let name = src.strip_prefix(&root).unwrap_or(&src).display().to_string();
+            let name = src
+                .strip_prefix(&root)
+                .unwrap_or(&src)
+                .display()
+                .to_string();
             over.push(format!("{name}: {lines} lines"));
         }
     }
