@@ -19,9 +19,13 @@ pub const METADATA_V4: Ipv4Addr = Ipv4Addr::new(169, 254, 169, 254);
 /// The IPv6 metadata endpoint (AWS).
 pub const METADATA_V6: Ipv6Addr = Ipv6Addr::new(0xfd00, 0xec2, 0, 0, 0, 0, 0, 0x254);
 
-/// What the owner allowed beyond the public internet: `[plugins.web]`.
-#[derive(Debug, Clone, Default)]
+/// What the owner allowed beyond the public internet: `[plugins.web]`
+/// (and the browser plugin's `[plugins.browser]`, which judges by the same
+/// rules).
+#[derive(Debug, Clone)]
 pub struct Policy {
+    /// The plugin whose config table the refusals point to (`web`).
+    pub plugin: &'static str,
     /// `allow_hosts`: entries of `host` (any port) or `host:port`; a host is
     /// a name, an IPv4 address or a bracketed IPv6 address.
     pub allow_hosts: Vec<AllowEntry>,
@@ -89,6 +93,17 @@ impl AllowEntry {
     }
 }
 
+impl Default for Policy {
+    /// The web plugin's: nothing allowed beyond the public internet.
+    fn default() -> Policy {
+        Policy {
+            plugin: "web",
+            allow_hosts: Vec::new(),
+            allow_private: false,
+        }
+    }
+}
+
 impl Policy {
     /// Checks a URL before anything is sent: the scheme, the credentials,
     /// and a literal address. A name's addresses are checked by
@@ -96,8 +111,9 @@ impl Policy {
     pub fn check_url(&self, url: &Url) -> Result<(), String> {
         if !matches!(url.scheme(), "http" | "https") {
             return Err(format!(
-                "refused: {url} uses {}:, and web_fetch only fetches http and https",
-                url.scheme()
+                "refused: {url} uses {}:, and the {} plugin only reaches http and https",
+                url.scheme(),
+                self.plugin
             ));
         }
         // Credentials in a URL are refused rather than sent: the agent has
@@ -105,8 +121,9 @@ impl Policy {
         // classic way to make a link look like it goes somewhere else.
         if !url.username().is_empty() || url.password().is_some() {
             return Err(format!(
-                "refused: {} carries a user name or password; web_fetch does not send credentials",
-                redacted(url)
+                "refused: {} carries a user name or password; the {} plugin does not send credentials",
+                redacted(url),
+                self.plugin
             ));
         }
         let port = url
@@ -167,7 +184,8 @@ impl Policy {
             None => format!("{shown} is {}", kind.describe()),
         };
         Err(format!(
-            "refused: {what}; allow it with [plugins.web] allow_hosts = [\"{shown}:{port}\"]"
+            "refused: {what}; allow it with [plugins.{}] allow_hosts = [\"{shown}:{port}\"]",
+            self.plugin
         ))
     }
 }
@@ -359,8 +377,8 @@ mod tests {
     #[test]
     fn allow_private_never_opens_the_metadata_address() {
         let policy = Policy {
-            allow_hosts: Vec::new(),
             allow_private: true,
+            ..Policy::default()
         };
         let url = |u: &str| Url::parse(u).unwrap();
         assert!(policy.check_url(&url("http://10.0.0.1/")).is_ok());
@@ -370,7 +388,7 @@ mod tests {
         assert!(refused.contains("metadata"), "{refused}");
         let listed = Policy {
             allow_hosts: vec![AllowEntry::parse("169.254.169.254").unwrap()],
-            allow_private: false,
+            ..Policy::default()
         };
         assert!(listed.check_url(&url("http://169.254.169.254/")).is_ok());
     }

@@ -142,6 +142,7 @@ impl Plugin for Web {
         );
         Ok(Web {
             policy: Policy {
+                plugin: "web",
                 allow_hosts,
                 allow_private: config.allow_private,
             },
