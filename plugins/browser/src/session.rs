@@ -1,0 +1,471 @@
+//! The browser's life: started on the first call, stopped after
+//! `idle_timeout`, started again after a crash, and its tabs.
+//!
+//! One call at a time holds the session (a personal agent drives one
+//! browser; the model waits for each action anyway). A call that finds the
+//! browser gone starts a new one; a call the browser dies under fails with
+//! a message that says so, and the next call starts afresh. While a
+//! browser runs, a reaper thread watches the clock and stops it once
+//! nobody has used it for `idle_timeout`; with no browser there is no
+//! thread, no process and no proxy.
+
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hearth_sdk::floor::Cache;
+use serde_json::{Value, json};
+
+use crate::cdp::{CdpError, Connection, Event};
+use crate::config::Settings;
+use crate::launch::{self, Launch, Process};
+use crate::proxy::Proxy;
+
+/// What the browser did between calls that the next result should say:
+/// dialogs it answered, tabs pages opened or closed.
+#[derive(Default)]
+struct Happenings {
+    notes: Vec<String>,
+    opened: Vec<String>,
+    closed: Vec<String>,
+}
+
+/// One tab: its target and the protocol session attached to it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tab {
+    /// The browser's id for the page.
+    pub target: String,
+    /// The flat session that drives it.
+    pub session: String,
+}
+
+/// A running browser with its proxy and tabs.
+pub struct Running {
+    process: Process,
+    proxy: Proxy,
+    happenings: Arc<Mutex<Happenings>>,
+    /// Open tabs, in the order they opened.
+    pub tabs: Vec<Tab>,
+    /// The tab actions go to.
+    pub current: usize,
+    /// How long one protocol call may wait.
+    pub timeout: Duration,
+}
+
+/// The browser, if one runs, and when it was last used.
+pub struct Session {
+    settings: Settings,
+    home: PathBuf,
+    hidden: Vec<String>,
+    floors: Cache,
+    state: Mutex<State>,
+    me: Weak<Session>,
+}
+
+struct State {
+    running: Option<Running>,
+    last_used: Instant,
+    /// Bumped at every start, so an old reaper knows to stop watching.
+    generation: u64,
+}
+
+/// Why a call could not use the browser.
+#[derive(Debug, thiserror::Error)]
+pub enum SessionError {
+    /// No Chromium to start.
+    #[error("{0}")]
+    NoBrowser(String),
+    /// It would not start.
+    #[error("the browser did not start: {0}")]
+    Launch(String),
+    /// It died or hung during the call.
+    #[error("the browser {0} during this call; the next call starts a new one")]
+    Lost(&'static str),
+    /// The protocol refused what the call asked.
+    #[error("{0}")]
+    Protocol(String),
+}
+
+impl From<CdpError> for SessionError {
+    fn from(e: CdpError) -> SessionError {
+        match e {
+            CdpError::Closed => SessionError::Lost("exited"),
+            CdpError::Timeout { .. } => {
+                SessionError::Protocol(format!("{e} (the page may be busy)"))
+            }
+            CdpError::Protocol { .. } => SessionError::Protocol(e.to_string()),
+        }
+    }
+}
+
+impl Session {
+    /// A session that starts its browser on first use, keeping its files
+    /// under `home/browser`, hiding `hidden` from it.
+    pub fn new(settings: Settings, home: PathBuf, hidden: Vec<String>) -> Arc<Session> {
+        Arc::new_cyclic(|me| Session {
+            settings,
+            home,
+            hidden,
+            floors: Cache::default(),
+            state: Mutex::new(State {
+                running: None,
+                last_used: Instant::now(),
+                generation: 0,
+            }),
+            me: me.clone(),
+        })
+    }
+
+    /// The plugin's settings.
+    pub fn settings(&self) -> &Settings {
+        &self.settings
+    }
+
+    /// Where the browser keeps its profile, downloads and screenshots.
+    pub fn folder(&self) -> PathBuf {
+        self.home.join("browser")
+    }
+
+    /// The browser process's id, if one runs.
+    pub fn pid(&self) -> Option<u32> {
+        self.lock().running.as_ref().map(|r| r.process.pid())
+    }
+
+    /// Runs `f` on the running browser, starting one if none runs (or the
+    /// last one died). A call the browser dies under fails with
+    /// [`SessionError::Lost`] and leaves no browser behind.
+    pub fn with<T>(
+        &self,
+        f: impl FnOnce(&mut Running) -> Result<T, SessionError>,
+    ) -> Result<T, SessionError> {
+        let mut state = self.lock();
+        state.last_used = Instant::now();
+        if let Some(running) = state.running.as_mut()
+            && !running.process.is_alive()
+        {
+            tracing::warn!("browser: the browser had exited; starting a new one");
+            state.running = None;
+        }
+        if state.running.is_none() {
+            let running = self.start()?;
+            state.generation += 1;
+            state.running = Some(running);
+            self.watch(state.generation);
+        }
+        let Some(running) = state.running.as_mut() else {
+            return Err(SessionError::Lost("exited"));
+        };
+        running.sync_tabs()?;
+        let result = f(running);
+        let dead = !running.process.is_alive();
+        if dead {
+            state.running = None;
+            if result.is_ok() {
+                return Err(SessionError::Lost("exited"));
+            }
+        }
+        state.last_used = Instant::now();
+        result
+    }
+
+    /// Stops the browser if one runs.
+    pub fn stop(&self) {
+        let running = self.lock().running.take();
+        if let Some(mut running) = running {
+            running.process.stop(Duration::from_secs(2));
+        }
+    }
+
+    fn start(&self) -> Result<Running, SessionError> {
+        let executable = launch::find_executable(self.settings.executable.as_deref())
+            .map_err(SessionError::NoBrowser)?;
+        let proxy = Proxy::start(self.settings.policy.clone())
+            .map_err(|e| SessionError::Launch(format!("cannot start its proxy: {e}")))?;
+        let folder = self.folder();
+        let launch = Launch {
+            executable,
+            profile: folder.join("profile"),
+            downloads: self.home.join("downloads"),
+            proxy: proxy.address(),
+            headless: true,
+            hidden: self.hidden.clone(),
+            url: "about:blank".into(),
+        };
+        let happenings = Arc::new(Mutex::new(Happenings::default()));
+        let seen = happenings.clone();
+        let started = Instant::now();
+        let process = launch
+            .start(&self.floors, move |connection, event| {
+                on_event(connection, event, &seen)
+            })
+            .map_err(|e| SessionError::Launch(e.to_string()))?;
+        let timeout = self.settings.call_timeout;
+        let connection = process.connection.clone();
+        connection.call(
+            None,
+            "Target.setDiscoverTargets",
+            json!({ "discover": true }),
+            timeout,
+        )?;
+        let downloads = launch.downloads.display().to_string();
+        connection.call(
+            None,
+            "Browser.setDownloadBehavior",
+            json!({ "behavior": "allowAndName", "downloadPath": downloads, "eventsEnabled": true }),
+            timeout,
+        )?;
+        tracing::info!(
+            pid = process.pid(),
+            ms = started.elapsed().as_millis() as u64,
+            "browser started"
+        );
+        let mut running = Running {
+            process,
+            proxy,
+            happenings,
+            tabs: Vec::new(),
+            current: 0,
+            timeout,
+        };
+        running.sync_tabs()?;
+        Ok(running)
+    }
+
+    /// Starts the reaper for the browser of `generation`.
+    fn watch(&self, generation: u64) {
+        let me = self.me.clone();
+        let idle = self.settings.idle_timeout;
+        let _ = thread::Builder::new()
+            .name("hearth-browser-idle".into())
+            .stack_size(64 << 10)
+            .spawn(move || {
+                loop {
+                    let Some(session) = me.upgrade() else { return };
+                    let wait = {
+                        let mut state = session.lock();
+                        if state.generation != generation || state.running.is_none() {
+                            return;
+                        }
+                        let unused = state.last_used.elapsed();
+                        if unused >= idle {
+                            if let Some(mut running) = state.running.take() {
+                                drop(state);
+                                tracing::info!(
+                                    idle_secs = idle.as_secs(),
+                                    "browser: stopped after its idle timeout"
+                                );
+                                running.process.stop(Duration::from_secs(2));
+                            }
+                            return;
+                        }
+                        idle - unused
+                    };
+                    drop(session);
+                    thread::sleep(wait.min(Duration::from_secs(5)));
+                }
+            });
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(mut running) = self.lock().running.take() {
+            running.process.stop(Duration::from_millis(500));
+        }
+    }
+}
+
+impl Running {
+    /// The protocol connection.
+    pub fn connection(&self) -> &Connection {
+        &self.process.connection
+    }
+
+    /// The tab actions go to.
+    pub fn tab(&self) -> Result<&Tab, SessionError> {
+        self.tabs
+            .get(self.current)
+            .ok_or_else(|| SessionError::Protocol("no tab is open; open a page first".into()))
+    }
+
+    /// Calls `method` on the current tab.
+    pub fn call(&self, method: &str, params: Value) -> Result<Value, SessionError> {
+        self.call_within(method, params, self.timeout)
+    }
+
+    /// Calls `method` on the current tab, waiting at most `timeout`.
+    pub fn call_within(
+        &self,
+        method: &str,
+        params: Value,
+        timeout: Duration,
+    ) -> Result<Value, SessionError> {
+        let session = self.tab()?.session.clone();
+        Ok(self
+            .connection()
+            .call(Some(&session), method, params, timeout)?)
+    }
+
+    /// Why the proxy did not connect to `host` lately, if it did not.
+    pub fn failure_for(&self, host: &str) -> Option<String> {
+        self.proxy.failure_for(host)
+    }
+
+    /// Calls `method` on the browser itself.
+    pub fn call_browser(&self, method: &str, params: Value) -> Result<Value, SessionError> {
+        Ok(self.connection().call(None, method, params, self.timeout)?)
+    }
+
+    /// What happened since the last call (dialogs answered, tabs opened
+    /// or closed by pages, requests refused), one sentence each.
+    pub fn take_notes(&mut self) -> Vec<String> {
+        let mut notes = std::mem::take(&mut lock(&self.happenings).notes);
+        notes.extend(self.proxy.take_refusals());
+        notes
+    }
+
+    /// Opens a new tab on `url` and makes it current.
+    pub fn open_tab(&mut self, url: &str) -> Result<(), SessionError> {
+        let created = self.call_browser("Target.createTarget", json!({ "url": "about:blank" }))?;
+        let target = created["targetId"].as_str().unwrap_or_default().to_owned();
+        self.attach(&target)?;
+        self.current = self.tabs.len() - 1;
+        if url != "about:blank" {
+            self.call("Page.navigate", json!({ "url": url }))?;
+        }
+        Ok(())
+    }
+
+    /// Closes tab `index`.
+    pub fn close_tab(&mut self, index: usize) -> Result<(), SessionError> {
+        let Some(tab) = self.tabs.get(index).cloned() else {
+            return Err(SessionError::Protocol(format!(
+                "there is no tab {index}; the open tabs are 0-{}",
+                self.tabs.len().saturating_sub(1)
+            )));
+        };
+        self.call_browser("Target.closeTarget", json!({ "targetId": tab.target }))?;
+        self.tabs.remove(index);
+        if self.current >= self.tabs.len() {
+            self.current = self.tabs.len().saturating_sub(1);
+        }
+        Ok(())
+    }
+
+    /// Attaches to tabs pages opened and forgets tabs that closed.
+    fn sync_tabs(&mut self) -> Result<(), SessionError> {
+        let (opened, closed) = {
+            let mut h = lock(&self.happenings);
+            (std::mem::take(&mut h.opened), std::mem::take(&mut h.closed))
+        };
+        for target in closed {
+            if let Some(at) = self.tabs.iter().position(|t| t.target == target) {
+                self.tabs.remove(at);
+                if self.current >= at && self.current > 0 {
+                    self.current -= 1;
+                }
+            }
+        }
+        if self.tabs.is_empty() {
+            // The first start's page, or every tab closed: the browser's
+            // own list says what is there.
+            let targets = self.call_browser("Target.getTargets", json!({}))?;
+            for info in targets["targetInfos"].as_array().into_iter().flatten() {
+                if info["type"] == "page"
+                    && let Some(id) = info["targetId"].as_str()
+                {
+                    self.attach(id)?;
+                }
+            }
+        }
+        for target in opened {
+            if !self.tabs.iter().any(|t| t.target == target) {
+                self.attach(&target)?;
+                // A page opened it (a popup, a link to a new window): the
+                // agent is shown it, as a person would be.
+                self.current = self.tabs.len() - 1;
+                lock(&self.happenings).notes.push(format!(
+                    "the page opened a new tab ({}); it is now the current tab",
+                    self.tabs.len() - 1
+                ));
+            }
+        }
+        Ok(())
+    }
+
+    fn attach(&mut self, target: &str) -> Result<(), SessionError> {
+        if self.tabs.iter().any(|t| t.target == target) {
+            return Ok(());
+        }
+        let attached = self.call_browser(
+            "Target.attachToTarget",
+            json!({ "targetId": target, "flatten": true }),
+        )?;
+        let session = attached["sessionId"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let tab = Tab {
+            target: target.to_owned(),
+            session: session.clone(),
+        };
+        self.tabs.push(tab);
+        let connection = self.connection().clone();
+        connection.call(Some(&session), "Page.enable", json!({}), self.timeout)?;
+        Ok(())
+    }
+}
+
+fn lock(h: &Mutex<Happenings>) -> MutexGuard<'_, Happenings> {
+    h.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// Runs on the reader thread for every event: answers dialogs at once (a
+/// page waiting on `confirm` blocks every call to it), and notes tabs that
+/// pages open and close.
+fn on_event(connection: &Connection, event: Event, happenings: &Mutex<Happenings>) {
+    match event.method.as_str() {
+        "Page.javascriptDialogOpening" => {
+            let kind = event.params["type"].as_str().unwrap_or("dialog").to_owned();
+            let message: String = event.params["message"]
+                .as_str()
+                .unwrap_or_default()
+                .chars()
+                .take(200)
+                .collect();
+            // A prompt gets no answer the agent did not give; an alert,
+            // confirm or beforeunload is accepted, as the agent asked for
+            // what led to it.
+            let accept = kind != "prompt";
+            connection.notify(
+                event.session.as_deref(),
+                "Page.handleJavaScriptDialog",
+                json!({ "accept": accept }),
+            );
+            let answered = if accept { "accepted" } else { "dismissed" };
+            lock(happenings).notes.push(format!(
+                "the page showed a {kind} dialog ({message:?}); it was {answered}"
+            ));
+        }
+        "Target.targetCreated" => {
+            let info = &event.params["targetInfo"];
+            if info["type"] == "page"
+                && info["openerId"].is_string()
+                && let Some(id) = info["targetId"].as_str()
+            {
+                lock(happenings).opened.push(id.to_owned());
+            }
+        }
+        "Target.targetDestroyed" => {
+            if let Some(id) = event.params["targetId"].as_str() {
+                lock(happenings).closed.push(id.to_owned());
+            }
+        }
+        _ => {}
+    }
+}

@@ -1,0 +1,382 @@
+//! The browser tool against real Chromium and pages served on 127.0.0.1:
+//! reading a page that renders with JavaScript, acting on it, the network
+//! rules, a crash, the idle stop, and bad input.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use hearth_browser::Browser;
+use hearth_browser::config::Settings;
+use serde_json::{Value, json};
+
+/// A site on 127.0.0.1: each request's path picks a page; every request
+/// line it got is kept.
+struct Site {
+    port: u16,
+    seen: Arc<Mutex<Vec<String>>>,
+}
+
+const RENDERED: &str = r#"<!doctype html><title>Rendered</title><body><div id=app></div><script>
+setTimeout(() => {
+  document.getElementById('app').innerHTML =
+    '<h1>Made by script</h1><p>Count: <span id=n>0</span></p>' +
+    '<button onclick="document.getElementById(\'n\').textContent = 1 + +document.getElementById(\'n\').textContent">Add one</button>' +
+    '<label>Name <input id=name></label><select id=color><option value=r>Red</option><option value=g>Green</option></select>' +
+    '<p id=echo></p><a href="/next">Go on</a>';
+  document.getElementById('name').addEventListener('input', e => document.getElementById('echo').textContent = 'typed:' + e.target.value);
+  document.getElementById('color').addEventListener('change', e => document.getElementById('echo').textContent = 'chose:' + e.target.value);
+}, 100);
+</script>"#;
+
+fn page(path: &str, other_port: u16) -> Option<(String, String)> {
+    let html = |body: &str| Some(("text/html".to_owned(), body.to_owned()));
+    match path {
+        "/" => html(RENDERED),
+        "/next" => html("<title>Next</title><p>The next page.</p>"),
+        "/reaches-out" => html(&format!(
+            "<title>Out</title><p>reaching</p><img src='http://127.0.0.1:{other_port}/img'>\
+             <script>fetch('http://127.0.0.1:{other_port}/fetch').catch(() => {{}})</script>"
+        )),
+        "/redirect" => Some((
+            "redirect".to_owned(),
+            format!("http://127.0.0.1:{other_port}/"),
+        )),
+        "/dialog" => html(
+            "<title>Dialog</title><button onclick=\"document.body.dataset.ok = confirm('Sure?'); document.getElementById('r').textContent = 'answered ' + document.body.dataset.ok\">Ask</button><p id=r></p>",
+        ),
+        "/popup" => {
+            html("<title>Opener</title><button onclick=\"window.open('/next')\">Pop</button>")
+        }
+        "/slow" => None,
+        _ => html("<title>404</title>"),
+    }
+}
+
+impl Site {
+    fn start(other_port: u16) -> Site {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let kept = seen.clone();
+        thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let kept = kept.clone();
+                thread::spawn(move || serve(stream, other_port, &kept));
+            }
+        });
+        Site { port, seen }
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    fn requests(&self) -> Vec<String> {
+        self.seen.lock().unwrap().clone()
+    }
+}
+
+fn serve(stream: TcpStream, other_port: u16, seen: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(stream.try_clone().unwrap());
+    let mut first = String::new();
+    if reader.read_line(&mut first).is_err() {
+        return;
+    }
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+            break;
+        }
+    }
+    seen.lock().unwrap().push(first.trim().to_owned());
+    let path = first.split(' ').nth(1).unwrap_or("/").to_owned();
+    let mut stream = stream;
+    match page(&path, other_port) {
+        None => thread::sleep(Duration::from_secs(120)),
+        Some((kind, target)) if kind == "redirect" => {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 302 Found\r\nLocation: {target}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+        }
+        Some((kind, body)) => {
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: {kind}; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    }
+    let mut rest = Vec::new();
+    let _ = reader.read_to_end(&mut rest);
+}
+
+/// A browser plugin on a throwaway home, allowed to reach `site` only.
+fn browser(home: &std::path::Path, site: &Site, extra: Value) -> Browser {
+    let mut config =
+        json!({ "allow_hosts": [format!("127.0.0.1:{}", site.port)], "call_timeout_secs": 20 });
+    if let (Some(c), Some(e)) = (config.as_object_mut(), extra.as_object()) {
+        c.extend(e.clone());
+    }
+    Browser::new(
+        Settings::parse(config).unwrap(),
+        home.to_owned(),
+        Vec::new(),
+    )
+}
+
+fn text(result: Value) -> String {
+    match result {
+        Value::String(s) => s,
+        other => panic!("not text: {other}"),
+    }
+}
+
+fn alive(pid: u32) -> bool {
+    std::path::Path::new(&format!("/proc/{pid}")).exists()
+        && !std::fs::read_to_string(format!("/proc/{pid}/stat"))
+            .unwrap_or_default()
+            .contains(") Z ")
+}
+
+fn eventually(limit: Duration, what: &str, mut done: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !done() {
+        assert!(start.elapsed() < limit, "{what} within {limit:?}");
+        thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// The number a snapshot gave the element whose line holds `label`.
+fn reference(snapshot: &str, label: &str) -> u64 {
+    let line = snapshot
+        .lines()
+        .find(|l| l.contains(label) && l.contains('['))
+        .unwrap_or_else(|| panic!("no element {label:?} in:\n{snapshot}"));
+    let at = line.find(label).unwrap();
+    let open = line[..at].rfind('[').unwrap();
+    line[open + 1..open + line[open..].find(']').unwrap()]
+        .parse()
+        .unwrap()
+}
+
+#[test]
+fn a_page_made_by_javascript_is_read_and_acted_on() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({}));
+    let shown = text(
+        b.call(json!({ "action": "open", "url": site.url("/") }))
+            .unwrap(),
+    );
+    assert!(shown.contains("# Made by script"), "{shown}");
+    assert!(shown.contains("Count: 0"), "{shown}");
+    let add = reference(&shown, "button \"Add one\"");
+    let shown = text(b.call(json!({ "action": "click", "ref": add })).unwrap());
+    assert!(shown.contains("Count: 1"), "{shown}");
+    let name = reference(&shown, "textbox \"Name\"");
+    let shown = text(
+        b.call(json!({ "action": "type", "ref": name, "text": "Anna" }))
+            .unwrap(),
+    );
+    assert!(shown.contains("typed:Anna"), "{shown}");
+    assert!(shown.contains("textbox \"Name\" = \"Anna\""), "{shown}");
+    let color = reference(&shown, "select");
+    let shown = text(
+        b.call(json!({ "action": "select", "ref": color, "values": ["Green"] }))
+            .unwrap(),
+    );
+    assert!(shown.contains("chose:g"), "{shown}");
+    let next = reference(&shown, "link \"Go on\"");
+    let shown = text(b.call(json!({ "action": "click", "ref": next })).unwrap());
+    assert!(shown.contains("The next page."), "{shown}");
+    let tabs = text(b.call(json!({ "action": "tabs" })).unwrap());
+    assert!(tabs.contains("*0 \"Next\""), "{tabs}");
+}
+
+#[test]
+fn dialogs_are_answered_and_popups_become_the_current_tab() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({}));
+    let shown = text(
+        b.call(json!({ "action": "open", "url": site.url("/dialog") }))
+            .unwrap(),
+    );
+    let ask = reference(&shown, "button \"Ask\"");
+    let shown = text(b.call(json!({ "action": "click", "ref": ask })).unwrap());
+    assert!(shown.contains("answered true"), "{shown}");
+    assert!(shown.contains("confirm dialog (\"Sure?\")"), "{shown}");
+    let shown = text(
+        b.call(json!({ "action": "open", "url": site.url("/popup") }))
+            .unwrap(),
+    );
+    let pop = reference(&shown, "button \"Pop\"");
+    text(b.call(json!({ "action": "click", "ref": pop })).unwrap());
+    let shown = text(b.call(json!({ "action": "snapshot" })).unwrap());
+    assert!(shown.contains("opened a new tab"), "{shown}");
+    assert!(shown.contains("The next page."), "{shown}");
+    let tabs = text(b.call(json!({ "action": "close" })).unwrap());
+    assert!(tabs.contains("*0 \"Opener\""), "{tabs}");
+}
+
+#[test]
+fn a_page_cannot_reach_loopback_beyond_what_is_allowed() {
+    let home = tempfile::tempdir().unwrap();
+    let other = Site::start(1);
+    let site = Site::start(other.port);
+    let b = browser(home.path(), &site, json!({}));
+    // Asked for directly.
+    let refused = b
+        .call(json!({ "action": "open", "url": other.url("/") }))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("refused") && refused.contains("loopback"),
+        "{refused}"
+    );
+    // Redirected to.
+    let refused = b
+        .call(json!({ "action": "open", "url": site.url("/redirect") }))
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("refused"), "{refused}");
+    // Loaded and fetched by a page.
+    let shown = text(
+        b.call(json!({ "action": "open", "url": site.url("/reaches-out") }))
+            .unwrap(),
+    );
+    assert!(shown.contains("reaching"), "{shown}");
+    thread::sleep(Duration::from_millis(500));
+    assert!(
+        other.requests().is_empty(),
+        "the other site was reached: {:?}",
+        other.requests()
+    );
+}
+
+#[test]
+fn a_killed_browser_fails_the_call_it_was_in_and_the_next_call_starts_another() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = Arc::new(browser(home.path(), &site, json!({})));
+    text(
+        b.call(json!({ "action": "open", "url": site.url("/next") }))
+            .unwrap(),
+    );
+    let pid = b.session().pid().unwrap();
+    let killer = thread::spawn(move || {
+        thread::sleep(Duration::from_millis(700));
+        // SAFETY: kill has no memory preconditions.
+        unsafe { libc::kill(pid as i32, libc::SIGKILL) };
+    });
+    let error = b
+        .call(json!({ "action": "wait", "text": "never there", "timeout_ms": 15000 }))
+        .unwrap_err()
+        .to_string();
+    killer.join().unwrap();
+    assert!(error.contains("exited during this call"), "{error}");
+    let shown = text(
+        b.call(json!({ "action": "open", "url": site.url("/next") }))
+            .unwrap(),
+    );
+    assert!(shown.contains("The next page."), "{shown}");
+    assert_ne!(b.session().pid(), Some(pid));
+}
+
+#[test]
+fn an_idle_browser_is_stopped_and_an_unused_one_never_started() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({ "idle_timeout_secs": 1 }));
+    assert_eq!(b.session().pid(), None);
+    text(
+        b.call(json!({ "action": "open", "url": site.url("/next") }))
+            .unwrap(),
+    );
+    let pid = b.session().pid().unwrap();
+    eventually(Duration::from_secs(10), "the idle browser stopped", || {
+        b.session().pid().is_none() && !alive(pid)
+    });
+    let shown = text(b.call(json!({ "action": "snapshot" })).unwrap());
+    assert!(
+        shown.contains("about:blank"),
+        "a new browser starts blank: {shown}"
+    );
+}
+
+#[test]
+fn bad_input_gets_a_clear_error_and_the_browser_goes_on() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({}));
+    let cases = [
+        (
+            json!({ "action": "open", "url": "file:///etc/passwd" }),
+            "not an http(s) URL",
+        ),
+        (
+            json!({ "action": "open", "url": "javascript:alert(1)" }),
+            "not an http(s) URL",
+        ),
+        (json!({ "action": "open" }), "open needs url"),
+        (json!({ "action": "fly" }), "unknown action \"fly\""),
+        (json!({ "action": "click" }), "click needs ref"),
+        (json!({ "action": "click", "ref": 99 }), "no element 99"),
+        (json!({ "action": "switch", "tab": 5 }), "there is no tab 5"),
+        (
+            json!({ "action": "press", "key": "Hyper" }),
+            "not a key name",
+        ),
+        (
+            json!({ "action": "wait", "text": "x", "timeout_ms": 999999 }),
+            "timeout_ms must be 1-20000",
+        ),
+        (
+            json!({ "action": "open", "url": "http://127.0.0.1:1/", "extra": 1 }),
+            "unknown field `extra`",
+        ),
+    ];
+    text(
+        b.call(json!({ "action": "open", "url": site.url("/next") }))
+            .unwrap(),
+    );
+    for (args, expected) in cases {
+        let error = b.call(args.clone()).unwrap_err().to_string();
+        assert!(error.contains(expected), "{args}: {error}");
+    }
+    let slow = b
+        .call(json!({ "action": "open", "url": site.url("/slow"), "timeout_ms": 2000 }))
+        .unwrap_err()
+        .to_string();
+    assert!(slow.contains("did not finish loading in 2 s"), "{slow}");
+    let shown = text(
+        b.call(json!({ "action": "open", "url": site.url("/next") }))
+            .unwrap(),
+    );
+    assert!(shown.contains("The next page."), "{shown}");
+}
+
+#[test]
+fn every_request_counts_once_per_page_load() {
+    // The proxy passes one request per connection: a page with an image
+    // loads both, each once.
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({}));
+    text(
+        b.call(json!({ "action": "open", "url": site.url("/next") }))
+            .unwrap(),
+    );
+    let count = AtomicUsize::new(0);
+    for r in site.requests() {
+        if r.starts_with("GET /next ") {
+            count.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+    assert_eq!(count.load(Ordering::Relaxed), 1, "{:?}", site.requests());
+}
