@@ -26,7 +26,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-use hearth_sdk::protocol::{Description, Risk, Targets, ToolSpec};
+use hearth_sdk::protocol::{
+    Description, PartState, PartStatus, PluginStatus, Risk, Targets, ToolSpec,
+};
 use hearth_sdk::{Host, Plugin, PluginError, parse_args};
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -52,6 +54,10 @@ pub const READ_ACTIONS: [&str; 8] = [
 /// The running plugin.
 pub struct Browser {
     session: Arc<Session>,
+    /// The Chromium found at start, or why none was: without one the
+    /// tool is not offered (it would cost every prompt its description
+    /// and fail every call).
+    executable: Result<PathBuf, String>,
 }
 
 /// A call's arguments; which are needed depends on the action.
@@ -87,8 +93,40 @@ impl Browser {
     /// A plugin whose browser keeps its files under `home/browser` and may
     /// not read `hidden` (as `init` builds it from the host's info).
     pub fn new(settings: Settings, home: PathBuf, hidden: Vec<String>) -> Browser {
+        let executable = launch::find_executable(settings.executable.as_deref());
         Browser {
             session: Session::new(settings, home, hidden),
+            executable,
+        }
+    }
+
+    /// The browser's health for `/status` and `hearth doctor`: idle until
+    /// first use, up while it runs, degraded with the fix when there is
+    /// no Chromium.
+    pub fn health(&self) -> PartStatus {
+        let (state, detail) = match (&self.executable, self.session.pid()) {
+            (Err(why), _) => (
+                PartState::Degraded,
+                format!("{why}; the browser tool is not offered until hearth restarts with one"),
+            ),
+            (Ok(path), None) => (
+                PartState::Idle,
+                format!(
+                    "{}; starts on first use, stops after {} s unused",
+                    path.display(),
+                    self.session.settings().idle_timeout.as_secs()
+                ),
+            ),
+            (Ok(path), Some(pid)) => (
+                PartState::Up,
+                format!("{} running as pid {pid}", path.display()),
+            ),
+        };
+        PartStatus {
+            name: "chromium".into(),
+            state,
+            detail,
+            tools: usize::from(self.executable.is_ok()),
         }
     }
 
@@ -310,19 +348,31 @@ impl Plugin for Browser {
                 Vec::new(),
             ),
         };
-        tracing::debug!(
-            executable = settings.executable.as_deref().unwrap_or("(on PATH)"),
-            idle_secs = settings.idle_timeout.as_secs(),
-            "browser plugin ready; the browser starts on first use"
-        );
-        Ok(Browser::new(settings, home, hidden))
+        let browser = Browser::new(settings, home, hidden);
+        match &browser.executable {
+            Ok(path) => {
+                tracing::debug!(executable = %path.display(), "browser plugin ready; the browser starts on first use")
+            }
+            Err(why) => tracing::info!("browser plugin: {why}; the browser tool is not offered"),
+        }
+        Ok(browser)
     }
 
     fn describe(&self) -> Description {
         Description {
-            tools: vec![spec()],
+            tools: if self.executable.is_ok() {
+                vec![spec()]
+            } else {
+                Vec::new()
+            },
             channel: None,
         }
+    }
+
+    fn status(&self) -> Result<PluginStatus, PluginError> {
+        Ok(PluginStatus {
+            parts: vec![self.health()],
+        })
     }
 
     fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError> {

@@ -380,3 +380,33 @@ fn every_request_counts_once_per_page_load() {
     }
     assert_eq!(count.load(Ordering::Relaxed), 1, "{:?}", site.requests());
 }
+
+#[test]
+fn without_chromium_no_tool_is_offered_and_the_status_says_why() {
+    use hearth_sdk::Plugin;
+    use hearth_sdk::protocol::PartState;
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let none = browser(
+        home.path(),
+        &site,
+        json!({ "executable": "/nonexistent/chromium" }),
+    );
+    assert!(none.describe().tools.is_empty());
+    let health = none.health();
+    assert_eq!(health.state, PartState::Degraded);
+    assert!(
+        health.detail.contains("/nonexistent/chromium"),
+        "{}",
+        health.detail
+    );
+    let found = browser(home.path(), &site, json!({}));
+    assert_eq!(found.describe().tools[0].name, "browser");
+    assert_eq!(found.health().state, PartState::Idle);
+    text(
+        found
+            .call(json!({ "action": "open", "url": site.url("/next") }))
+            .unwrap(),
+    );
+    assert_eq!(found.health().state, PartState::Up);
+}
