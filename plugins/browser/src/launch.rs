@@ -379,3 +379,50 @@ pub fn find_executable(configured: Option<&str>) -> Result<PathBuf, String> {
         }
     })
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_browser_writes_only_its_own_folders_and_never_reads_a_credential() {
+        let launch = Launch {
+            executable: "/usr/bin/chromium".into(),
+            profile: "/h/browser/profile".into(),
+            downloads: "/h/downloads".into(),
+            proxy: "127.0.0.1:1".into(),
+            headless: true,
+            hidden: vec!["/h/secrets.json".into()],
+            url: "about:blank".into(),
+        };
+        let floor = launch.floor();
+        assert_eq!(floor.protect, ["/"]);
+        assert_eq!(floor.hidden, ["/h/secrets.json"]);
+        for place in ["/h/browser/profile", "/h/downloads", "/dev/shm"] {
+            assert!(
+                floor.writable.iter().any(|w| w == place),
+                "{place}: {:?}",
+                floor.writable
+            );
+        }
+        assert!(
+            !floor.writable.iter().any(|w| w == "/h"),
+            "{:?}",
+            floor.writable
+        );
+        let args = launch.args();
+        for flag in [
+            "--remote-debugging-pipe",
+            "--proxy-server=http://127.0.0.1:1",
+            "--proxy-bypass-list=<-loopback>",
+        ] {
+            assert!(args.iter().any(|a| a == flag), "{flag}: {args:?}");
+        }
+        assert!(
+            !args
+                .iter()
+                .any(|a| a.starts_with("--remote-debugging-port")),
+            "{args:?}"
+        );
+    }
+}
