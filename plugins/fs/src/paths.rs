@@ -164,11 +164,9 @@ fn describe(error: &io::Error) -> String {
 /// ancestor with the remaining components appended, `..` applied lexically
 /// (the directories after the ancestor do not exist, so they hold no links).
 fn canonical_or_planned(path: &Path) -> io::Result<PathBuf> {
-    match std::fs::canonicalize(path) {
-        Ok(p) => return Ok(p),
-        Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
-        Err(_) => {}
-    }
+    // The first round canonicalizes the whole path; a failure other than
+    // "not found" there (a file used as a folder, a link loop) is final,
+    // and the path resolves left to right, so no ancestor fails otherwise.
     let mut existing = path.to_path_buf();
     let mut rest = Vec::new();
     loop {
@@ -235,6 +233,30 @@ mod tests {
         assert!(
             open.check_writable("path", &base.join("outside.md"))
                 .is_ok()
+        );
+    }
+
+    #[test]
+    fn errors_are_told_in_plain_words() {
+        let denied = io::Error::from_raw_os_error(13);
+        let missing = io::Error::from_raw_os_error(2);
+        let e = io_error("reading", Path::new("/x"), &denied).to_string();
+        assert!(e.ends_with("reading /x: permission denied"), "{e}");
+        let e = io_error("reading", Path::new("/x"), &missing).to_string();
+        assert!(e.ends_with("reading /x: no such file or directory"), "{e}");
+    }
+
+    #[test]
+    fn a_path_is_planned_through_missing_folders_but_not_through_a_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = dir.path().canonicalize().unwrap();
+        std::fs::write(base.join("file"), "x").unwrap();
+        let planned = canonical_or_planned(&base.join("new/./deeper/../leaf")).unwrap();
+        assert_eq!(planned, base.join("new/leaf"));
+        let through_a_file = canonical_or_planned(&base.join("file/child"));
+        assert_eq!(
+            through_a_file.unwrap_err().kind(),
+            io::ErrorKind::NotADirectory
         );
     }
 }

@@ -80,14 +80,16 @@ pub fn refusal_note(stderr: &str) -> Option<String> {
     ))
 }
 
-/// The first path quoted in `line` (`'/etc/x'`, `"/etc/x"`, or `/etc/x:`).
+/// The first path quoted in `line` (`'/etc/x'`, `"/etc/x"`, `` `/etc/x' ``,
+/// `‘/etc/x’`, or `/etc/x:`).
 fn quoted_path(line: &str) -> Option<String> {
-    for quote in ['\'', '"', '`', '\u{2018}'] {
-        let close = if quote == '\u{2018}' {
-            '\u{2019}'
-        } else {
-            quote
-        };
+    const QUOTES: [(char, char); 4] = [
+        ('\'', '\''),
+        ('"', '"'),
+        ('`', '\''),
+        ('\u{2018}', '\u{2019}'),
+    ];
+    for (quote, close) in QUOTES {
         let mut parts = line.split(quote);
         while let Some(_) = parts.next() {
             let Some(inside) = parts.next() else { break };
@@ -114,6 +116,11 @@ mod tests {
                 Some("/etc/x"),
             ),
             (
+                "cp: cannot create regular file \"~/y\": Permission denied",
+                Some("~/y"),
+            ),
+            ("mv: 'a' to `./b': Operation not permitted", Some("./b")),
+            (
                 "bash: /usr/local/y: Read-only file system",
                 Some("/usr/local/y"),
             ),
@@ -122,15 +129,20 @@ mod tests {
                 Some("/opt/z"),
             ),
             ("bash: line 1: kill: (1) - Operation not permitted", None),
-            ("all good", None),
         ];
         for (stderr, path) in cases {
-            let note = refusal_note(stderr);
+            let note = refusal_note(stderr).unwrap();
             match path {
-                Some(path) => assert!(note.unwrap().contains(path), "{stderr}"),
-                None if stderr == "all good" => assert!(note.is_none()),
-                None => assert!(note.is_some(), "{stderr}"),
+                Some(path) => assert!(
+                    note.starts_with(&format!("access to {path} was refused:")),
+                    "{stderr}: {note}"
+                ),
+                None => assert!(
+                    note.starts_with(&format!("the kernel refused an action ({stderr})")),
+                    "{stderr}: {note}"
+                ),
             }
         }
+        assert_eq!(refusal_note("all good"), None);
     }
 }

@@ -110,16 +110,8 @@ impl Launcher {
             }
             Some(raw) => self.home.join(raw),
         };
-        let dir = std::fs::canonicalize(&path).map_err(|e| {
-            let why = match e.kind() {
-                io::ErrorKind::NotFound => "does not exist".to_owned(),
-                io::ErrorKind::PermissionDenied => {
-                    "cannot be reached (permission denied)".to_owned()
-                }
-                _ => format!("cannot be resolved ({e})"),
-            };
-            invalid("cwd", &format!("{} {why}", path.display()))
-        })?;
+        let dir = std::fs::canonicalize(&path)
+            .map_err(|e| invalid("cwd", &format!("{} {}", path.display(), unresolved(&e))))?;
         if !dir.is_dir() {
             return Err(invalid(
                 "cwd",
@@ -225,6 +217,15 @@ pub fn signal_name(signal: i32) -> String {
     name.into()
 }
 
+/// Why a working directory could not be resolved, in plain words.
+fn unresolved(e: &io::Error) -> String {
+    match e.kind() {
+        io::ErrorKind::NotFound => "does not exist".to_owned(),
+        io::ErrorKind::PermissionDenied => "cannot be reached (permission denied)".to_owned(),
+        _ => format!("cannot be resolved ({e})"),
+    }
+}
+
 /// A descriptor that becomes readable when `pid` exits (`pidfd_open`), or
 /// `None` on kernels older than 5.3.
 pub fn pidfd(pid: u32) -> Option<OwnedFd> {
@@ -288,4 +289,70 @@ fn is_executable(path: &Path) -> bool {
     std::fs::metadata(path)
         .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
         .unwrap_or(false)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cwd_may_start_at_the_owners_home() {
+        let home = tempfile::tempdir().unwrap();
+        let launcher = Launcher::new(home.path(), &[]);
+        let own_home = std::fs::canonicalize(std::env::var_os("HOME").unwrap()).unwrap();
+        assert_eq!(launcher.resolve_cwd(Some("~")).unwrap(), own_home);
+        assert_eq!(launcher.resolve_cwd(Some("~/")).unwrap(), own_home);
+        let hearth_home = home.path().canonicalize().unwrap();
+        assert_eq!(launcher.resolve_cwd(None).unwrap(), hearth_home);
+        std::fs::create_dir(home.path().join("~x")).unwrap();
+        assert_eq!(
+            launcher.resolve_cwd(Some("~x")).unwrap(),
+            hearth_home.join("~x")
+        );
+    }
+
+    #[test]
+    fn an_unresolved_cwd_says_why() {
+        let cases = [
+            (libc::ENOENT, "does not exist"),
+            (libc::EACCES, "cannot be reached (permission denied)"),
+            (
+                libc::ELOOP,
+                "cannot be resolved (Too many levels of symbolic links",
+            ),
+        ];
+        for (errno, why) in cases {
+            let text = unresolved(&io::Error::from_raw_os_error(errno));
+            assert!(text.starts_with(why), "{errno}: {text}");
+        }
+    }
+
+    #[test]
+    fn a_pidfd_is_for_a_live_process_only() {
+        assert!(pidfd(std::process::id()).is_some());
+        // pid_max is at most 2^22: no process has this pid.
+        assert!(pidfd(1 << 23).is_none());
+    }
+
+    #[test]
+    fn signalling_a_group_tells_a_live_group_from_a_gone_one() {
+        // SAFETY: getpgrp has no preconditions.
+        let own = unsafe { libc::getpgrp() };
+        assert!(signal_group(own, 0).unwrap());
+        assert!(!signal_group(1 << 23, 0).unwrap());
+    }
+
+    #[test]
+    fn bash_is_found_on_the_path_as_an_executable_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "x").unwrap();
+        assert!(is_executable(Path::new("/bin/sh")));
+        assert!(!is_executable(&plain));
+        assert!(!is_executable(dir.path()));
+        assert!(!is_executable(&dir.path().join("missing")));
+        let found = find_bash(&OsString::from("relative:/usr/bin:/bin")).unwrap();
+        assert!(found.ends_with("bash") && found.is_absolute(), "{found:?}");
+        assert_eq!(find_bash(&dir.path().as_os_str().to_owned()), None);
+    }
 }

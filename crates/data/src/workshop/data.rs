@@ -393,13 +393,10 @@ impl Guarded {
         if let Some(why) = self.take_refusal() {
             return DataError::Refused(why);
         }
+        // An interrupted statement is `run`'s to explain: only a running
+        // statement has a deadline.
         match e {
             rusqlite::Error::MultipleStatement => DataError::MultipleStatements,
-            rusqlite::Error::SqliteFailure(f, _)
-                if f.code == rusqlite::ErrorCode::OperationInterrupted =>
-            {
-                DataError::TimedOut(Duration::ZERO)
-            }
             e => DataError::Sql(e.to_string()),
         }
     }
@@ -648,6 +645,7 @@ mod tests {
         assert_eq!(rows.objects(), vec![json!({"name": "eggs", "qty": 12})]);
         let errors = [
             ("SELECT ?", json!([])),
+            ("SELECT ?", Value::Null),
             ("SELECT :a", json!({})),
             ("SELECT :a", json!({"b": 1})),
             ("SELECT 1; SELECT 2", Value::Null),
@@ -724,5 +722,96 @@ mod tests {
             .unwrap_err();
         assert!(matches!(error, DataError::TimedOut(_)), "{error}");
         assert!(started.elapsed() < Duration::from_secs(5));
+    }
+
+    #[test]
+    fn a_read_only_query_creates_a_missing_file() {
+        let (dir, data) = data();
+        let rows = data
+            .run(Access::ReadOnly, "SELECT 1", &Value::Null, Bounds::PAGE)
+            .unwrap();
+        assert_eq!(rows.rows, vec![vec![json!(1)]]);
+        assert!(dir.path().join("agent_data.db").exists());
+    }
+
+    #[test]
+    fn the_byte_cap_counts_every_value() {
+        let (_dir, data) = data();
+        // 'abcd' is 4 + 2, the blob {"blob_hex": "0102"} 4 + 2 + 16, the
+        // integer 8: 36 bytes a row.
+        let sql = "SELECT 'abcd', x'0102', 7";
+        let cap = |bytes| {
+            let bounds = Bounds {
+                bytes,
+                ..Bounds::TOOL
+            };
+            data.run(Access::ReadOnly, sql, &Value::Null, bounds)
+                .unwrap()
+        };
+        let kept = cap(36);
+        assert!(!kept.truncated);
+        assert_eq!(
+            kept.rows,
+            vec![vec![json!("abcd"), json!({"blob_hex": "0102"}), json!(7)]]
+        );
+        let cut = cap(35);
+        assert!(cut.truncated);
+        assert!(cut.rows.is_empty());
+        let two = "SELECT 'abcd', x'0102', 7 UNION ALL SELECT 'abcd', x'0102', 8";
+        let bounds = Bounds {
+            bytes: 71,
+            ..Bounds::TOOL
+        };
+        let rows = data
+            .run(Access::ReadOnly, two, &Value::Null, bounds)
+            .unwrap();
+        assert!(rows.truncated);
+        assert_eq!(rows.rows.len(), 1);
+    }
+
+    #[test]
+    fn a_page_query_does_not_wait_for_a_long_write() {
+        let (_dir, data) = data();
+        let run = |sql: &str| data.run(Access::ReadWrite, sql, &Value::Null, Bounds::TOOL);
+        run("CREATE TABLE t (a)").unwrap();
+        let runaway = "INSERT INTO t WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) \
+                       SELECT i FROM n";
+        std::thread::scope(|s| {
+            let slow = s.spawn(|| run(runaway));
+            while data.write.try_lock().is_ok() {
+                std::thread::yield_now();
+            }
+            let quick = data.run(
+                Access::ReadOnly,
+                "SELECT count(*) FROM t",
+                &Value::Null,
+                Bounds::PAGE,
+            );
+            assert_eq!(quick.unwrap().rows, vec![vec![json!(0)]]);
+            assert!(!slow.is_finished(), "the page query waited for the write");
+            assert!(matches!(slow.join().unwrap(), Err(DataError::TimedOut(_))));
+        });
+    }
+
+    #[test]
+    fn full_text_tables_are_allowed_and_unknown_actions_are_not() {
+        let (_dir, data) = data();
+        let run = |sql: &str| data.run(Access::ReadWrite, sql, &Value::Null, Bounds::TOOL);
+        run("CREATE VIRTUAL TABLE notes USING fts5(body)").unwrap();
+        run("INSERT INTO notes VALUES ('the kettle is on')").unwrap();
+        let found = run("SELECT body FROM notes WHERE notes MATCH 'kettle'").unwrap();
+        assert_eq!(found.rows.len(), 1);
+        run("DROP TABLE notes").unwrap();
+        // A newer SQLite's action rusqlite does not know is refused.
+        let unknown = AuthContext {
+            action: AuthAction::Unknown {
+                code: 99,
+                arg1: None,
+                arg2: None,
+            },
+            database_name: None,
+            accessor: None,
+        };
+        assert!(authorize(&unknown).unwrap_err().contains("99"));
     }
 }
