@@ -11,11 +11,13 @@ use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
 use hearth_tests::{Hearth, scenarios};
 use serde_json::Value;
 
-/// The most characters the bundled config's `tools` array may take: 43
+/// The most characters the bundled config's `tools` array may take: 44
 /// tools with the bounds the host checks left out of the model's copy
 /// (`tools::offered`). With the system prompt it keeps a first call
-/// under 6,000 tokens (`tests/prompt_cache.rs`).
-const BUDGET: usize = 14_500;
+/// under 6,000 tokens (`tests/prompt_cache.rs`). It was 14,500 for 43;
+/// the browser (one tool for fifteen actions, offered only where a
+/// Chromium is installed) added 870.
+const BUDGET: usize = 15_000;
 /// The longest description a tool may have.
 const MAX_DESCRIPTION: usize = 300;
 /// The longest first sentence of a description: what the tool does.

@@ -155,6 +155,13 @@ pub struct Targets {
     /// never asks, whatever the tool's own tier.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub read_actions: Vec<String>,
+    /// String arguments in which the host puts the owner's secrets for
+    /// `{{secret:NAME}}` placeholders (the browser's `text`), after the
+    /// ruling and the audit, which see only the placeholders. The plugin
+    /// gets the value; the model, the log and the audit never do, and the
+    /// result is redacted of it like every tool's.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 impl Targets {
@@ -166,6 +173,7 @@ impl Targets {
             && !self.floor
             && self.escalate.is_none()
             && self.read_actions.is_empty()
+            && self.secrets.is_empty()
     }
 }
 
@@ -291,6 +299,12 @@ pub struct ToolCall {
     /// absent otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub call_id: Option<String>,
+    /// The arguments in which the host put secrets for `{{secret:NAME}}`
+    /// placeholders ([`Targets::secrets`]): their text is a secret. The
+    /// plugin keeps it out of its logs and of what it shows (the browser
+    /// masks the field it typed it into).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub secrets: Vec<String>,
 }
 
 /// The request of [`service::TOOLS_SET`].

@@ -55,6 +55,7 @@ impl BuiltIn {
     }
 }
 
+static BROWSER: StaticHeader = StaticHeader::built_in::<hearth_browser::Browser>();
 static CANVAS: StaticHeader = StaticHeader::built_in::<hearth_canvas::Canvas>();
 static SHELL: StaticHeader = StaticHeader::built_in::<hearth_shell::Shell>();
 static FS: StaticHeader = StaticHeader::built_in::<hearth_fs::Fs>();
@@ -64,7 +65,14 @@ static SIGNAL: StaticHeader = StaticHeader::built_in::<hearth_signal::Signal>();
 static MCP: StaticHeader = StaticHeader::built_in::<hearth_mcp::Mcp>();
 
 /// The order the shared libraries had when scanned by file name.
-static BUILT_IN: [BuiltIn; 7] = [
+static BUILT_IN: [BuiltIn; 8] = [
+    BuiltIn {
+        // Offers its tool only where a Chromium is found, and starts the
+        // browser only on first use.
+        name: "browser",
+        header: &BROWSER,
+        needs_settings: false,
+    },
     BuiltIn {
         name: "canvas",
         header: &CANVAS,

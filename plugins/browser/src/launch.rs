@@ -169,6 +169,21 @@ impl Launch {
                 source,
             })?;
         }
+        // Chromium makes each download's first bytes in `$HOME/Downloads`
+        // whatever `Browser.setDownloadBehavior` says; pointed at the
+        // downloads folder, they start where they may be written.
+        if let Some(home) = self.profile.parent() {
+            let link = home.join("Downloads");
+            if std::fs::read_link(&link).ok().as_deref() != Some(self.downloads.as_path()) {
+                let _ = std::fs::remove_file(&link);
+                std::os::unix::fs::symlink(&self.downloads, &link).map_err(|source| {
+                    LaunchError::Folder {
+                        path: link.clone(),
+                        source,
+                    }
+                })?;
+            }
+        }
         let (commands_read, commands_write) = pipe().map_err(|source| self.spawn_error(source))?;
         let (answers_read, answers_write) = pipe().map_err(|source| self.spawn_error(source))?;
         let mut command = Command::new(&self.executable);

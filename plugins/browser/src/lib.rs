@@ -9,6 +9,7 @@
 //! - `session`: the browser's life (started on first use, stopped when
 //!   idle, started again after a crash) and its tabs;
 //! - `page`: the actions, and `snapshot.js`, the page as numbered text;
+//! - `downloads`: files a page downloads, capped and never misplaced;
 //! - `config`: `[plugins.browser]`.
 //!
 //! Architecture invariant: an unused browser costs nothing. No process,
@@ -17,6 +18,7 @@
 
 pub mod cdp;
 pub mod config;
+pub mod downloads;
 pub mod launch;
 pub mod page;
 pub mod proxy;
@@ -27,14 +29,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_sdk::protocol::{
-    Description, PartState, PartStatus, PluginStatus, Risk, Targets, ToolSpec,
+    Description, PartState, PartStatus, PluginStatus, Risk, Targets, ToolCall, ToolSpec,
 };
 use hearth_sdk::{Host, Plugin, PluginError, parse_args};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use config::Settings;
-use page::Window;
+use downloads::Finished;
+use page::{Typing, Window};
 use session::{Running, Session, SessionError};
 
 /// The actions that only read or move around: judged as reads, so they
@@ -51,9 +54,32 @@ pub const READ_ACTIONS: [&str; 8] = [
     "scroll",
 ];
 
+/// Every action, in the order the schema lists them.
+pub const ACTIONS: [&str; 15] = [
+    "open",
+    "snapshot",
+    "click",
+    "type",
+    "select",
+    "press",
+    "scroll",
+    "wait",
+    "screenshot",
+    "tabs",
+    "switch",
+    "close",
+    "download",
+    "upload",
+    "eval",
+];
+
 /// The running plugin.
 pub struct Browser {
     session: Arc<Session>,
+    /// Where a file to upload may come from: the writable roots.
+    roots: Vec<PathBuf>,
+    /// The owner's credentials, which are never uploaded.
+    hidden: Vec<String>,
     /// The Chromium found at start, or why none was: without one the
     /// tool is not offered (it would cost every prompt its description
     /// and fail every call).
@@ -87,6 +113,10 @@ struct Args {
     from: Option<usize>,
     #[serde(default)]
     timeout_ms: Option<u64>,
+    #[serde(default)]
+    path: Option<String>,
+    #[serde(default)]
+    js: Option<String>,
 }
 
 impl Browser {
@@ -95,9 +125,19 @@ impl Browser {
     pub fn new(settings: Settings, home: PathBuf, hidden: Vec<String>) -> Browser {
         let executable = launch::find_executable(settings.executable.as_deref());
         Browser {
-            session: Session::new(settings, home, hidden),
+            roots: vec![home.clone()],
+            session: Session::new(settings, home, hidden.clone()),
+            hidden,
             executable,
         }
+    }
+
+    /// The same, with `roots` as the places files may be uploaded from.
+    pub fn with_roots(mut self, roots: Vec<PathBuf>) -> Browser {
+        if !roots.is_empty() {
+            self.roots = roots;
+        }
+        self
     }
 
     /// The browser's health for `/status` and `hearth doctor`: idle until
@@ -135,8 +175,9 @@ impl Browser {
         &self.session
     }
 
-    /// Runs one call of the `browser` tool.
-    pub fn call(&self, args: Value) -> Result<Value, PluginError> {
+    /// Runs one call of the `browser` tool; `secret` says its `text` is
+    /// one of the owner's secrets, filled in by the host.
+    pub fn call(&self, args: Value, secret: bool) -> Result<Value, PluginError> {
         let args: Args = parse_args(args)?;
         let timeout = self.session.settings().call_timeout;
         let wait = match args.timeout_ms {
@@ -163,8 +204,12 @@ impl Browser {
         };
         let folder = self.session.folder();
         let action = args.action.as_str();
+        let upload = match action {
+            "upload" => Some(self.upload_path(args.path.as_deref())?),
+            _ => None,
+        };
         let reference = match action {
-            "click" | "type" | "select" => Some(need_ref()?),
+            "click" | "type" | "select" | "upload" => Some(need_ref()?),
             _ => args.reference,
         };
         let outcome = self.session.with(|running| -> Result<Value, SessionError> {
@@ -185,7 +230,11 @@ impl Browser {
                 }
                 "type" => {
                     let text = args.text.as_deref().ok_or_else(|| bad("type needs text"))?;
-                    page::type_text(running, reference.unwrap_or_default(), text, args.submit)?;
+                    let typing = Typing {
+                        submit: args.submit,
+                        secret,
+                    };
+                    page::type_text(running, reference.unwrap_or_default(), text, typing)?;
                     after_action(running, window)
                 }
                 "select" => {
@@ -216,7 +265,9 @@ impl Browser {
                 }
                 "tabs" => Ok(Value::String(tabs(running)?)),
                 "switch" => {
-                    let tab = args.tab.ok_or_else(|| bad("switch needs tab: its number from tabs"))?;
+                    let tab = args
+                        .tab
+                        .ok_or_else(|| bad("switch needs tab: its number from tabs"))?;
                     if tab >= running.tabs.len() {
                         return Err(bad(&format!("there is no tab {tab}; tabs lists them")));
                     }
@@ -230,8 +281,20 @@ impl Browser {
                     running.close_tab(tab)?;
                     Ok(Value::String(tabs(running)?))
                 }
+                "download" => download(running, reference, args.url.as_deref(), wait),
+                "upload" => {
+                    let path = upload.clone().unwrap_or_default();
+                    page::upload(running, reference.unwrap_or_default(), &path)?;
+                    after_action(running, window)
+                }
+                "eval" => {
+                    let js = args.js.as_deref().ok_or_else(|| bad("eval needs js"))?;
+                    let value = page::evaluate(running, js)?;
+                    Ok(json!({ "value": value, "notes": running.take_notes() }))
+                }
                 other => Err(bad(&format!(
-                    "unknown action {other:?} (open, snapshot, click, type, select, press, scroll, wait, screenshot, tabs, switch, close)"
+                    "unknown action {other:?} ({})",
+                    ACTIONS.join(", ")
                 ))),
             }
         });
@@ -243,6 +306,99 @@ impl Browser {
             }
             other => PluginError::Failed(other.to_string()),
         })
+    }
+}
+
+impl Browser {
+    /// The file `raw` names for `upload`: absolute, `~/...` or relative to
+    /// `$HEARTH_HOME`; it must exist inside the writable roots and be none
+    /// of the owner's credentials (nor a link to one).
+    fn upload_path(&self, raw: Option<&str>) -> Result<PathBuf, PluginError> {
+        let raw = raw.ok_or_else(|| {
+            PluginError::InvalidArguments("upload needs path: the file to give the page".into())
+        })?;
+        let home = self.roots.first().cloned().unwrap_or_default();
+        let given = match raw.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(rest))
+                .unwrap_or_else(|| home.join(rest)),
+            None => home.join(raw),
+        };
+        let path = std::fs::canonicalize(&given)
+            .map_err(|e| PluginError::InvalidArguments(format!("path {}: {e}", given.display())))?;
+        if !path.is_file() {
+            return Err(PluginError::InvalidArguments(format!(
+                "path {} is not a file",
+                path.display()
+            )));
+        }
+        let inside = self
+            .roots
+            .iter()
+            .filter_map(|root| std::fs::canonicalize(root).ok())
+            .any(|root| path.starts_with(root));
+        if !inside {
+            return Err(PluginError::InvalidArguments(format!(
+                "path {} is outside the writable roots; only files there may be uploaded",
+                path.display()
+            )));
+        }
+        let floor = hearth_sdk::floor::helper(&self.hidden);
+        if hearth_sdk::floor::is_hidden(&floor, &path) {
+            return Err(PluginError::InvalidArguments(format!(
+                "path {} is one of hearth's credentials, which are never uploaded",
+                path.display()
+            )));
+        }
+        Ok(path)
+    }
+}
+
+/// Starts a download by clicking `reference` or following `url`, and
+/// waits for it to end.
+fn download(
+    running: &mut Running,
+    reference: Option<u64>,
+    url: Option<&str>,
+    wait: Duration,
+) -> Result<Value, SessionError> {
+    let seen = running.downloads_ended();
+    match (reference, url) {
+        (Some(reference), None) => page::click(running, reference)?,
+        (None, Some(url)) => {
+            page::check_url(url)?;
+            // A link with `download`, clicked: the page stays, and the file
+            // goes through the proxy like every request.
+            let script = format!(
+                "(() => {{ const a = document.createElement('a'); a.href = {}; a.download = ''; \
+                 document.body.appendChild(a); a.click(); a.remove(); return true; }})()",
+                serde_json::to_string(url).unwrap_or_default()
+            );
+            page::evaluate(running, &script)?;
+        }
+        _ => {
+            return Err(bad(
+                "download needs ref (a link or button) or url, not both",
+            ));
+        }
+    }
+    let notes = running.take_notes();
+    match running.download_after(seen, wait) {
+        Some(Finished::Saved { path, bytes }) => Ok(json!({
+            "saved": path.display().to_string(),
+            "bytes": bytes,
+            "notes": notes,
+        })),
+        Some(Finished::Stopped(why)) => Err(SessionError::Protocol(why)),
+        None => Err(SessionError::Protocol(format!(
+            "no download started within {} ms{}",
+            wait.as_millis(),
+            if notes.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", notes.join("; "))
+            }
+        ))),
     }
 }
 
@@ -300,16 +456,14 @@ fn tabs(running: &mut Running) -> Result<String, SessionError> {
 pub fn spec() -> ToolSpec {
     ToolSpec {
         name: "browser".into(),
-        description: "Drives a real browser (Chromium) for pages that need JavaScript, logins or forms. \
-            Actions: open {url, new_tab?}; snapshot {from?}: the page as text, its links, buttons and \
-            fields numbered [n]; click/type/select on ref n (type: text, submit?; {{secret:NAME}} types a \
-            secret; select: values); press {key}; scroll {ref? | up?}; wait {text}; screenshot; tabs; \
-            switch {tab}; close {tab?}. Actions return the page as it is after them."
+        description: "Drives a real browser for pages that need JavaScript, logins or forms. \
+            Results show the page as text, its links, buttons and fields numbered [n] (ref). \
+            type {{secret:NAME}} types a secret unseen; eval runs js in the page."
             .into(),
         parameters: json!({
             "type": "object",
             "properties": {
-                "action": { "enum": ["open", "snapshot", "click", "type", "select", "press", "scroll", "wait", "screenshot", "tabs", "switch", "close"] },
+                "action": { "enum": ACTIONS },
                 "url": { "type": "string" },
                 "new_tab": { "type": "boolean" },
                 "ref": { "type": "integer", "minimum": 1 },
@@ -320,7 +474,9 @@ pub fn spec() -> ToolSpec {
                 "up": { "type": "boolean" },
                 "tab": { "type": "integer", "minimum": 0 },
                 "from": { "type": "integer", "minimum": 0 },
-                "timeout_ms": { "type": "integer", "minimum": 1 }
+                "timeout_ms": { "type": "integer", "minimum": 1 },
+                "path": { "type": "string" },
+                "js": { "type": "string" }
             },
             "required": ["action"],
             "additionalProperties": false
@@ -328,6 +484,7 @@ pub fn spec() -> ToolSpec {
         risk: Risk::Write,
         targets: Targets {
             read_actions: READ_ACTIONS.map(str::to_owned).into(),
+            secrets: vec!["text".into()],
             ..Targets::default()
         },
     }
@@ -339,16 +496,21 @@ impl Plugin for Browser {
 
     fn init(host: Host, config: Value) -> Result<Self, PluginError> {
         let settings = Settings::parse(config).map_err(PluginError::failed)?;
-        let (home, hidden) = match host.info() {
-            Ok(info) => (PathBuf::from(info.home), info.hidden),
+        let (home, hidden, roots) = match host.info() {
+            Ok(info) => (
+                PathBuf::from(info.home),
+                info.hidden,
+                info.confine_to.into_iter().map(PathBuf::from).collect(),
+            ),
             Err(_) => (
                 std::env::var_os("HEARTH_HOME")
                     .map(PathBuf::from)
                     .unwrap_or_else(|| std::env::temp_dir().join("hearth-browser")),
                 Vec::new(),
+                Vec::new(),
             ),
         };
-        let browser = Browser::new(settings, home, hidden);
+        let browser = Browser::new(settings, home, hidden).with_roots(roots);
         match &browser.executable {
             Ok(path) => {
                 tracing::debug!(executable = %path.display(), "browser plugin ready; the browser starts on first use")
@@ -377,7 +539,14 @@ impl Plugin for Browser {
 
     fn call_tool(&self, tool: &str, args: Value) -> Result<Value, PluginError> {
         match tool {
-            "browser" => self.call(args),
+            "browser" => self.call(args, false),
+            other => Err(PluginError::Unsupported(format!("no tool {other:?}"))),
+        }
+    }
+
+    fn run_call(&self, call: ToolCall) -> Result<Value, PluginError> {
+        match call.tool.as_str() {
+            "browser" => self.call(call.args, call.secrets.iter().any(|k| k == "text")),
             other => Err(PluginError::Unsupported(format!("no tool {other:?}"))),
         }
     }

@@ -190,22 +190,37 @@ pub fn click(running: &mut Running, reference: u64) -> Result<(), SessionError> 
     Ok(())
 }
 
-/// Types `text` into element `reference` (replacing what it held), then
-/// presses Enter if `submit`.
+/// How `type` types: a secret's field is masked; `submit` presses Enter
+/// after.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Typing {
+    /// Press Enter after the text.
+    pub submit: bool,
+    /// The text is one of the owner's secrets (the host filled it in).
+    pub secret: bool,
+}
+
+/// Types `text` into element `reference`, replacing what it held. A
+/// secret's field is marked first: the snapshot then shows it only as
+/// filled, and the page draws it as dots in a screenshot.
 pub fn type_text(
     running: &mut Running,
     reference: u64,
     text: &str,
-    submit: bool,
+    typing: Typing,
 ) -> Result<(), SessionError> {
-    let focused = on_element(
-        running,
-        reference,
-        "el.focus(); if (typeof el.select === 'function') el.select(); \
+    const FOCUS: &str = "el.focus(); if (typeof el.select === 'function') el.select(); \
          else if (el.isContentEditable) { const r = document.createRange(); r.selectNodeContents(el); \
          const s = getSelection(); s.removeAllRanges(); s.addRange(r); } \
-         return el.ownerDocument.activeElement === el || el.contains(el.ownerDocument.activeElement);",
-    )?;
+         return el.ownerDocument.activeElement === el || el.contains(el.ownerDocument.activeElement);";
+    const MASK: &str = "el.setAttribute('data-hearth-secret', ''); \
+         el.style.setProperty('-webkit-text-security', 'disc', 'important'); ";
+    let body = if typing.secret {
+        format!("{MASK}{FOCUS}")
+    } else {
+        FOCUS.to_owned()
+    };
+    let focused = on_element(running, reference, &body)?;
     if focused != Value::Bool(true) {
         return Err(SessionError::Protocol(format!(
             "element {reference} does not take text (it could not be focused)"
@@ -217,9 +232,39 @@ pub fn type_text(
     } else {
         running.call("Input.insertText", json!({ "text": text }))?;
     }
-    if submit {
+    if typing.submit {
         press(running, "Enter")?;
     }
+    Ok(())
+}
+
+/// Gives the file input `reference` the file at `path` (already checked
+/// by the caller: inside the roots, not a credential).
+pub fn upload(running: &mut Running, reference: u64, path: &Path) -> Result<(), SessionError> {
+    let is_file_input = on_element(
+        running,
+        reference,
+        "return el.tagName === 'INPUT' && el.type === 'file';",
+    )?;
+    if is_file_input != Value::Bool(true) {
+        return Err(SessionError::Protocol(format!(
+            "element {reference} is not a file input; upload needs the ref of one"
+        )));
+    }
+    let index = reference.saturating_sub(1);
+    let object = running.call(
+        "Runtime.evaluate",
+        json!({ "expression": format!("window.__hearth.refs[{index}]") }),
+    )?;
+    let Some(object_id) = object["result"]["objectId"].as_str() else {
+        return Err(SessionError::Protocol(format!(
+            "element {reference} could not be reached; take a new snapshot"
+        )));
+    };
+    running.call(
+        "DOM.setFileInputFiles",
+        json!({ "files": [path.display().to_string()], "objectId": object_id }),
+    )?;
     Ok(())
 }
 

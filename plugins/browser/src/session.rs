@@ -19,13 +19,14 @@ use serde_json::{Value, json};
 
 use crate::cdp::{CdpError, Connection, Event};
 use crate::config::Settings;
+use crate::downloads::{Downloads, Finished};
 use crate::launch::{self, Launch, Process};
 use crate::proxy::Proxy;
 
 /// What the browser did between calls that the next result should say:
-/// dialogs it answered, tabs pages opened or closed.
-#[derive(Default)]
+/// dialogs it answered, tabs pages opened or closed, downloads.
 struct Happenings {
+    downloads: Downloads,
     notes: Vec<String>,
     opened: Vec<String>,
     closed: Vec<String>,
@@ -192,7 +193,12 @@ impl Session {
             hidden: self.hidden.clone(),
             url: "about:blank".into(),
         };
-        let happenings = Arc::new(Mutex::new(Happenings::default()));
+        let happenings = Arc::new(Mutex::new(Happenings {
+            downloads: Downloads::new(launch.downloads.clone(), self.settings.max_download_bytes),
+            notes: Vec::new(),
+            opened: Vec::new(),
+            closed: Vec::new(),
+        }));
         let seen = happenings.clone();
         let started = Instant::now();
         let process = launch
@@ -329,6 +335,26 @@ impl Running {
         notes
     }
 
+    /// How many downloads have ended so far.
+    pub fn downloads_ended(&self) -> usize {
+        lock(&self.happenings).downloads.finished.len()
+    }
+
+    /// The download that ended after the first `seen`, waiting up to
+    /// `timeout` for it; `None` if none ended by then.
+    pub fn download_after(&mut self, seen: usize, timeout: Duration) -> Option<Finished> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Some(ended) = lock(&self.happenings).downloads.finished.get(seen) {
+                return Some(ended.clone());
+            }
+            if Instant::now() >= deadline || !self.process.is_alive() {
+                return None;
+            }
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     /// Opens a new tab on `url` and makes it current.
     pub fn open_tab(&mut self, url: &str) -> Result<(), SessionError> {
         let created = self.call_browser("Target.createTarget", json!({ "url": "about:blank" }))?;
@@ -459,6 +485,12 @@ fn on_event(connection: &Connection, event: Event, happenings: &Mutex<Happenings
                 && let Some(id) = info["targetId"].as_str()
             {
                 lock(happenings).opened.push(id.to_owned());
+            }
+        }
+        "Browser.downloadWillBegin" | "Browser.downloadProgress" => {
+            let mut happenings = lock(happenings);
+            if let Some(note) = happenings.downloads.on_event(connection, &event) {
+                happenings.notes.push(note);
             }
         }
         "Target.targetDestroyed" => {

@@ -73,8 +73,10 @@
         shown = u.origin === location.origin ? u.pathname + u.search + u.hash : u.href;
       } catch (e) { /* a href that is not a URL is shown as written */ }
       if (shown && shown !== "#" && !shown.startsWith("javascript:")) out += ` -> ${cut(shown, HREF_MAX)}`;
-    } else if (kind === "password") {
-      if (el.value) out += " (filled)";
+    } else if (kind === "password" || el.hasAttribute("data-hearth-secret")) {
+      // A secret's text is never shown: the host typed it, the model
+      // named it.
+      if (el.value || el.innerText) out += " (filled)";
     } else if (kind === "checkbox" || kind === "radio" || kind === "switch") {
       const on = el.checked === true || el.getAttribute("aria-checked") === "true";
       out += on ? " [x]" : " [ ]";

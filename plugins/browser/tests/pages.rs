@@ -52,6 +52,15 @@ fn page(path: &str, other_port: u16) -> Option<(String, String)> {
             html("<title>Opener</title><button onclick=\"window.open('/next')\">Pop</button>")
         }
         "/slow" => None,
+        "/files" => {
+            html("<title>Files</title><a href='/report.txt'>Report</a> <a href='/big.bin'>Big</a>")
+        }
+        "/upload" => html(
+            "<title>Upload</title><label>File <input type=file id=f></label><p id=out></p><script>             f.onchange = () => { const x = f.files[0]; x.text().then(t => out.textContent = 'picked:' + x.name + ':' + t); };             </script>",
+        ),
+        "/login" => html(
+            "<title>Login</title><form method=post action=/login><label>User <input name=user></label>             <label>Password <input type=password name=pass></label><label>Code <input name=code></label>             <button>Sign in</button></form>",
+        ),
         _ => html("<title>404</title>"),
     }
 }
@@ -80,21 +89,63 @@ impl Site {
     }
 }
 
+/// What a page sends besides HTML: a file to download, a login's answer.
+fn special(path: &str, cookie: &str, body: &str) -> Option<String> {
+    let file = |name: &str, bytes: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: application/octet-stream\r\nContent-Disposition: attachment; filename=\"{name}\"\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{bytes}",
+            bytes.len()
+        )
+    };
+    let html = |body: &str| {
+        format!(
+            "HTTP/1.1 200 OK\r\nContent-Type: text/html; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+    };
+    match path {
+        "/report.txt" => Some(file("report.txt", "quarterly numbers")),
+        "/big.bin" => Some(file("big.bin", &"x".repeat(200_000))),
+        "/login" if body.contains("pass=hunter2") => Some(
+            "HTTP/1.1 303 See Other\r\nLocation: /account\r\nSet-Cookie: session=ok; Max-Age=3600; Path=/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                .to_owned(),
+        ),
+        "/account" if cookie.contains("session=ok") => {
+            Some(html("<title>Account</title><p>Logged in as anna</p>"))
+        }
+        "/account" => Some(html("<title>Account</title><p>Please log in</p>")),
+        _ => None,
+    }
+}
+
 fn serve(stream: TcpStream, other_port: u16, seen: &Mutex<Vec<String>>) {
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut first = String::new();
     if reader.read_line(&mut first).is_err() {
         return;
     }
+    let (mut cookie, mut length) = (String::new(), 0);
     loop {
         let mut line = String::new();
         if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
             break;
         }
+        let lower = line.to_ascii_lowercase();
+        if let Some(value) = lower.strip_prefix("cookie:") {
+            cookie = value.trim().to_owned();
+        } else if let Some(value) = lower.strip_prefix("content-length:") {
+            length = value.trim().parse().unwrap_or(0);
+        }
     }
+    let mut body = vec![0; length];
+    let _ = reader.read_exact(&mut body);
     seen.lock().unwrap().push(first.trim().to_owned());
     let path = first.split(' ').nth(1).unwrap_or("/").to_owned();
     let mut stream = stream;
+    if let Some(answer) = special(&path, &cookie, &String::from_utf8_lossy(&body)) {
+        let _ = stream.write_all(answer.as_bytes());
+        return;
+    }
     match page(&path, other_port) {
         None => thread::sleep(Duration::from_secs(120)),
         Some((kind, target)) if kind == "redirect" => {
@@ -170,31 +221,43 @@ fn a_page_made_by_javascript_is_read_and_acted_on() {
     let site = Site::start(1);
     let b = browser(home.path(), &site, json!({}));
     let shown = text(
-        b.call(json!({ "action": "open", "url": site.url("/") }))
+        b.call(json!({ "action": "open", "url": site.url("/") }), false)
             .unwrap(),
     );
     assert!(shown.contains("# Made by script"), "{shown}");
     assert!(shown.contains("Count: 0"), "{shown}");
     let add = reference(&shown, "button \"Add one\"");
-    let shown = text(b.call(json!({ "action": "click", "ref": add })).unwrap());
+    let shown = text(
+        b.call(json!({ "action": "click", "ref": add }), false)
+            .unwrap(),
+    );
     assert!(shown.contains("Count: 1"), "{shown}");
     let name = reference(&shown, "textbox \"Name\"");
     let shown = text(
-        b.call(json!({ "action": "type", "ref": name, "text": "Anna" }))
-            .unwrap(),
+        b.call(
+            json!({ "action": "type", "ref": name, "text": "Anna" }),
+            false,
+        )
+        .unwrap(),
     );
     assert!(shown.contains("typed:Anna"), "{shown}");
     assert!(shown.contains("textbox \"Name\" = \"Anna\""), "{shown}");
     let color = reference(&shown, "select");
     let shown = text(
-        b.call(json!({ "action": "select", "ref": color, "values": ["Green"] }))
-            .unwrap(),
+        b.call(
+            json!({ "action": "select", "ref": color, "values": ["Green"] }),
+            false,
+        )
+        .unwrap(),
     );
     assert!(shown.contains("chose:g"), "{shown}");
     let next = reference(&shown, "link \"Go on\"");
-    let shown = text(b.call(json!({ "action": "click", "ref": next })).unwrap());
+    let shown = text(
+        b.call(json!({ "action": "click", "ref": next }), false)
+            .unwrap(),
+    );
     assert!(shown.contains("The next page."), "{shown}");
-    let tabs = text(b.call(json!({ "action": "tabs" })).unwrap());
+    let tabs = text(b.call(json!({ "action": "tabs" }), false).unwrap());
     assert!(tabs.contains("*0 \"Next\""), "{tabs}");
 }
 
@@ -204,23 +267,35 @@ fn dialogs_are_answered_and_popups_become_the_current_tab() {
     let site = Site::start(1);
     let b = browser(home.path(), &site, json!({}));
     let shown = text(
-        b.call(json!({ "action": "open", "url": site.url("/dialog") }))
-            .unwrap(),
+        b.call(
+            json!({ "action": "open", "url": site.url("/dialog") }),
+            false,
+        )
+        .unwrap(),
     );
     let ask = reference(&shown, "button \"Ask\"");
-    let shown = text(b.call(json!({ "action": "click", "ref": ask })).unwrap());
+    let shown = text(
+        b.call(json!({ "action": "click", "ref": ask }), false)
+            .unwrap(),
+    );
     assert!(shown.contains("answered true"), "{shown}");
     assert!(shown.contains("confirm dialog (\"Sure?\")"), "{shown}");
     let shown = text(
-        b.call(json!({ "action": "open", "url": site.url("/popup") }))
-            .unwrap(),
+        b.call(
+            json!({ "action": "open", "url": site.url("/popup") }),
+            false,
+        )
+        .unwrap(),
     );
     let pop = reference(&shown, "button \"Pop\"");
-    text(b.call(json!({ "action": "click", "ref": pop })).unwrap());
-    let shown = text(b.call(json!({ "action": "snapshot" })).unwrap());
+    text(
+        b.call(json!({ "action": "click", "ref": pop }), false)
+            .unwrap(),
+    );
+    let shown = text(b.call(json!({ "action": "snapshot" }), false).unwrap());
     assert!(shown.contains("opened a new tab"), "{shown}");
     assert!(shown.contains("The next page."), "{shown}");
-    let tabs = text(b.call(json!({ "action": "close" })).unwrap());
+    let tabs = text(b.call(json!({ "action": "close" }), false).unwrap());
     assert!(tabs.contains("*0 \"Opener\""), "{tabs}");
 }
 
@@ -232,7 +307,7 @@ fn a_page_cannot_reach_loopback_beyond_what_is_allowed() {
     let b = browser(home.path(), &site, json!({}));
     // Asked for directly.
     let refused = b
-        .call(json!({ "action": "open", "url": other.url("/") }))
+        .call(json!({ "action": "open", "url": other.url("/") }), false)
         .unwrap_err()
         .to_string();
     assert!(
@@ -241,14 +316,20 @@ fn a_page_cannot_reach_loopback_beyond_what_is_allowed() {
     );
     // Redirected to.
     let refused = b
-        .call(json!({ "action": "open", "url": site.url("/redirect") }))
+        .call(
+            json!({ "action": "open", "url": site.url("/redirect") }),
+            false,
+        )
         .unwrap_err()
         .to_string();
     assert!(refused.contains("refused"), "{refused}");
     // Loaded and fetched by a page.
     let shown = text(
-        b.call(json!({ "action": "open", "url": site.url("/reaches-out") }))
-            .unwrap(),
+        b.call(
+            json!({ "action": "open", "url": site.url("/reaches-out") }),
+            false,
+        )
+        .unwrap(),
     );
     assert!(shown.contains("reaching"), "{shown}");
     thread::sleep(Duration::from_millis(500));
@@ -265,7 +346,7 @@ fn a_killed_browser_fails_the_call_it_was_in_and_the_next_call_starts_another() 
     let site = Site::start(1);
     let b = Arc::new(browser(home.path(), &site, json!({})));
     text(
-        b.call(json!({ "action": "open", "url": site.url("/next") }))
+        b.call(json!({ "action": "open", "url": site.url("/next") }), false)
             .unwrap(),
     );
     let pid = b.session().pid().unwrap();
@@ -275,13 +356,16 @@ fn a_killed_browser_fails_the_call_it_was_in_and_the_next_call_starts_another() 
         unsafe { libc::kill(pid as i32, libc::SIGKILL) };
     });
     let error = b
-        .call(json!({ "action": "wait", "text": "never there", "timeout_ms": 15000 }))
+        .call(
+            json!({ "action": "wait", "text": "never there", "timeout_ms": 15000 }),
+            false,
+        )
         .unwrap_err()
         .to_string();
     killer.join().unwrap();
     assert!(error.contains("exited during this call"), "{error}");
     let shown = text(
-        b.call(json!({ "action": "open", "url": site.url("/next") }))
+        b.call(json!({ "action": "open", "url": site.url("/next") }), false)
             .unwrap(),
     );
     assert!(shown.contains("The next page."), "{shown}");
@@ -295,14 +379,14 @@ fn an_idle_browser_is_stopped_and_an_unused_one_never_started() {
     let b = browser(home.path(), &site, json!({ "idle_timeout_secs": 1 }));
     assert_eq!(b.session().pid(), None);
     text(
-        b.call(json!({ "action": "open", "url": site.url("/next") }))
+        b.call(json!({ "action": "open", "url": site.url("/next") }), false)
             .unwrap(),
     );
     let pid = b.session().pid().unwrap();
     eventually(Duration::from_secs(10), "the idle browser stopped", || {
         b.session().pid().is_none() && !alive(pid)
     });
-    let shown = text(b.call(json!({ "action": "snapshot" })).unwrap());
+    let shown = text(b.call(json!({ "action": "snapshot" }), false).unwrap());
     assert!(
         shown.contains("about:blank"),
         "a new browser starts blank: {shown}"
@@ -342,20 +426,23 @@ fn bad_input_gets_a_clear_error_and_the_browser_goes_on() {
         ),
     ];
     text(
-        b.call(json!({ "action": "open", "url": site.url("/next") }))
+        b.call(json!({ "action": "open", "url": site.url("/next") }), false)
             .unwrap(),
     );
     for (args, expected) in cases {
-        let error = b.call(args.clone()).unwrap_err().to_string();
+        let error = b.call(args.clone(), false).unwrap_err().to_string();
         assert!(error.contains(expected), "{args}: {error}");
     }
     let slow = b
-        .call(json!({ "action": "open", "url": site.url("/slow"), "timeout_ms": 2000 }))
+        .call(
+            json!({ "action": "open", "url": site.url("/slow"), "timeout_ms": 2000 }),
+            false,
+        )
         .unwrap_err()
         .to_string();
     assert!(slow.contains("did not finish loading in 2 s"), "{slow}");
     let shown = text(
-        b.call(json!({ "action": "open", "url": site.url("/next") }))
+        b.call(json!({ "action": "open", "url": site.url("/next") }), false)
             .unwrap(),
     );
     assert!(shown.contains("The next page."), "{shown}");
@@ -369,7 +456,7 @@ fn every_request_counts_once_per_page_load() {
     let site = Site::start(1);
     let b = browser(home.path(), &site, json!({}));
     text(
-        b.call(json!({ "action": "open", "url": site.url("/next") }))
+        b.call(json!({ "action": "open", "url": site.url("/next") }), false)
             .unwrap(),
     );
     let count = AtomicUsize::new(0);
@@ -405,8 +492,184 @@ fn without_chromium_no_tool_is_offered_and_the_status_says_why() {
     assert_eq!(found.health().state, PartState::Idle);
     text(
         found
-            .call(json!({ "action": "open", "url": site.url("/next") }))
+            .call(json!({ "action": "open", "url": site.url("/next") }), false)
             .unwrap(),
     );
     assert_eq!(found.health().state, PartState::Up);
+}
+
+#[test]
+fn downloads_land_in_downloads_and_one_over_the_cap_is_stopped() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({ "max_download_bytes": 100_000 }));
+    let shown = text(
+        b.call(
+            json!({ "action": "open", "url": site.url("/files") }),
+            false,
+        )
+        .unwrap(),
+    );
+    let report = reference(&shown, "link \"Report\"");
+    let saved = b
+        .call(json!({ "action": "download", "ref": report }), false)
+        .unwrap();
+    let path = std::path::PathBuf::from(saved["saved"].as_str().unwrap());
+    assert_eq!(path, home.path().join("downloads/report.txt"));
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "quarterly numbers");
+    let again = b
+        .call(
+            json!({ "action": "download", "url": site.url("/report.txt") }),
+            false,
+        )
+        .unwrap();
+    assert!(
+        again["saved"]
+            .as_str()
+            .unwrap()
+            .ends_with("downloads/report (1).txt"),
+        "{again}"
+    );
+    let big = reference(&shown, "link \"Big\"");
+    let error = b
+        .call(json!({ "action": "download", "ref": big }), false)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("100000-byte cap"), "{error}");
+    let mut left: Vec<String> = std::fs::read_dir(home.path().join("downloads"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(left, ["report (1).txt", "report.txt"]);
+}
+
+#[test]
+fn uploads_come_from_the_roots_and_never_a_credential() {
+    let home = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    std::fs::write(home.path().join("notes.txt"), "my notes").unwrap();
+    std::fs::write(home.path().join("secrets.json"), "{}").unwrap();
+    std::fs::write(outside.path().join("elsewhere.txt"), "x").unwrap();
+    let hidden = vec![home.path().join("secrets.json").display().to_string()];
+    let config = json!({ "allow_hosts": [format!("127.0.0.1:{}", site.port)] });
+    let b = Browser::new(
+        Settings::parse(config).unwrap(),
+        home.path().to_owned(),
+        hidden,
+    );
+    let shown = text(
+        b.call(
+            json!({ "action": "open", "url": site.url("/upload") }),
+            false,
+        )
+        .unwrap(),
+    );
+    let input = reference(&shown, "file \"File\"");
+    let refused = [
+        (
+            outside.path().join("elsewhere.txt").display().to_string(),
+            "outside the writable roots",
+        ),
+        ("secrets.json".to_owned(), "credentials"),
+        ("missing.txt".to_owned(), "No such file"),
+    ];
+    for (path, why) in refused {
+        let error = b
+            .call(
+                json!({ "action": "upload", "ref": input, "path": path }),
+                false,
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(why), "{path}: {error}");
+    }
+    let shown = text(
+        b.call(
+            json!({ "action": "upload", "ref": input, "path": "notes.txt" }),
+            false,
+        )
+        .unwrap(),
+    );
+    assert!(shown.contains("picked:notes.txt:my notes"), "{shown}");
+}
+
+#[test]
+fn a_login_typed_with_a_secret_stays_unseen_and_lasts_past_a_restart() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({}));
+    let shown = text(
+        b.call(
+            json!({ "action": "open", "url": site.url("/login") }),
+            false,
+        )
+        .unwrap(),
+    );
+    let user = reference(&shown, "textbox \"User\"");
+    b.call(
+        json!({ "action": "type", "ref": user, "text": "anna" }),
+        false,
+    )
+    .unwrap();
+    let code = reference(&shown, "textbox \"Code\"");
+    // The host filled this text from a secret: the field is masked.
+    let shown = text(
+        b.call(
+            json!({ "action": "type", "ref": code, "text": "hunter2" }),
+            true,
+        )
+        .unwrap(),
+    );
+    assert!(shown.contains("textbox \"Code\" (filled)"), "{shown}");
+    let pass = reference(&shown, "password \"Password\"");
+    let shown = text(
+        b.call(
+            json!({ "action": "type", "ref": pass, "text": "hunter2", "submit": true }),
+            true,
+        )
+        .unwrap(),
+    );
+    assert!(shown.contains("Logged in as anna"), "{shown}");
+    let shot = b.call(json!({ "action": "screenshot" }), false).unwrap();
+    assert!(!shot.to_string().contains("hunter2"), "{shot}");
+    b.session().stop();
+    drop(b);
+    let again = browser(home.path(), &site, json!({}));
+    let shown = text(
+        again
+            .call(
+                json!({ "action": "open", "url": site.url("/account") }),
+                false,
+            )
+            .unwrap(),
+    );
+    assert!(shown.contains("Logged in as anna"), "{shown}");
+}
+
+#[test]
+fn javascript_runs_in_the_page_and_its_failure_is_told() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({}));
+    b.call(json!({ "action": "open", "url": site.url("/next") }), false)
+        .unwrap();
+    let answer = b
+        .call(
+            json!({ "action": "eval", "js": "document.title + ' ' + (6 * 7)" }),
+            false,
+        )
+        .unwrap();
+    assert_eq!(answer["value"], "Next 42");
+    let error = b
+        .call(json!({ "action": "eval", "js": "no_such_thing()" }), false)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("no_such_thing is not defined"), "{error}");
+    let error = b
+        .call(json!({ "action": "eval" }), false)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("eval needs js"), "{error}");
 }

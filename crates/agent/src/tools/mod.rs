@@ -17,6 +17,7 @@ mod people;
 mod registry;
 mod schedule;
 pub mod schema;
+mod secret_args;
 mod turn_context;
 mod voice;
 mod workshop;

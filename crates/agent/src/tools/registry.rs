@@ -18,7 +18,7 @@ use std::time::Instant;
 use hearth_sdk::protocol::{Floor, Risk, ToolCall, ToolSpec, method};
 use serde_json::Value;
 
-use super::{Builtin, BuiltinContext, TurnContext, schema};
+use super::{Builtin, BuiltinContext, TurnContext, schema, secret_args};
 use hearth_base::caller::Caller;
 use hearth_base::scope;
 use hearth_base::secrets::{Redactor, Secrets};
@@ -377,7 +377,15 @@ impl ToolRegistry {
             };
             return self.guarded(caller, &spec, args, ask, started, |args, floor| {
                 match &tool.provider {
-                    Provider::Plugin(plugin) => call_plugin(plugin, name, args, floor),
+                    Provider::Plugin(plugin) => {
+                        let filled =
+                            secret_args::fill(&tool.spec, args, self.secrets().map(|s| &**s))
+                                .map_err(|message| ToolError::InvalidArguments {
+                                    tool: name.to_owned(),
+                                    message,
+                                })?;
+                        call_plugin(plugin, name, filled, floor)
+                    }
                     // A built-in has no command target, so no floor.
                     Provider::Builtin(builtin) => builtin
                         .call(&self.builtins, caller, turn, &args)
@@ -734,16 +742,17 @@ fn check_args(name: &str, args: &Value, schema: &Value) -> Result<(), ToolError>
 fn call_plugin(
     plugin: &Arc<ActivePlugin>,
     name: &str,
-    args: Value,
+    filled: secret_args::Filled,
     floor: Option<Floor>,
 ) -> Result<Value, ToolError> {
     // In a turn, the call can be stopped and its output shown.
     let tracked = scope::current().map(|scope| plugin.track(scope));
     let payload = serde_json::to_vec(&ToolCall {
         tool: name.to_owned(),
-        args,
+        args: filled.args,
         floor,
         call_id: tracked.as_ref().map(|t| t.id().to_owned()),
+        secrets: filled.keys,
     })
     .map_err(|e| ToolError::InvalidArguments {
         tool: name.to_owned(),

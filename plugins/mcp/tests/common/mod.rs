@@ -248,6 +248,7 @@ impl Fixture {
                 args,
                 floor: None,
                 call_id: Some(call_id.into()),
+                secrets: Vec::new(),
             })
             .map_err(|e| e.to_string())
     }
