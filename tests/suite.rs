@@ -11,6 +11,7 @@
 mod agent;
 mod agents;
 mod backup;
+mod browser_daemon;
 mod callbacks;
 mod canvas;
 mod canvas_auth;

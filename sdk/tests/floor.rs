@@ -337,3 +337,86 @@ fn run_prepared(prepared: &floor::Prepared, script: &str) -> Output {
     }
     command.output().expect("run sh")
 }
+
+#[test]
+fn a_floor_planned_just_after_a_change_of_mode_is_not_kept() {
+    if !supported() {
+        return;
+    }
+    use std::os::unix::fs::PermissionsExt;
+    let t = tree_in(&quiet_parent());
+    let f = floor(&[&t.root.join("keys")], &[]);
+    std::thread::sleep(floor::RECENT * 2);
+    // A change of mode moves only the directory's ctime, not its mtime.
+    let mode = std::fs::Permissions::from_mode(0o755);
+    std::fs::set_permissions(&t.root, mode).unwrap();
+    let cache = floor::Cache::default();
+    let first = cache.prepare(&f).unwrap();
+    assert!(!std::sync::Arc::ptr_eq(&first, &cache.prepare(&f).unwrap()));
+}
+
+#[test]
+fn a_plugins_own_writes_obey_the_floor() {
+    let t = tree();
+    let mut f = floor(&[&t.root.join("keys")], &[]);
+    f.hidden = vec![t.root.join("db").display().to_string()];
+    let cases = [
+        (t.root.join("new.txt"), true),
+        (t.root.join("open/notes"), true),
+        (t.root.join("keys/id"), false),
+        (t.root.join("keys"), false),
+        // The folder holds a protected one: it cannot go whole.
+        (t.root.clone(), false),
+        (t.root.join("db"), false),
+    ];
+    for (path, allowed) in cases {
+        assert_eq!(
+            floor::allows_write(&f, &path),
+            allowed,
+            "{}",
+            path.display()
+        );
+    }
+    let bad = floor(&[Path::new("relative")], &[]);
+    assert!(!floor::allows_write(&bad, &t.root.join("new.txt")));
+}
+
+#[test]
+fn hidden_files_are_known_by_path_link_and_identity() {
+    let t = tree();
+    let db = t.root.join("db");
+    std::fs::hard_link(&db, t.root.join("open/hard")).unwrap();
+    std::os::unix::fs::symlink(&db, t.root.join("open/soft")).unwrap();
+    let mut f = floor(&[], &[]);
+    assert!(floor::hidden_identities(&f).is_empty());
+    f.hidden = vec![
+        db.display().to_string(),
+        t.root.join("keys").display().to_string(),
+    ];
+    let hidden = floor::hidden_identities(&f);
+    assert!(!hidden.is_empty());
+    for path in [
+        db.clone(),
+        t.root.join("open/hard"),
+        t.root.join("open/soft"),
+        t.root.join("keys/id"),
+    ] {
+        assert!(floor::is_hidden(&f, &path), "{}", path.display());
+        assert!(hidden.matches(&path), "{}", path.display());
+    }
+    for path in [t.root.join("plain"), t.root.join("open/notes")] {
+        assert!(!floor::is_hidden(&f, &path), "{}", path.display());
+    }
+}
+
+#[test]
+fn a_helper_hides_the_credentials_and_restricts_nothing_else() {
+    let helper = floor::helper(&["/h/secrets.json".to_owned()]);
+    assert_eq!(helper.hidden, ["/h/secrets.json"]);
+    assert!(helper.protect.is_empty() && helper.writable.is_empty());
+    if supported() {
+        let prepared = floor::prepare(&floor(&[], &[])).unwrap();
+        assert!(prepared.abi >= floor::SIGNAL_SCOPE_ABI);
+        assert!(prepared.scopes_signals());
+    }
+}

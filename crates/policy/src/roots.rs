@@ -8,8 +8,9 @@
 //! The credentials are whatever would let a program act as the owner or
 //! learn a secret: the secret store, the canvas's token (its sessions are
 //! derived from it) and the control socket's, the store's files, the
-//! config and guards files, and the backups (each archive holds the
-//! secrets, and one in progress is being written).
+//! config and guards files, the backups (each archive holds the
+//! secrets, and one in progress is being written), and the browser's
+//! profile (its cookies are the sites the owner logged into).
 
 use std::path::{Path, PathBuf};
 use std::sync::{LazyLock, Mutex};
@@ -28,6 +29,10 @@ pub const HOME_CREDENTIALS: [&str; 7] = [
     "hearth.db-shm",
     hearth_base::config::FILE_NAME,
 ];
+
+/// The browser's profile in `$HEARTH_HOME`: a credential to everything
+/// but the browser.
+pub const BROWSER_PROFILE: &str = "browser/profile";
 
 /// Where unapproved programs may write, and what they may not touch.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -64,6 +69,9 @@ impl Confinement {
         hidden.extend(config.source.as_deref().map(canonical_file));
         hidden.push(config.backup.dir_in(&config.home));
         hidden.push(home.join(hearth_base::store::PRE_UPGRADE_DIR));
+        // The browser's cookies are the owner's logins; only the browser,
+        // which leaves its own profile out of this list, uses them.
+        hidden.push(home.join(BROWSER_PROFILE));
         let mut hidden: Vec<PathBuf> = hidden
             .into_iter()
             .filter_map(|p| std::path::absolute(p).ok())

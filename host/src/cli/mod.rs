@@ -20,6 +20,7 @@ macro_rules! outln {
 }
 
 mod backup;
+mod browser;
 mod chat;
 mod client;
 mod doctor;
@@ -227,6 +228,12 @@ enum Command {
         #[command(subcommand)]
         action: ScriptsAction,
     },
+    /// The agent's browser: log in to a site by hand in a visible window
+    /// on its profile, so the agent stays logged in.
+    Browser {
+        #[command(subcommand)]
+        action: BrowserAction,
+    },
     /// The owner's secrets, used by tools by name: set one (the value
     /// from stdin, never the command line), list their names, remove one.
     Secret {
@@ -413,6 +420,16 @@ enum IdentityAction {
         /// The version's number.
         #[arg(value_name = "VERSION")]
         number: i64,
+    },
+}
+
+#[derive(Subcommand, Debug)]
+enum BrowserAction {
+    /// Open URL in a visible browser on the agent's profile; log in, then
+    /// close the window. The agent's browser is stopped meanwhile.
+    Login {
+        /// The login page's address (http or https).
+        url: String,
     },
 }
 
@@ -768,6 +785,9 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
                 None => with_runtime(config, |rt| tool_call::call(rt, tool, args, show)),
             }
         }
+        Command::Browser {
+            action: BrowserAction::Login { url },
+        } => browser::login(&config, &url),
         // The secrets file alone: the daemon sees a change at its next use.
         Command::Secret { action } => match action {
             SecretAction::Set { name } => secret::set(&config, &name),

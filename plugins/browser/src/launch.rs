@@ -143,17 +143,30 @@ impl Launch {
         args
     }
 
+    /// The browser's temporary folder, beside its profile.
+    pub fn tmp(&self) -> PathBuf {
+        self.profile.with_file_name("tmp")
+    }
+
     /// The floor the browser runs under.
     pub fn floor(&self) -> Floor {
-        let mut writable: Vec<String> = [&self.profile, &self.downloads, &std::env::temp_dir()]
+        let mut writable: Vec<String> = [&self.profile, &self.downloads, &self.tmp()]
             .iter()
             .map(|p| p.display().to_string())
             .collect();
         writable.extend(["/dev/shm", "/dev/null", "/dev/zero"].map(str::to_owned));
+        // The profile is a credential to every other program; the browser
+        // is the one that uses it.
+        let hidden = self
+            .hidden
+            .iter()
+            .filter(|h| !Path::new(h).starts_with(&self.profile))
+            .cloned()
+            .collect();
         Floor {
             protect: vec!["/".into()],
             writable,
-            hidden: self.hidden.clone(),
+            hidden,
         }
     }
 
@@ -163,7 +176,7 @@ impl Launch {
         floors: &Cache,
         on_event: impl Fn(&Connection, Event) + Send + 'static,
     ) -> Result<Process, LaunchError> {
-        for path in [&self.profile, &self.downloads] {
+        for path in [&self.profile, &self.downloads, &self.tmp()] {
             std::fs::create_dir_all(path).map_err(|source| LaunchError::Folder {
                 path: path.clone(),
                 source,
@@ -198,6 +211,9 @@ impl Launch {
             // Its certificate store and caches go beside the profile,
             // not into the owner's home.
             .env("HOME", self.profile.parent().unwrap_or(&self.profile))
+            // A temporary folder of its own: `/tmp` may hold hearth's home
+            // (and so its credentials), where no entry can be made.
+            .env("TMPDIR", self.tmp())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -407,7 +423,7 @@ mod tests {
             downloads: "/h/downloads".into(),
             proxy: "127.0.0.1:1".into(),
             headless: true,
-            hidden: vec!["/h/secrets.json".into()],
+            hidden: vec!["/h/secrets.json".into(), "/h/browser/profile".into()],
             url: "about:blank".into(),
         };
         let floor = launch.floor();

@@ -157,9 +157,9 @@ impl Browser {
                     self.session.settings().idle_timeout.as_secs()
                 ),
             ),
-            (Ok(path), Some(pid)) => (
+            (Ok(path), Some(_)) => (
                 PartState::Up,
-                format!("{} running as pid {pid}", path.display()),
+                format!("{}: {}", path.display(), self.session.activity()),
             ),
         };
         PartStatus {
@@ -212,6 +212,7 @@ impl Browser {
             "click" | "type" | "select" | "upload" => Some(need_ref()?),
             _ => args.reference,
         };
+        self.session.note_action(action);
         let outcome = self.session.with(|running| -> Result<Value, SessionError> {
             match action {
                 "open" => {

@@ -144,6 +144,7 @@ pub fn snapshot(running: &mut Running, window: Window) -> Result<String, Session
     let title = page["title"].as_str().unwrap_or_default();
     let url = page["url"].as_str().unwrap_or_default();
     let refs = page["refs"].as_u64().unwrap_or(0);
+    running.showing = Some((title.to_owned(), url.to_owned()));
     let lines: Vec<&str> = page["lines"]
         .as_array()
         .into_iter()

@@ -52,6 +52,8 @@ pub struct Running {
     pub current: usize,
     /// How long one protocol call may wait.
     pub timeout: Duration,
+    /// The title and address of the page the last snapshot showed.
+    pub showing: Option<(String, String)>,
 }
 
 /// The browser, if one runs, and when it was last used.
@@ -61,7 +63,18 @@ pub struct Session {
     hidden: Vec<String>,
     floors: Cache,
     state: Mutex<State>,
+    activity: Mutex<Activity>,
     me: Weak<Session>,
+}
+
+/// What `/browser` and the status say, kept apart from [`State`] so that
+/// reading it never waits for a running call.
+#[derive(Default)]
+struct Activity {
+    pid: Option<u32>,
+    tabs: usize,
+    showing: Option<(String, String)>,
+    last: Option<(String, Instant)>,
 }
 
 struct State {
@@ -114,6 +127,7 @@ impl Session {
                 last_used: Instant::now(),
                 generation: 0,
             }),
+            activity: Mutex::default(),
             me: me.clone(),
         })
     }
@@ -128,9 +142,48 @@ impl Session {
         self.home.join("browser")
     }
 
-    /// The browser process's id, if one runs.
+    /// What the browser is doing, in a sentence: idle, or the page it
+    /// shows and the last action, for `/browser` and the status. Never
+    /// waits for a call that is running.
+    pub fn activity(&self) -> String {
+        let activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        let mut out = match activity.pid {
+            None => "not running (it starts on the next call)".to_owned(),
+            Some(pid) => format!(
+                "running (pid {pid}), {} tab{}",
+                activity.tabs,
+                if activity.tabs == 1 { "" } else { "s" }
+            ),
+        };
+        if let (Some(_), Some((title, url))) = (activity.pid, &activity.showing) {
+            out.push_str(&format!(", showing {title:?} {url}"));
+        }
+        if let Some((action, at)) = &activity.last {
+            out.push_str(&format!(
+                "; last: {action}, {} s ago",
+                at.elapsed().as_secs()
+            ));
+        }
+        out
+    }
+
+    /// Notes `action` as the last thing the browser was asked to do.
+    pub fn note_action(&self, action: &str) {
+        self.activity.lock().unwrap_or_else(|p| p.into_inner()).last =
+            Some((action.to_owned(), Instant::now()));
+    }
+
+    /// Keeps what `/browser` says in step with `running`.
+    fn show_activity(&self, running: Option<&Running>) {
+        let mut activity = self.activity.lock().unwrap_or_else(|p| p.into_inner());
+        activity.pid = running.map(|r| r.process.pid());
+        activity.tabs = running.map_or(0, |r| r.tabs.len());
+        activity.showing = running.and_then(|r| r.showing.clone());
+    }
+
+    /// The browser process's id, if one runs (as of the last call's end).
     pub fn pid(&self) -> Option<u32> {
-        self.lock().running.as_ref().map(|r| r.process.pid())
+        self.activity.lock().unwrap_or_else(|p| p.into_inner()).pid
     }
 
     /// Runs `f` on the running browser, starting one if none runs (or the
@@ -149,7 +202,7 @@ impl Session {
             state.running = None;
         }
         if state.running.is_none() {
-            let running = self.start()?;
+            let running = self.start().inspect_err(|_| self.show_activity(None))?;
             state.generation += 1;
             state.running = Some(running);
             self.watch(state.generation);
@@ -162,9 +215,10 @@ impl Session {
         let dead = !running.process.is_alive();
         if dead {
             state.running = None;
-            if result.is_ok() {
-                return Err(SessionError::Lost("exited"));
-            }
+        }
+        self.show_activity(state.running.as_ref());
+        if dead && result.is_ok() {
+            return Err(SessionError::Lost("exited"));
         }
         state.last_used = Instant::now();
         result
@@ -173,6 +227,7 @@ impl Session {
     /// Stops the browser if one runs.
     pub fn stop(&self) {
         let running = self.lock().running.take();
+        self.show_activity(None);
         if let Some(mut running) = running {
             running.process.stop(Duration::from_secs(2));
         }
@@ -233,6 +288,7 @@ impl Session {
             tabs: Vec::new(),
             current: 0,
             timeout,
+            showing: None,
         };
         running.sync_tabs()?;
         Ok(running)
@@ -257,6 +313,7 @@ impl Session {
                         if unused >= idle {
                             if let Some(mut running) = state.running.take() {
                                 drop(state);
+                                session.show_activity(None);
                                 tracing::info!(
                                     idle_secs = idle.as_secs(),
                                     "browser: stopped after its idle timeout"

@@ -223,6 +223,7 @@ impl Agent {
             .as_array()
             .into_iter()
             .flatten()
+            .filter(|p| p["plugin"] == "mcp")
             .map(|p| {
                 let (name, state) = (&p["name"], &p["state"]);
                 let (name, state) = (name.as_str().unwrap_or("?"), state.as_str().unwrap_or("?"));
@@ -232,11 +233,22 @@ impl Agent {
                 }
             })
             .collect();
-        let servers = if servers.is_empty() {
+        let mut servers = if servers.is_empty() {
             String::new()
         } else {
             format!("\nmcp servers: {}", servers.join(", "))
         };
+        // Other plugins' parts (the browser's Chromium), one line each.
+        for p in s["servers"].as_array().into_iter().flatten() {
+            if p["plugin"] != "mcp" {
+                servers.push_str(&format!(
+                    "\n{}: {} ({})",
+                    p["plugin"].as_str().unwrap_or("?"),
+                    p["state"].as_str().unwrap_or("?"),
+                    p["detail"].as_str().unwrap_or_default()
+                ));
+            }
+        }
         format!(
             "model: {}\nprompt: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}{servers}\ntools: {}\nqueue: {}\nfloor: {}",
             s["model"].as_str().unwrap_or("?"),
@@ -256,7 +268,24 @@ impl Agent {
         )
     }
 
-    /// The parts plugins run (MCP servers), with their health now.
+    /// `/browser`: what the agent's browser is doing.
+    pub(super) fn browser_text(&self) -> String {
+        let parts = hearth_plugins::parts(self.base.tools.plugins());
+        match parts.iter().find(|p| p.plugin == "browser") {
+            Some(part) => {
+                let state = serde_json::to_value(part.status.state).unwrap_or_default();
+                format!(
+                    "browser: {} ({})",
+                    state.as_str().unwrap_or("?"),
+                    part.status.detail
+                )
+            }
+            None => "The browser plugin is not loaded.".into(),
+        }
+    }
+
+    /// The parts plugins run (MCP servers, the browser), with their health
+    /// now.
     fn servers(&self) -> Vec<serde_json::Value> {
         hearth_plugins::parts(self.base.tools.plugins())
             .into_iter()

@@ -20,6 +20,7 @@ const HELP: &str = "Commands:
 /groups [NAME] - agent groups; one group's members, deliverables and plan
 /groups NAME approve | reject REASON | assign ID MEMBER - decide a group's plan
 /usage - tokens and estimated cost today and this month, and the budgets
+/browser - what the agent's browser is doing
 /tool NAME {json} - call a tool directly
 /stop - stop what I am doing";
 
@@ -81,12 +82,13 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
             None => "Groups run in the daemon.".into(),
         },
         "/usage" if owner => usage(agent).await,
+        "/browser" if owner => agent.browser_text(),
         "/stop" => "Stopped (any turn that was running has been cancelled).".into(),
         // A command typed in a sub-agent's conversation reaches only the
         // tools that agent may use.
         "/tool" if owner || !agent.profile.is_main() => call_tool(agent, claimed, rest).await,
         "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" | "/schedule"
-        | "/usage" | "/groups" => "That command is for the owner. Try /help.".into(),
+        | "/usage" | "/groups" | "/browser" => "That command is for the owner. Try /help.".into(),
         other => format!("Unknown command {other}. Try /help."),
     }
 }
