@@ -651,3 +651,26 @@ fn resolve_parent(path: &Path) -> PathBuf {
         _ => path.to_owned(),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_floor_with_nothing_to_protect_needs_signal_scoping() {
+        if !crate::landlock::required_for_tests(SIGNAL_SCOPE_ABI) {
+            return;
+        }
+        let empty = Floor::default();
+        let old = build(&empty, SIGNAL_SCOPE_ABI - 1, Vec::new()).unwrap_err();
+        assert!(old.to_string().contains("nothing to enforce"), "{old}");
+        let scoped = build(&empty, SIGNAL_SCOPE_ABI, Vec::new()).unwrap();
+        assert!(scoped.scopes_signals());
+        assert_eq!(scoped.rules, 0);
+        let older = Prepared {
+            abi: SIGNAL_SCOPE_ABI - 1,
+            ..scoped
+        };
+        assert!(!older.scopes_signals());
+    }
+}

@@ -414,9 +414,32 @@ fn a_helper_hides_the_credentials_and_restricts_nothing_else() {
     let helper = floor::helper(&["/h/secrets.json".to_owned()]);
     assert_eq!(helper.hidden, ["/h/secrets.json"]);
     assert!(helper.protect.is_empty() && helper.writable.is_empty());
+    assert_eq!(
+        format!("{:?}", floor::Cache::default()),
+        "Cache { kept: false }"
+    );
     if supported() {
         let prepared = floor::prepare(&floor(&[], &[])).unwrap();
         assert!(prepared.abi >= floor::SIGNAL_SCOPE_ABI);
         assert!(prepared.scopes_signals());
     }
+}
+
+#[test]
+fn a_floor_that_only_hides_keeps_the_hidden_file_unread_and_unwritten() {
+    if !supported() {
+        return;
+    }
+    let t = tree();
+    let mut f = floor(&[], &[]);
+    f.hidden = vec![t.root.join("db").display().to_string()];
+    let r = t.root.display();
+    expect(
+        &f,
+        &[
+            (&format!("cat {r}/db"), false),
+            (&format!("echo x >> {r}/db"), false),
+            (&format!("echo x >> {r}/plain"), true),
+        ],
+    );
 }
