@@ -270,3 +270,19 @@ fn a_damaged_or_newer_store_and_an_open_secrets_file_are_reported() {
         "{open}"
     );
 }
+
+#[test]
+fn the_doctor_says_whether_a_browser_is_available() {
+    let found = Hearth::new("");
+    let (level, detail, _) = finding(&doctor(&found), "browser chromium");
+    assert_eq!(level, "ok", "{detail}");
+    assert!(detail.contains("starts on first use"), "{detail}");
+    let missing = Hearth::new("[plugins.browser]\nexecutable = \"/nonexistent/chromium\"\n");
+    let (level, detail, fix) = finding(&doctor(&missing), "browser chromium");
+    assert_eq!(level, "warn", "{detail}");
+    assert!(
+        detail.contains("/nonexistent/chromium") && detail.contains("not offered"),
+        "{detail}"
+    );
+    assert!(!fix.is_empty());
+}

@@ -99,7 +99,12 @@ pub fn parts(set: &PluginSet) -> Vec<Finding> {
         .into_iter()
         .map(|part| {
             let s = part.status;
-            let check = format!("{} server {}", part.plugin, s.name);
+            let mcp = part.plugin == "mcp";
+            let check = if mcp {
+                format!("{} server {}", part.plugin, s.name)
+            } else {
+                format!("{} {}", part.plugin, s.name)
+            };
             let detail = if s.detail.is_empty() {
                 format!("{:?}", s.state).to_lowercase()
             } else {
@@ -109,6 +114,11 @@ pub fn parts(set: &PluginSet) -> Vec<Finding> {
                 PartState::Up | PartState::Starting | PartState::Idle | PartState::Off => {
                     Finding::ok(check, detail)
                 }
+                PartState::Degraded if !mcp => Finding::warn(
+                    check,
+                    detail,
+                    "see the detail; the plugin's page in docs/ says how to set it up",
+                ),
                 PartState::Degraded => Finding::warn(
                     check,
                     detail,
