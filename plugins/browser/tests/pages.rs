@@ -56,7 +56,7 @@ fn page(path: &str, other_port: u16) -> Option<(String, String)> {
             html("<title>Files</title><a href='/report.txt'>Report</a> <a href='/big.bin'>Big</a>")
         }
         "/upload" => html(
-            "<title>Upload</title><label>File <input type=file id=f></label><p id=out></p><script>             f.onchange = () => { const x = f.files[0]; x.text().then(t => out.textContent = 'picked:' + x.name + ':' + t); };             </script>",
+            "<title>Upload</title><label>File <input type=file id=f></label><p id=out></p><script>             f.onchange = () => { const x = f.files[0]; x.text().then(t => out.textContent = 'picked:' + x.name + ':' + t, () => out.textContent = 'unreadable:' + x.name); };             </script>",
         ),
         "/login" => html(
             "<title>Login</title><form method=post action=/login><label>User <input name=user></label>             <label>Password <input type=password name=pass></label><label>Code <input name=code></label>             <button>Sign in</button></form>",
@@ -672,4 +672,38 @@ fn javascript_runs_in_the_page_and_its_failure_is_told() {
         .unwrap_err()
         .to_string();
     assert!(error.contains("eval needs js"), "{error}");
+}
+
+#[test]
+fn the_kernel_keeps_a_credential_from_the_browser_even_past_the_plugins_checks() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let secret = home.path().join("secrets.json");
+    std::fs::write(&secret, "{\"K\": \"v\"}").unwrap();
+    let config = json!({ "allow_hosts": [format!("127.0.0.1:{}", site.port)] });
+    let hidden = vec![secret.display().to_string()];
+    let b = Browser::new(
+        Settings::parse(config).unwrap(),
+        home.path().to_owned(),
+        hidden,
+    );
+    let shown = text(
+        b.call(
+            json!({ "action": "open", "url": site.url("/upload") }),
+            false,
+        )
+        .unwrap(),
+    );
+    let input = reference(&shown, "file \"File\"");
+    // Handed to Chromium directly, as a bug in the plugin's own check
+    // would: the browser cannot read it.
+    b.session()
+        .with(|running| hearth_browser::page::upload(running, input, &secret))
+        .unwrap();
+    let shown = text(
+        b.call(json!({ "action": "wait", "text": "unreadable:" }), false)
+            .unwrap(),
+    );
+    assert!(shown.contains("unreadable:secrets.json"), "{shown}");
+    assert!(!shown.contains("picked:"), "{shown}");
 }
