@@ -37,6 +37,9 @@ pub struct Downloads {
     cap: u64,
     /// Download id -> the file name the page suggested.
     started: HashMap<String, String>,
+    /// Downloads stopped here whose cancellation Chromium has yet to
+    /// confirm: what they left is swept again when it does.
+    stopping: Vec<String>,
     /// Every download that ended, in order.
     pub finished: Vec<Finished>,
 }
@@ -48,6 +51,7 @@ impl Downloads {
             folder,
             cap,
             started: HashMap::new(),
+            stopping: Vec::new(),
             finished: Vec::new(),
         }
     }
@@ -71,11 +75,19 @@ impl Downloads {
     fn progress(&mut self, connection: &Connection, guid: &str, params: &Value) -> Option<String> {
         let received = params["receivedBytes"].as_u64().unwrap_or(0);
         let total = params["totalBytes"].as_u64().unwrap_or(0);
+        if let Some(at) = self.stopping.iter().position(|g| g == guid) {
+            if params["state"] != "inProgress" {
+                self.stopping.remove(at);
+                self.sweep(guid);
+            }
+            return None;
+        }
         let name = self.started.get(guid)?.clone();
         let partial = self.folder.join(guid);
         let ended = match params["state"].as_str() {
             Some("inProgress") if received > self.cap || total > self.cap => {
                 connection.notify(None, "Browser.cancelDownload", json!({ "guid": guid }));
+                self.stopping.push(guid.to_owned());
                 let _ = std::fs::remove_file(&partial);
                 Finished::Stopped(format!(
                     "the download of {name:?} was stopped: it is larger than the {}-byte cap \

@@ -69,7 +69,7 @@ pub fn navigate(running: &mut Running, url: &str, deadline: Duration) -> Result<
     let answer =
         match running.call_within("Page.navigate", json!({ "url": parsed.as_str() }), deadline) {
             Ok(answer) => answer,
-            Err(SessionError::Protocol(why)) if why.contains("no answer") => {
+            Err(SessionError::Unanswered(_)) => {
                 let _ = running.call("Page.stopLoading", json!({}));
                 return Err(not_loaded(deadline, "waiting for the site to answer"));
             }

@@ -23,6 +23,10 @@ use crate::downloads::{Downloads, Finished};
 use crate::launch::{self, Launch, Process};
 use crate::proxy::Proxy;
 
+/// How long the browser itself may take to answer before it counts as
+/// hung.
+const HUNG_AFTER: Duration = Duration::from_secs(3);
+
 /// What the browser did between calls that the next result should say:
 /// dialogs it answered, tabs pages opened or closed, downloads.
 struct Happenings {
@@ -99,15 +103,17 @@ pub enum SessionError {
     /// The protocol refused what the call asked.
     #[error("{0}")]
     Protocol(String),
+    /// A protocol call got no answer in time: the page is busy, or the
+    /// browser hung ([`Session::with`] tells which).
+    #[error("{0} (the page may be busy)")]
+    Unanswered(String),
 }
 
 impl From<CdpError> for SessionError {
     fn from(e: CdpError) -> SessionError {
         match e {
             CdpError::Closed => SessionError::Lost("exited"),
-            CdpError::Timeout { .. } => {
-                SessionError::Protocol(format!("{e} (the page may be busy)"))
-            }
+            CdpError::Timeout { .. } => SessionError::Unanswered(e.to_string()),
             CdpError::Protocol { .. } => SessionError::Protocol(e.to_string()),
         }
     }
@@ -211,7 +217,21 @@ impl Session {
             return Err(SessionError::Lost("exited"));
         };
         running.sync_tabs()?;
-        let result = f(running);
+        let mut result = f(running);
+        // A call that got no answer: if the browser itself no longer
+        // answers, it hung, and the next call starts a new one.
+        if matches!(result, Err(SessionError::Unanswered(_)))
+            && running
+                .connection()
+                .call(None, "Browser.getVersion", json!({}), HUNG_AFTER)
+                .is_err()
+        {
+            tracing::warn!(
+                "browser: it stopped answering; it is stopped, and the next call starts a new one"
+            );
+            running.process.stop(Duration::ZERO);
+            result = Err(SessionError::Lost("stopped answering"));
+        }
         let dead = !running.process.is_alive();
         if dead {
             state.running = None;
