@@ -11,9 +11,10 @@
 //! headline figures as `figure:` lines for `scripts/bench-all`.
 //!
 //! Last, what the MCP plugin costs an idle daemon with no server
-//! configured: runs with it as shipped and with `[plugins.mcp] enabled =
-//! false` alternate, and the medians' difference is the figure (its code
-//! is in the binary either way; this is what loading it adds).
+//! configured, and the browser plugin one that never used it: runs with
+//! each as shipped and with `[plugins.NAME] enabled = false` alternate,
+//! and the medians' difference is the figure (its code is in the binary
+//! either way; this is what loading it adds).
 //!
 //! Run with `cargo build --release --workspace && cargo bench -p hearth --bench startup`
 //! (add `HEARTH_BENCH_LONG=1` for the 5-minute sample, and
@@ -28,7 +29,7 @@ use std::time::{Duration, Instant};
 const READY_RUNS: usize = 21;
 /// Runs left to idle for the memory figures.
 const MEMORY_RUNS: usize = 3;
-/// Pairs of idle runs with and without the MCP plugin.
+/// Pairs of idle runs with and without the MCP (or the browser) plugin.
 const MCP_PAIRS: usize = 3;
 const SHORT_IDLE: Duration = Duration::from_secs(10);
 const LONG_IDLE: Duration = Duration::from_secs(300);
@@ -92,30 +93,33 @@ fn main() {
         "figure: idle PSS at 10 s: {:.2} MiB (target <= 15)",
         mib(at_10s.pss)
     );
-    let (mut with, mut without) = (Vec::new(), Vec::new());
-    for _ in 0..MCP_PAIRS {
-        for (extra, samples) in [
-            ("", &mut with),
-            ("\n[plugins.mcp]\nenabled = false\n", &mut without),
-        ] {
-            let daemon = Daemon::start(&bin, extra);
-            std::thread::sleep(SHORT_IDLE);
-            samples.push(daemon.memory());
-            daemon.stop();
+    for (plugin, what) in [
+        ("mcp", "the MCP plugin with no server"),
+        ("browser", "the browser plugin, never used"),
+    ] {
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        let off = format!("\n[plugins.{plugin}]\nenabled = false\n");
+        for _ in 0..MCP_PAIRS {
+            for (extra, samples) in [("", &mut with), (off.as_str(), &mut without)] {
+                let daemon = Daemon::start(&bin, extra);
+                std::thread::sleep(SHORT_IDLE);
+                samples.push(daemon.memory());
+                daemon.stop();
+            }
         }
+        let (with, without) = (Memory::median(with), Memory::median(without));
+        let added_kib = with.rss.saturating_sub(without.rss);
+        println!(
+            "  {what} (medians of {MCP_PAIRS} alternating runs): VmRSS {:.2} MiB loaded, \
+             {:.2} MiB switched off",
+            mib(with.rss),
+            mib(without.rss)
+        );
+        println!(
+            "figure: idle VmRSS added by {what}: {:.3} MB (target <= 0.5)",
+            added_kib as f64 * 1024.0 / 1e6
+        );
     }
-    let (with, without) = (Memory::median(with), Memory::median(without));
-    let added_kib = with.rss.saturating_sub(without.rss);
-    println!(
-        "  the MCP plugin, no server (medians of {MCP_PAIRS} alternating runs): VmRSS {:.2} MiB loaded, \
-         {:.2} MiB switched off",
-        mib(with.rss),
-        mib(without.rss)
-    );
-    println!(
-        "figure: idle VmRSS added by the MCP plugin with no server: {:.3} MB (target <= 0.5)",
-        added_kib as f64 * 1024.0 / 1e6
-    );
     if let Some(later) = at_5min.pop() {
         later.print("idle at 5 min (first run)", 1);
         println!(

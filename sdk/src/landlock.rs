@@ -79,3 +79,20 @@ pub fn required_for_tests(min: i32) -> bool {
         ),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_confinement_tests_run_unless_the_machine_is_said_to_lack_landlock() {
+        let said = std::env::var_os("HEARTH_TEST_NO_LANDLOCK").is_some_and(|v| v == "1");
+        assert_eq!(required_for_tests(1), !said);
+        // A kernel below the ABI asked for fails the test, never skips it.
+        if !said {
+            let newest = abi_version().unwrap();
+            let too_new = std::panic::catch_unwind(|| required_for_tests(newest + 1));
+            assert!(too_new.is_err());
+        }
+    }
+}
