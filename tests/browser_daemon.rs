@@ -155,6 +155,10 @@ fn a_login_with_a_secret_by_name_leaks_it_nowhere_and_lasts_a_restart() {
         status.contains("running") && status.contains("\"Account\""),
         "{status}"
     );
+    assert!(
+        !chromium_children(daemon.pid()).is_empty(),
+        "a browser runs after use"
+    );
     for line in daemon.logs() {
         assert!(!line.contains(VALUE), "the log holds it: {line}");
     }
@@ -189,4 +193,47 @@ fn a_login_with_a_secret_by_name_leaks_it_nowhere_and_lasts_a_restart() {
     assert_eq!(h.chat("check the account").ok().trim(), "Still logged in.");
     let last = fake.requests().last().unwrap().body.to_string();
     assert!(last.contains("Logged in as anna"), "{last}");
+}
+
+/// The daemon's child processes that are a Chromium.
+fn chromium_children(daemon_pid: i32) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // pid (comm) state ppid ...
+        let Some((comm, rest)) = stat.split_once(") ") else {
+            continue;
+        };
+        let ppid: i32 = rest
+            .split(' ')
+            .nth(1)
+            .and_then(|p| p.parse().ok())
+            .unwrap_or(0);
+        if ppid == daemon_pid && comm.contains("chrom") {
+            found.push(stat.clone());
+        }
+    }
+    found
+}
+
+#[test]
+fn a_daemon_that_never_used_the_browser_runs_no_browser() {
+    let (port, _) = site();
+    let fake = FakeLlm::start();
+    fake.push(anthropic_text("Hello."));
+    let h = Hearth::new(&config(&fake, port));
+    let daemon = h.daemon_with(|cmd| {
+        cmd.env("HEARTH_TEST_API_KEY", "test-key");
+    });
+    assert_eq!(h.chat("hello").ok().trim(), "Hello.");
+    let tools = fake.requests()[0].body["tools"].to_string();
+    assert!(tools.contains("\"browser\""), "the tool is offered");
+    assert_eq!(chromium_children(daemon.pid()), Vec::<String>::new());
+    let status = h.chat("/browser").ok().to_owned();
+    assert!(
+        status.contains("browser: idle") && status.contains("starts on first use"),
+        "{status}"
+    );
 }
