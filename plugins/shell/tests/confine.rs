@@ -63,8 +63,13 @@ fn a_confined_command_writes_only_beneath_the_roots() {
     assert!(root.join("in-root").exists() && root.join("dir").is_dir());
     assert!(home.join("work/in-home").exists());
 
+    // A name of this run's own: a file left by a run whose floor failed
+    // (a mutation run) would let `touch` succeed by only changing its
+    // times, which Landlock does not cover.
+    let in_etc = format!("/etc/hearth-x-{}", std::process::id());
+    let _made = Removed(in_etc.clone());
     let cases = [
-        "touch /etc/hearth-x".to_owned(),
+        format!("touch {in_etc}"),
         format!("touch {}/x", outside.display()),
         format!("mkdir {}/d", outside.display()),
         format!("ln -s /etc/passwd {}/link", outside.display()),
@@ -78,7 +83,7 @@ fn a_confined_command_writes_only_beneath_the_roots() {
         let note = got["confinement"].as_str().unwrap_or_default();
         assert!(note.contains("outside_roots"), "{command}: {got}");
     }
-    assert!(!Path::new("/etc/hearth-x").exists());
+    assert!(!Path::new(&in_etc).exists(), "{in_etc} was made");
     assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1);
     assert_eq!(
         std::fs::read_to_string(outside.join("keep.txt")).unwrap(),
@@ -347,4 +352,13 @@ fn base64_of(text: &str) -> String {
         })
         .unwrap();
     String::from_utf8(out.stdout).unwrap()
+}
+
+/// Removes a file when dropped, whether or not the test passed.
+struct Removed(String);
+
+impl Drop for Removed {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
