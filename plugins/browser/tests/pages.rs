@@ -718,7 +718,8 @@ fn the_kernel_keeps_a_credential_from_the_browser_even_past_the_plugins_checks()
 fn a_hung_browser_fails_the_call_and_the_next_call_starts_another() {
     let home = tempfile::tempdir().unwrap();
     let site = Site::start(1);
-    let b = browser(home.path(), &site, json!({ "call_timeout_secs": 2 }));
+    // Long enough for a loaded machine's start, short enough to wait out.
+    let b = browser(home.path(), &site, json!({ "call_timeout_secs": 6 }));
     b.call(json!({ "action": "open", "url": site.url("/next") }), false)
         .unwrap();
     let pid = b.session().pid().unwrap();
