@@ -237,3 +237,29 @@ fn a_daemon_that_never_used_the_browser_runs_no_browser() {
         "{status}"
     );
 }
+
+#[test]
+fn browser_login_refuses_what_it_cannot_open_and_says_why() {
+    let h = Hearth::new("");
+    let cases = [
+        (
+            vec!["browser", "login", "ftp://x"],
+            "not an http(s) address",
+        ),
+        (
+            vec!["browser", "login", "https://x.example"],
+            "no display here",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = hearth_tests::Run::from(
+            h.command(&args)
+                .env_remove("DISPLAY")
+                .env_remove("WAYLAND_DISPLAY")
+                .output()
+                .unwrap(),
+        );
+        assert!(!out.status.success(), "{args:?}");
+        assert!(out.stderr.contains(expected), "{args:?}: {}", out.stderr);
+    }
+}
