@@ -52,6 +52,17 @@ fn page(path: &str, other_port: u16) -> Option<(String, String)> {
             html("<title>Opener</title><button onclick=\"window.open('/next')\">Pop</button>")
         }
         "/slow" => None,
+        "/alert" => html(
+            "<title>Alert</title><button onclick=\"alert('Hi there'); document.getElementById('r').textContent = 'after alert'\">Warn</button><p id=r></p>",
+        ),
+        "/leave" => html(
+            "<title>Leave</title><script>addEventListener('beforeunload', e => { e.preventDefault(); e.returnValue = ''; });</script>\
+             <input id=t><button onclick=\"document.getElementById('t').value = 'dirty'\">Edit</button>",
+        ),
+        "/long" => html(&format!(
+            "<title>Long</title>{}<button id=end>The end</button>",
+            "<p>filler line</p>".repeat(300)
+        )),
         "/files" => {
             html("<title>Files</title><a href='/report.txt'>Report</a> <a href='/big.bin'>Big</a>")
         }
@@ -739,4 +750,82 @@ fn a_hung_browser_fails_the_call_and_the_next_call_starts_another() {
             .unwrap(),
     );
     assert!(shown.contains("The next page."), "{shown}");
+}
+
+#[test]
+fn alerts_and_leaving_a_page_that_asks_do_not_hang() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({}));
+    let shown = text(
+        b.call(
+            json!({ "action": "open", "url": site.url("/alert") }),
+            false,
+        )
+        .unwrap(),
+    );
+    let warn = reference(&shown, "button \"Warn\"");
+    let shown = text(
+        b.call(json!({ "action": "click", "ref": warn }), false)
+            .unwrap(),
+    );
+    assert!(shown.contains("after alert"), "{shown}");
+    assert!(shown.contains("alert dialog (\"Hi there\")"), "{shown}");
+    // A page that asks before it is left (it needs a click first).
+    let shown = text(
+        b.call(
+            json!({ "action": "open", "url": site.url("/leave") }),
+            false,
+        )
+        .unwrap(),
+    );
+    let edit = reference(&shown, "button \"Edit\"");
+    b.call(json!({ "action": "click", "ref": edit }), false)
+        .unwrap();
+    let shown = text(
+        b.call(json!({ "action": "open", "url": site.url("/next") }), false)
+            .unwrap(),
+    );
+    assert!(shown.contains("The next page."), "{shown}");
+    assert!(shown.contains("beforeunload dialog"), "{shown}");
+}
+
+#[test]
+fn scrolling_brings_an_element_into_view_and_a_closed_tab_is_gone() {
+    let home = tempfile::tempdir().unwrap();
+    let site = Site::start(1);
+    let b = browser(home.path(), &site, json!({}));
+    let shown = text(
+        b.call(json!({ "action": "open", "url": site.url("/long") }), false)
+            .unwrap(),
+    );
+    let end = reference(&shown, "button \"The end\"");
+    let at = |b: &Browser| {
+        b.call(
+            json!({ "action": "eval", "js": "Math.round(scrollY)" }),
+            false,
+        )
+        .unwrap()["value"]
+            .as_f64()
+            .unwrap()
+    };
+    assert_eq!(at(&b), 0.0);
+    b.call(json!({ "action": "scroll", "ref": end }), false)
+        .unwrap();
+    let bottom = at(&b);
+    assert!(bottom > 1000.0, "scrolled to {bottom}");
+    b.call(json!({ "action": "scroll", "up": true }), false)
+        .unwrap();
+    assert!(at(&b) < bottom, "scrolled up");
+    let error = b
+        .call(json!({ "action": "close", "tab": 3 }), false)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("tab 3"), "{error}");
+    b.call(json!({ "action": "close" }), false).unwrap();
+    let error = b
+        .call(json!({ "action": "snapshot" }), false)
+        .unwrap_err()
+        .to_string();
+    assert!(error.contains("no tab is open"), "{error}");
 }
