@@ -123,9 +123,7 @@ impl Downloads {
         self.finished.push(ended);
         Some(note)
     }
-}
 
-impl Downloads {
     /// Removes what a stopped download left: its `.crdownload`, and, when
     /// no other download is under way, Chromium's first-bytes files
     /// (`.org.chromium.Chromium.*`, made before the download has an id's
