@@ -129,7 +129,27 @@ impl Downloads {
     /// (`.org.chromium.Chromium.*`, made before the download has an id's
     /// name).
     fn sweep(&self, guid: &str) {
-        let _ = std::fs::remove_file(self.folder.join(format!("{guid}.crdownload")));
+        // Chromium's file thread may still be renaming the first bytes to
+        // the id's name as the cancellation arrives: the id's files are
+        // swept again for a few seconds, on a thread that then ends.
+        let id_files = [
+            self.folder.join(format!("{guid}.crdownload")),
+            self.folder.join(guid),
+        ];
+        for file in &id_files {
+            let _ = std::fs::remove_file(file);
+        }
+        let _ = std::thread::Builder::new()
+            .name("hearth-browser-sweep".into())
+            .stack_size(32 << 10)
+            .spawn(move || {
+                for _ in 0..25 {
+                    std::thread::sleep(std::time::Duration::from_millis(200));
+                    for file in &id_files {
+                        let _ = std::fs::remove_file(file);
+                    }
+                }
+            });
         if !self.started.is_empty() {
             return;
         }

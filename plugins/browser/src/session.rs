@@ -58,6 +58,8 @@ pub struct Running {
     pub timeout: Duration,
     /// The title and address of the page the last snapshot showed.
     pub showing: Option<(String, String)>,
+    /// Tabs this session closed, never to be attached again.
+    closed_here: Vec<String>,
 }
 
 /// The browser, if one runs, and when it was last used.
@@ -309,6 +311,7 @@ impl Session {
             current: 0,
             timeout,
             showing: None,
+            closed_here: Vec::new(),
         };
         running.sync_tabs()?;
         Ok(running)
@@ -454,6 +457,8 @@ impl Running {
         };
         self.call_browser("Target.closeTarget", json!({ "targetId": tab.target }))?;
         self.tabs.remove(index);
+        // Chromium may list it a moment longer.
+        self.closed_here.push(tab.target);
         if self.current >= self.tabs.len() {
             self.current = self.tabs.len().saturating_sub(1);
         }
@@ -481,8 +486,14 @@ impl Running {
             for info in targets["targetInfos"].as_array().into_iter().flatten() {
                 if info["type"] == "page"
                     && let Some(id) = info["targetId"].as_str()
+                    && !self.closed_here.iter().any(|c| c == id)
                 {
-                    self.attach(id)?;
+                    // A page closing as it is listed is gone by the time
+                    // it is attached: it is no tab.
+                    if let Err(e) = self.attach(id) {
+                        tracing::debug!("browser: a listed page could not be attached: {e}");
+                        self.tabs.retain(|t| t.target != id);
+                    }
                 }
             }
         }

@@ -88,7 +88,11 @@ mod tests {
             "text": "pw: {{secret:BANK_PASSWORD}}",
             "url": "{{secret:BANK_PASSWORD}}",
         });
-        let filled = fill_targets(&["text".to_owned(), "url".to_owned()], args, Some(&secrets));
+        let filled = fill_targets(
+            &["text".to_owned(), "action".to_owned()],
+            args,
+            Some(&secrets),
+        );
         let filled = filled.unwrap();
         assert_eq!(filled.keys, ["text"]);
         let filled = filled.args;

@@ -213,3 +213,29 @@ impl Gate {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_log_of_dropped_strangers_forgets_the_old_once_it_is_full() {
+        let gate = Gate::new(OwnerConfig::default(), None);
+        let Some(stale) = Instant::now().checked_sub(LOG_EVERY + Duration::from_secs(1)) else {
+            // A machine up for less than an hour has no instant that old.
+            return;
+        };
+        {
+            let mut logged = gate.logged.lock().unwrap();
+            for i in 0..9_999 {
+                logged.insert(("telegram".into(), format!("old-{i}")), stale);
+            }
+            logged.insert(("telegram".into(), "recent".into()), Instant::now());
+        }
+        gate.log_drop("telegram", "new");
+        let logged = gate.logged.lock().unwrap();
+        let mut left: Vec<&str> = logged.keys().map(|(_, s)| s.as_str()).collect();
+        left.sort_unstable();
+        assert_eq!(left, ["new", "recent"]);
+    }
+}

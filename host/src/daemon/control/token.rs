@@ -151,6 +151,8 @@ mod tests {
         let on_disk = read(home.path()).unwrap();
         assert_eq!(on_disk.len(), 2 * TOKEN_BYTES);
         assert!(first.matches(&on_disk));
+        // The value the daemon's redaction is given is the one on disk.
+        assert_eq!(first.value(), on_disk);
         // Two digits changed the same way: differences must not cancel out.
         let twice: String = on_disk
             .bytes()
