@@ -285,4 +285,12 @@ fn the_doctor_says_whether_a_browser_is_available() {
         "{detail}"
     );
     assert!(!fix.is_empty());
+    let check = missing.cmd(&["check"]);
+    assert!(
+        check
+            .stdout
+            .contains("browser: [plugins.browser] executable \"/nonexistent/chromium\""),
+        "{}",
+        check.stdout
+    );
 }

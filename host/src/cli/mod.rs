@@ -870,6 +870,13 @@ fn check(config: Config) -> anyhow::Result<ExitCode> {
             outln!("credentials (hidden): {}", floor.hidden.join(", "));
         }
         inventory::plugins(rt, inventory::Whose::Check, false)?;
+        // Whether the browser tool can work here: a Chromium found, or why not.
+        if let Some(part) = hearth_plugins::parts(rt.tools.plugins())
+            .into_iter()
+            .find(|p| p.plugin == "browser")
+        {
+            outln!("browser: {}", part.status.detail);
+        }
         outln!();
         inventory::tools(rt, false)?;
         let warnings = inventory::warnings(rt);
