@@ -3,15 +3,19 @@
 //! name; the site gets the value, and the model's requests, the audit,
 //! the log and every file but the credentials never do; `/browser` says
 //! what the browser is doing; and after a daemon restart the site still
-//! knows the browser.
+//! knows the browser. The owner watches the browser on the canvas and logs
+//! in by hand there, with clicks and keys on its live view.
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
 use std::sync::{Arc, Mutex};
 
+use std::time::Duration;
+
 use hearth_tests::Hearth;
+use hearth_tests::canvas::{self, Canvas};
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
-use serde_json::json;
+use serde_json::{Value, json};
 
 /// The site's password, kept as the secret `SITE_PASSWORD`.
 const VALUE: &str = "pw-8c1e-DO-NOT-LEAK";
@@ -59,11 +63,19 @@ fn site() -> (u16, Arc<Mutex<Vec<String>>>) {
                 "/login" if body.contains(&format!("pass={VALUE}")) => {
                     "HTTP/1.1 303 See Other\r\nLocation: /account\r\nSet-Cookie: s=anna; Max-Age=3600; Path=/\r\nContent-Length: 0\r\nConnection: close\r\n\r\n".to_owned()
                 }
+                // Each control fills a third of the window, so the owner's
+                // clicks on the live view land on them by fractions.
                 "/login" => html(
-                    "<title>Login</title><form method=post action=/login>\
-                     <label>User <input name=user></label>\
-                     <label>Password <input type=password name=pass></label>\
-                     <button>Sign in</button></form>",
+                    "<title>Login</title><style>input,button{position:fixed;left:0;\
+                     width:100%;height:30%;margin:0}</style>\
+                     <form method=post action=/login>\
+                     <label>User <input name=user style=top:0></label>\
+                     <label>Password <input type=password name=pass style=top:35%></label>\
+                     <button style=top:70%>Sign in</button></form>",
+                ),
+                "/big" => html(
+                    "<title>Big</title><button style=position:fixed;inset:0;width:100%;height:100% \
+                     onclick=\"document.title='clicked';this.textContent='Pressed'\">Press</button>",
                 ),
                 "/account" if cookie.contains("s=anna") => {
                     html("<title>Account</title><p>Logged in as anna</p>")
@@ -262,4 +274,119 @@ fn browser_login_refuses_what_it_cannot_open_and_says_why() {
         assert!(!out.status.success(), "{args:?}");
         assert!(out.stderr.contains(expected), "{args:?}: {}", out.stderr);
     }
+}
+
+#[test]
+fn the_owner_watches_the_browser_on_the_canvas_and_logs_in_by_hand() {
+    let (port, bodies) = site();
+    let fake = FakeLlm::start();
+    let site = format!("http://127.0.0.1:{port}");
+    fake.push(anthropic_tool_use(
+        None,
+        "toolu_1",
+        "browser",
+        &json!({ "action": "open", "url": format!("{site}/login") }),
+    ));
+    fake.push(anthropic_text("The login page is open."));
+    let h = Hearth::new(&format!(
+        "{}idle_timeout_secs = 8\n{}",
+        config(&fake, port),
+        canvas::CONFIG
+    ));
+    let daemon = h.daemon_with(|cmd| {
+        cmd.env("HEARTH_TEST_API_KEY", "test-key");
+    });
+    let canvas = Canvas::of(h.home());
+    let (mut ws, _) = canvas.connect();
+    assert_eq!(
+        h.chat("open the login page").ok().trim(),
+        "The login page is open."
+    );
+
+    // The agent's tab, as it is: a frame, then its image on request.
+    let wait = Duration::from_secs(20);
+    let titled = |title: &'static str| move |f: &Value| f["type"] == "view" && f["title"] == title;
+    let shown = ws.wait_for(wait, titled("Login"));
+    assert_eq!(shown["source"], "browser");
+    assert!(
+        shown["url"].as_str().unwrap().ends_with("/login"),
+        "{shown}"
+    );
+    assert!(shown["width"].as_u64().unwrap() > 100, "{shown}");
+    let cookie = canvas.login();
+    let image = canvas.get("/view/frame", Some(&cookie));
+    assert_eq!(image.status, 200);
+    assert_eq!(image.header("content-type"), Some("image/jpeg"));
+    assert!(image.body.starts_with(&[0xFF, 0xD8, 0xFF]), "a JPEG");
+    assert_eq!(canvas.get("/view/frame", None).status, 401, "owner only");
+
+    // The owner logs in: clicks on the fields and the button by where
+    // they show, typing between.
+    let act = |ws: &mut hearth_tests::canvas::Ws, input: Value| {
+        ws.send(&json!({ "type": "view", "source": "browser", "input": input }).to_string());
+    };
+    act(&mut ws, json!({ "kind": "click", "x": 0.5, "y": 0.15 }));
+    act(&mut ws, json!({ "kind": "text", "text": "anna" }));
+    act(&mut ws, json!({ "kind": "click", "x": 0.5, "y": 0.5 }));
+    act(&mut ws, json!({ "kind": "text", "text": VALUE }));
+    act(&mut ws, json!({ "kind": "click", "x": 0.5, "y": 0.85 }));
+    ws.wait_for(wait, titled("Account"));
+    assert!(
+        bodies
+            .lock()
+            .unwrap()
+            .iter()
+            .any(|b| b.contains(&format!("pass={VALUE}"))),
+        "the site got the password the owner typed"
+    );
+
+    // An address the owner opens shows in a new tab, and a click lands.
+    act(
+        &mut ws,
+        json!({ "kind": "open", "url": format!("{site}/big") }),
+    );
+    ws.wait_for(wait, titled("Big"));
+    act(&mut ws, json!({ "kind": "click", "x": 0.5, "y": 0.5 }));
+    ws.wait_for(wait, titled("clicked"));
+    // A bad action is answered, and nothing breaks.
+    act(&mut ws, json!({ "kind": "click", "x": 7, "y": 0.5 }));
+    let refused = ws.wait_for(wait, |f| f["type"] == "error");
+    assert!(
+        refused["message"]
+            .as_str()
+            .unwrap()
+            .contains("fractions of the view"),
+        "{refused}"
+    );
+
+    // The agent sees where the owner left it, and never the password.
+    fake.push(anthropic_tool_use(
+        None,
+        "toolu_2",
+        "browser",
+        &json!({ "action": "snapshot" }),
+    ));
+    fake.push(anthropic_text("I see it."));
+    assert_eq!(h.chat("what do you see?").ok().trim(), "I see it.");
+    let last = fake.requests().last().unwrap().body.to_string();
+    assert!(
+        last.contains("Pressed") && last.contains("the owner opened"),
+        "{last}"
+    );
+    for request in fake.requests() {
+        assert!(
+            !request.body.to_string().contains(VALUE),
+            "the model saw it"
+        );
+    }
+    for line in daemon.logs() {
+        assert!(!line.contains(VALUE), "the log holds it: {line}");
+    }
+
+    // Stopped when idle: the view says so.
+    let closed = ws.wait_for(Duration::from_secs(30), |f| {
+        f["type"] == "view" && f["closed"] == true
+    });
+    assert_eq!(closed["source"], "browser");
+    assert_eq!(canvas.get("/view/frame", Some(&cookie)).status, 404);
 }

@@ -242,6 +242,12 @@ impl Runtime {
         } else {
             ChannelEvents::default()
         });
+        if daemon {
+            bridge.serve_views(hearth_plugins::views::Views::new(
+                Arc::clone(&events),
+                plugins.active(),
+            ));
+        }
         let reach = Arc::new(Reach {
             owner: config.owner.clone(),
             channels: plugins

@@ -67,6 +67,9 @@ extern "C" {
 /* The health of the parts a plugin runs, answered {"parts": [...]}
  * (docs/plugins.md); HEARTH_UNSUPPORTED when it has none to report. */
 #define HEARTH_METHOD_PLUGIN_STATUS "plugin.status"
+/* The owner's action on a live view the plugin showed (docs/plugins.md);
+ * HEARTH_UNSUPPORTED from a plugin that shows none. */
+#define HEARTH_METHOD_VIEW_INPUT "view.input"
 
 /* Services for HearthHostApi.call that a tool plugin may use. */
 #define HEARTH_SERVICE_HOST_INFO "host.info"
@@ -76,6 +79,9 @@ extern "C" {
 #define HEARTH_SERVICE_TOOLS_SET "tools.set"
 /* A summary of long output by the owner's cheap model (docs/plugins.md). */
 #define HEARTH_SERVICE_MODEL_SUMMARIZE "model.summarize"
+/* A frame of a live view the owner can watch, answered {"shown": bool}
+ * (docs/plugins.md). */
+#define HEARTH_SERVICE_VIEW_SHOW "view.show"
 
 /* Borrowed UTF-8 bytes; not NUL-terminated. */
 typedef struct HearthStr {

@@ -162,6 +162,11 @@ unsafe extern "C" fn invoke<P: Plugin>(
                 let receipt = plugin.send(message)?;
                 serde_json::to_vec(&receipt).map_err(|e| PluginError::failed(e.to_string()))
             }
+            m if m == method::VIEW_INPUT.as_bytes() => {
+                let input: protocol::ViewInput = parse_payload(payload)?;
+                let answer = plugin.view_input(input)?;
+                serde_json::to_vec(&answer).map_err(|e| PluginError::failed(e.to_string()))
+            }
             m if m == method::CHANNEL_EVENT.as_bytes() => {
                 let event: protocol::ChannelEvent = parse_payload(payload)?;
                 plugin.event(event)?;

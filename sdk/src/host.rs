@@ -6,7 +6,8 @@ use serde_json::Value;
 
 use crate::abi::{self, HearthStr, HostApi};
 use crate::protocol::{
-    HostInfo, Submission, SummaryAnswer, SummaryRequest, ToolOutput, ToolSpec, service,
+    HostInfo, Submission, SummaryAnswer, SummaryRequest, ToolOutput, ToolSpec, ViewFrame,
+    ViewShown, service,
 };
 
 /// A handle on the host's callbacks; cheap to copy, usable from any thread.
@@ -154,6 +155,17 @@ impl Host {
         let request =
             serde_json::to_value(output).map_err(|e| HostCallError::Malformed(e.to_string()))?;
         self.call(service::TOOL_OUTPUT, &request).map(|_| ())
+    }
+
+    /// Shows the owner a frame of a live view ([`service::VIEW_SHOW`]);
+    /// `Ok(false)` when no channel shows views (stop making frames).
+    pub fn view_show(&self, frame: &ViewFrame) -> Result<bool, HostCallError> {
+        let request =
+            serde_json::to_value(frame).map_err(|e| HostCallError::Malformed(e.to_string()))?;
+        let answer = self.call(service::VIEW_SHOW, &request)?;
+        serde_json::from_value::<ViewShown>(answer)
+            .map(|a| a.shown)
+            .map_err(|e| HostCallError::Malformed(e.to_string()))
     }
 
     /// Replaces the plugin's tool list in the host's registry

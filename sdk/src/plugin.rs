@@ -6,6 +6,7 @@ use serde_json::Value;
 use crate::Host;
 use crate::protocol::{
     ChannelEvent, Description, Floor, OutboundMessage, PluginStatus, SendReceipt, ToolCall,
+    ViewInput,
 };
 
 /// A native plugin written in Rust. Export it with [`crate::export_plugin!`].
@@ -94,6 +95,18 @@ pub trait Plugin: Sized + Send + Sync + 'static {
     fn status(&self) -> Result<PluginStatus, PluginError> {
         Err(PluginError::Unsupported(format!(
             "plugin {} reports no status",
+            Self::NAME
+        )))
+    }
+
+    /// The owner acted on a live view the plugin showed
+    /// ([`crate::Host::view_show`]): a click, keys, an address. Comes from
+    /// the owner's screen, never the model; answer promptly. The default
+    /// says the plugin shows no view.
+    fn view_input(&self, input: ViewInput) -> Result<Value, PluginError> {
+        let _ = input;
+        Err(PluginError::Unsupported(format!(
+            "plugin {} shows no view",
             Self::NAME
         )))
     }

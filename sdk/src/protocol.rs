@@ -35,6 +35,12 @@ pub mod method {
     /// looks (`/status`, `hearth mcp list`), never polled. A plugin with
     /// nothing to report answers `UNSUPPORTED`.
     pub const PLUGIN_STATUS: &str = "plugin.status";
+    /// The owner acts on a live view the plugin showed (a click, keys, an
+    /// address to open): payload [`super::ViewInput`], result any JSON
+    /// object. It comes from the owner's own screen (the canvas), never
+    /// from the model; answer promptly (do not wait for a running call).
+    /// A plugin that shows no view answers `UNSUPPORTED`.
+    pub const VIEW_INPUT: &str = "view.input";
 }
 
 /// Service names for the host's `call`.
@@ -86,6 +92,16 @@ pub mod service {
     /// model; any other error (a timeout, a spent budget) means no summary
     /// this time: go on without one.
     pub const MODEL_SUMMARIZE: &str = "model.summarize";
+    /// A frame of a live view the owner can watch (the browser's current
+    /// tab): request [`super::ViewFrame`], answer [`super::ViewShown`].
+    /// Only the newest frame waits for a slow channel; send at most a few
+    /// a second. `shown: false` (or `UNSUPPORTED`) means no channel shows
+    /// views: stop making frames.
+    pub const VIEW_SHOW: &str = "view.show";
+    /// For a channel that shows views: the owner's action on one, passed
+    /// to the plugin that showed it as [`super::method::VIEW_INPUT`]:
+    /// request [`super::ViewInputRequest`], answer the plugin's.
+    pub const VIEW_INPUT: &str = "view.input";
 }
 
 /// How much a tool can change: the policy decides per tier.
@@ -228,6 +244,12 @@ pub struct ChannelSpec {
     /// unset: its owner hears of groups only at milestones.
     #[serde(default, skip_serializing_if = "is_false")]
     pub groups: bool,
+    /// Whether the channel shows live views ([`ChannelEvent::View`]; needs
+    /// `events`) and passes the owner's actions on them back
+    /// ([`service::VIEW_INPUT`]). Only a channel that authenticates the
+    /// owner sets it: whoever sees a view can drive it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub views: bool,
 }
 
 /// What a channel does with a sender inside its allow-list who is neither
@@ -597,6 +619,94 @@ pub struct SendReceipt {
     pub message_id: Option<String>,
 }
 
+/// A frame of a live view ([`service::VIEW_SHOW`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewFrame {
+    /// `image/jpeg` or `image/png`; empty when `closed`.
+    #[serde(default)]
+    pub mime: String,
+    /// The image, base64; empty when `closed`.
+    #[serde(default)]
+    pub data: String,
+    /// The size, in CSS pixels, of what the image shows (a click's
+    /// fractions of the image are of this).
+    #[serde(default)]
+    pub width: u32,
+    /// See `width`.
+    #[serde(default)]
+    pub height: u32,
+    /// What the view shows (a page's title).
+    #[serde(default)]
+    pub title: String,
+    /// Where it is (a page's address).
+    #[serde(default)]
+    pub url: String,
+    /// The view ended (the browser stopped); no image.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub closed: bool,
+}
+
+/// The answer to [`service::VIEW_SHOW`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewShown {
+    /// Whether any channel shows views; `false`: stop making frames.
+    pub shown: bool,
+}
+
+/// The owner's action on a live view.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case", deny_unknown_fields)]
+pub enum ViewInput {
+    /// A click at `x`, `y`: fractions (0-1) of the frame's width and
+    /// height.
+    Click {
+        /// From the left edge.
+        x: f64,
+        /// From the top edge.
+        y: f64,
+    },
+    /// The wheel turned at `x`, `y` (fractions) by `dy` CSS pixels (down
+    /// is positive).
+    Scroll {
+        /// From the left edge.
+        x: f64,
+        /// From the top edge.
+        y: f64,
+        /// How far.
+        dy: f64,
+    },
+    /// Text typed where the focus is.
+    Text {
+        /// The characters.
+        text: String,
+    },
+    /// A key that is not text (Enter, Tab, Backspace, an arrow...).
+    Key {
+        /// Its name, as a browser's `KeyboardEvent.key` says it.
+        key: String,
+    },
+    /// Open an address (in the browser: a new tab, which the view shows).
+    Open {
+        /// The address.
+        url: String,
+    },
+    /// Go back a page.
+    Back,
+}
+
+/// The request of [`service::VIEW_INPUT`]: which plugin's view, and what
+/// the owner did.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewInputRequest {
+    /// The plugin that showed the view ([`ChannelEvent::View`]'s
+    /// `source`).
+    pub source: String,
+    /// What the owner did.
+    pub input: ViewInput,
+}
+
 /// The payload of [`method::CHANNEL_EVENT`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
@@ -676,6 +786,15 @@ pub enum ChannelEvent {
     Schedule {
         /// At most ten, soonest first.
         jobs: Vec<UpcomingJob>,
+    },
+    /// A frame of a live view (the browser's current tab), for channels
+    /// that set [`ChannelSpec::views`]. Only the newest waits for a slow
+    /// channel: frames in between are dropped.
+    View {
+        /// The plugin that shows it (where [`service::VIEW_INPUT`] goes).
+        source: String,
+        /// The frame.
+        frame: ViewFrame,
     },
     /// An agent group changed (a member's state, a deliverable, a post):
     /// the whole group as it stands now. Sent only to channels that set

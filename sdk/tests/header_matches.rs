@@ -131,6 +131,14 @@ fn c_header_agrees_with_the_rust_mirror() {
             "HEARTH_SERVICE_MODEL_SUMMARIZE",
             hearth_sdk::protocol::service::MODEL_SUMMARIZE,
         ),
+        (
+            "HEARTH_METHOD_VIEW_INPUT",
+            hearth_sdk::protocol::method::VIEW_INPUT,
+        ),
+        (
+            "HEARTH_SERVICE_VIEW_SHOW",
+            hearth_sdk::protocol::service::VIEW_SHOW,
+        ),
     ] {
         writeln!(
             c,

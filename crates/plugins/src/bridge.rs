@@ -32,6 +32,7 @@ use hearth_sdk::protocol::{
 
 use super::running::Running;
 use super::services;
+use super::views::Views;
 use hearth_base::queue::{self, BoundedSender, SendTimeoutError};
 use hearth_base::store::Cold;
 use hearth_data::router::Admission;
@@ -67,6 +68,9 @@ pub struct Bridge {
     /// Bumped whenever a plugin replaces its tool list (`tools.set`): the
     /// registry rebuilds its plugin tools when it sees a new value.
     tools_generation: Arc<AtomicU64>,
+    /// The live views (`view.show`, `view.input`), once the daemon's
+    /// channels run.
+    views: OnceLock<Views>,
 }
 
 /// The parts of the host whose services plugins call besides the store.
@@ -141,7 +145,17 @@ impl Bridge {
             dropped_logs: AtomicU64::new(0),
             info: serde_json::to_string(info).unwrap_or_else(|_| "{}".into()),
             tools_generation: Arc::default(),
+            views: OnceLock::new(),
         }))
+    }
+
+    /// From now on, frames plugins show go to the channels of `events`
+    /// that show views, and the owner's actions on them to the plugin
+    /// among `plugins` that showed it. Set once; before, no view is shown.
+    pub fn serve_views(&self, views: Views) {
+        if self.views.set(views).is_err() {
+            tracing::warn!("the live views were set twice; the first stays");
+        }
     }
 
     /// Builds the per-plugin context and the API table handed to its `init`.
@@ -406,6 +420,23 @@ impl PluginContext {
         }
         if service == service::TOOLS_SET {
             return self.set_tools(request);
+        }
+        if service == service::VIEW_SHOW {
+            // Bounded and checked before any channel sees it.
+            return match self.bridge.views.get() {
+                Some(views) => views.show(&self.plugin, request),
+                None => (status::OK, r#"{"shown":false}"#.to_owned()),
+            };
+        }
+        if service == service::VIEW_INPUT {
+            let channel = self.channel.get().cloned().flatten();
+            return match self.bridge.views.get() {
+                Some(views) => views.input(channel.as_ref(), request),
+                None => (
+                    status::INVALID,
+                    "view.input: no view is shown outside the daemon".to_owned(),
+                ),
+            };
         }
         if service == service::MODEL_SUMMARIZE {
             // Waits for the model (bounded): see `summary::service`.

@@ -4,8 +4,9 @@
 //! into the binary, `loader` opens a file and checks its header,
 //! `instance` wraps an initialised plugin, `bridge` implements the callbacks
 //! the host offers, `running` the calls a plugin runs in a turn (stopped
-//! by `tool.cancel`, their output routed by `tool.output`), and `sink` the
-//! buffers plugins write answers into. This
+//! by `tool.cancel`, their output routed by `tool.output`), `views` the
+//! live views plugins show the owner (`view.show`, `view.input`), and
+//! `sink` the buffers plugins write answers into. This
 //! file ties them together as a [`PluginSet`]: every plugin that was found,
 //! with a report for each (loaded, disabled or failed and why).
 //!
@@ -21,6 +22,7 @@ pub mod running;
 mod secret_settings;
 mod services;
 mod sink;
+pub mod views;
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::AtomicU64;

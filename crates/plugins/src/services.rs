@@ -24,7 +24,7 @@ use hearth_base::store::now_ms;
 use hearth_data::workshop::Workshop;
 
 /// Every service `call` answers.
-pub const OFFERED: [&str; 10] = [
+pub const OFFERED: [&str; 12] = [
     service::HOST_INFO,
     service::TOOL_OUTPUT,
     service::TOOLS_SET,
@@ -35,6 +35,8 @@ pub const OFFERED: [&str; 10] = [
     service::AGENT_NOTIFY,
     service::PAGE_GET,
     service::PAGE_QUERY,
+    service::VIEW_SHOW,
+    service::VIEW_INPUT,
 ];
 
 /// The sender of notices in the inbox: the host itself, never a person.

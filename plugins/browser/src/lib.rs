@@ -9,6 +9,8 @@
 //! - `session`: the browser's life (started on first use, stopped when
 //!   idle, started again after a crash) and its tabs;
 //! - `page`: the actions, and `snapshot.js`, the page as numbered text;
+//! - `live`: the current tab shown to the owner as it works, and the
+//!   owner's clicks and keys on it;
 //! - `downloads`: files a page downloads, capped and never misplaced;
 //! - `config`: `[plugins.browser]`.
 //!
@@ -20,6 +22,7 @@ pub mod cdp;
 pub mod config;
 pub mod downloads;
 pub mod launch;
+pub mod live;
 pub mod page;
 pub mod proxy;
 pub mod session;
@@ -29,7 +32,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_sdk::protocol::{
-    Description, PartState, PartStatus, PluginStatus, Risk, Targets, ToolCall, ToolSpec,
+    Description, PartState, PartStatus, PluginStatus, Risk, Targets, ToolCall, ToolSpec, ViewInput,
 };
 use hearth_sdk::{Host, Plugin, PluginError, parse_args};
 use serde::Deserialize;
@@ -311,6 +314,35 @@ impl Browser {
 }
 
 impl Browser {
+    /// The owner opens `url` from the live view (to log in by hand): a new
+    /// tab, which becomes the current one. Answers at once; the page
+    /// loads behind, and the view shows it.
+    fn open_for_owner(&self, url: String) -> Result<Value, PluginError> {
+        page::check_url(&url).map_err(|e| PluginError::InvalidArguments(e.to_string()))?;
+        let session = Arc::clone(&self.session);
+        let wait = session.settings().call_timeout;
+        let opened = url.clone();
+        std::thread::Builder::new()
+            .name("hearth-browser-open".into())
+            .spawn(move || {
+                session.note_action("open (the owner)");
+                let outcome = session.with(|running| {
+                    running.open_tab("about:blank")?;
+                    session.live().follow(running.tab().ok());
+                    running.note(format!(
+                        "the owner opened {opened} in a new tab ({}); it is the current tab",
+                        running.tabs.len() - 1
+                    ));
+                    page::navigate(running, &opened, wait)
+                });
+                if let Err(e) = outcome {
+                    tracing::info!("browser: the page the owner opened did not load: {e}");
+                }
+            })
+            .map_err(|e| PluginError::failed(format!("cannot open the page: {e}")))?;
+        Ok(json!({ "opening": url }))
+    }
+
     /// The file `raw` names for `upload`: absolute, `~/...` or relative to
     /// `$HEARTH_HOME`; it must exist inside the writable roots and be none
     /// of the owner's credentials (nor a link to one).
@@ -512,6 +544,7 @@ impl Plugin for Browser {
             ),
         };
         let browser = Browser::new(settings, home, hidden).with_roots(roots);
+        browser.session.live().set_host(host);
         match &browser.executable {
             Ok(path) => {
                 tracing::debug!(executable = %path.display(), "browser plugin ready; the browser starts on first use")
@@ -549,6 +582,13 @@ impl Plugin for Browser {
         match call.tool.as_str() {
             "browser" => self.call(call.args, call.secrets.iter().any(|k| k == "text")),
             other => Err(PluginError::Unsupported(format!("no tool {other:?}"))),
+        }
+    }
+
+    fn view_input(&self, input: ViewInput) -> Result<Value, PluginError> {
+        match input {
+            ViewInput::Open { url } => self.open_for_owner(url),
+            other => self.session.live().act(&other).map_err(PluginError::Failed),
         }
     }
 

@@ -306,15 +306,22 @@ pub fn select(
 
 /// Presses `key` (Enter, Tab, Escape, an arrow, a letter...) in the page.
 pub fn press(running: &mut Running, key: &str) -> Result<(), SessionError> {
+    for event in key_events(key)? {
+        running.call("Input.dispatchKeyEvent", event)?;
+    }
+    Ok(())
+}
+
+/// The `Input.dispatchKeyEvent` parameters of pressing `key` (down, then
+/// up), or why it is no key.
+pub fn key_events(key: &str) -> Result<[Value; 2], SessionError> {
     if key_code(key).is_none() && key.chars().count() != 1 {
         return Err(SessionError::Protocol(format!(
             "{key:?} is not a key name (Enter, Tab, Escape, Backspace, Delete, Space, ArrowUp, \
              ArrowDown, ArrowLeft, ArrowRight, PageUp, PageDown, Home, End) or one character"
         )));
     }
-    running.call("Input.dispatchKeyEvent", key_event("keyDown", key))?;
-    running.call("Input.dispatchKeyEvent", key_event("keyUp", key))?;
-    Ok(())
+    Ok([key_event("keyDown", key), key_event("keyUp", key)])
 }
 
 /// Scrolls the page by a screen `down` or up, or brings element

@@ -10,6 +10,7 @@
 //! thread, no process and no proxy.
 
 use std::path::PathBuf;
+use std::sync::mpsc::SyncSender;
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread;
 use std::time::{Duration, Instant};
@@ -21,6 +22,7 @@ use crate::cdp::{CdpError, Connection, Event};
 use crate::config::Settings;
 use crate::downloads::{Downloads, Finished};
 use crate::launch::{self, Launch, Process};
+use crate::live::{self, Frame, Live};
 use crate::proxy::Proxy;
 
 /// How long the browser itself may take to answer before it counts as
@@ -70,6 +72,7 @@ pub struct Session {
     floors: Cache,
     state: Mutex<State>,
     activity: Mutex<Activity>,
+    live: Arc<Live>,
     me: Weak<Session>,
 }
 
@@ -136,8 +139,14 @@ impl Session {
                 generation: 0,
             }),
             activity: Mutex::default(),
+            live: Live::new(),
             me: me.clone(),
         })
+    }
+
+    /// The live view of the current tab.
+    pub fn live(&self) -> &Arc<Live> {
+        &self.live
     }
 
     /// The plugin's settings.
@@ -219,6 +228,7 @@ impl Session {
             return Err(SessionError::Lost("exited"));
         };
         running.sync_tabs()?;
+        self.live.follow(running.tab().ok());
         let mut result = f(running);
         // A call that got no answer: if the browser itself no longer
         // answers, it hung, and the next call starts a new one.
@@ -237,6 +247,8 @@ impl Session {
         let dead = !running.process.is_alive();
         if dead {
             state.running = None;
+        } else {
+            self.live.follow(running.tab().ok());
         }
         self.show_activity(state.running.as_ref());
         if dead && result.is_ok() {
@@ -277,12 +289,16 @@ impl Session {
             closed: Vec::new(),
         }));
         let seen = happenings.clone();
+        let (frames, viewer) = self.live.channel().unzip();
         let started = Instant::now();
         let process = launch
             .start(&self.floors, move |connection, event| {
-                on_event(connection, event, &seen)
+                on_event(connection, event, &seen, frames.as_ref())
             })
             .map_err(|e| SessionError::Launch(e.to_string()))?;
+        if let Some(viewer) = viewer {
+            self.live.begin(process.connection.clone(), viewer);
+        }
         let timeout = self.settings.call_timeout;
         let connection = process.connection.clone();
         connection.call(
@@ -332,7 +348,11 @@ impl Session {
                         if state.generation != generation || state.running.is_none() {
                             return;
                         }
-                        let unused = state.last_used.elapsed();
+                        // The owner at work on the live view counts as use.
+                        let unused = state
+                            .last_used
+                            .elapsed()
+                            .min(session.live.touched_ago().unwrap_or(Duration::MAX));
                         if unused >= idle {
                             if let Some(mut running) = state.running.take() {
                                 drop(state);
@@ -413,6 +433,11 @@ impl Running {
         let mut notes = std::mem::take(&mut lock(&self.happenings).notes);
         notes.extend(self.proxy.take_refusals());
         notes
+    }
+
+    /// Adds a sentence to what the next result says happened.
+    pub fn note(&self, note: String) {
+        lock(&self.happenings).notes.push(note);
     }
 
     /// How many downloads have ended so far.
@@ -540,10 +565,20 @@ fn lock(h: &Mutex<Happenings>) -> MutexGuard<'_, Happenings> {
 }
 
 /// Runs on the reader thread for every event: answers dialogs at once (a
-/// page waiting on `confirm` blocks every call to it), and notes tabs that
-/// pages open and close.
-fn on_event(connection: &Connection, event: Event, happenings: &Mutex<Happenings>) {
+/// page waiting on `confirm` blocks every call to it), notes tabs that
+/// pages open and close, and passes the live view's frames on.
+fn on_event(
+    connection: &Connection,
+    event: Event,
+    happenings: &Mutex<Happenings>,
+    frames: Option<&SyncSender<Frame>>,
+) {
     match event.method.as_str() {
+        "Page.screencastFrame" => {
+            if let Some(frames) = frames {
+                live::on_frame(connection, &event, frames);
+            }
+        }
         "Page.javascriptDialogOpening" => {
             let kind = event.params["type"].as_str().unwrap_or("dialog").to_owned();
             let message: String = event.params["message"]

@@ -17,13 +17,14 @@ use axum::extract::ws::Utf8Bytes;
 use hearth_sdk::protocol::{
     ChannelEvent, ChannelHistory, ConfirmationAnswer, ConfirmationRecord, ConfirmationState,
     GroupView, HistoryMessage, InboundMessage, OWNER_SENDER, OutboundMessage, PageAnswer,
-    PageRequest, Submission, UpcomingJob, service,
+    PageRequest, Submission, UpcomingJob, ViewInputRequest, service,
 };
 use hearth_sdk::{Host, SubmitError};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
 use crate::elements::Element;
+use crate::live::Live;
 use crate::markdown;
 use crate::outputs::Outputs;
 use crate::uploads::Uploads;
@@ -64,6 +65,8 @@ pub struct Hub {
     next_element: AtomicU64,
     /// Files the owner uploads.
     pub uploads: Uploads,
+    /// The newest frame of a live view (the browser's current tab).
+    pub live: Live,
 }
 
 impl Hub {
@@ -87,6 +90,7 @@ impl Hub {
             outputs: Mutex::new(Outputs::default()),
             next_element: AtomicU64::new(1),
             uploads,
+            live: Live::default(),
         }
     }
 
@@ -135,6 +139,7 @@ impl Hub {
             "tool_output": outputs,
             "schedule": lock(&self.schedule).clone(),
             "groups": lock(&self.groups).values().cloned().collect::<Vec<_>>(),
+            "view": self.live.hello(),
         })
     }
 
@@ -275,6 +280,10 @@ impl Hub {
                 self.broadcast(&frame);
                 return;
             }
+            ChannelEvent::View { source, frame } => match self.live.take(source, frame) {
+                Some(told) => told,
+                None => return,
+            },
             ChannelEvent::Group(view) => {
                 let frame = json!({ "type": "group", "group": view });
                 lock(&self.groups).insert(view.id, view);
@@ -358,6 +367,16 @@ impl Hub {
             reason,
         });
         submit_until_taken(&self.host, &answer)
+    }
+
+    /// Hands the owner's action on a live view to the host, which passes
+    /// it to the plugin that showed the view. Blocks.
+    pub fn view_input(&self, request: &ViewInputRequest) -> Result<(), String> {
+        let request = serde_json::to_value(request).map_err(|e| e.to_string())?;
+        self.host
+            .call(service::VIEW_INPUT, &request)
+            .map(|_| ())
+            .map_err(|e| e.to_string())
     }
 
     /// Sends `frame` to every connected browser.

@@ -15,6 +15,8 @@
 //! - `elements`: the pane's element types and their checks;
 //! - `markdown`: safe HTML from the agent's markdown;
 //! - `outputs`: the live output of running tool calls;
+//! - `live`: the live view (the browser's tab as the agent works) and
+//!   `/view/frame`;
 //! - `pages`: the agent's pages and their queries, at `/pages/`;
 //! - `uploads`: files the owner attaches;
 //! - `assets`: the embedded web UI (`ui/`).
@@ -28,6 +30,7 @@ pub mod files;
 pub mod hosts;
 pub mod hub;
 pub mod limiter;
+pub mod live;
 pub mod markdown;
 pub mod outputs;
 pub mod pages;
@@ -158,6 +161,7 @@ impl Plugin for Canvas {
                 authenticates_owner: true,
                 tool_output: true,
                 groups: true,
+                views: true,
                 ..ChannelSpec::default()
             }),
         }

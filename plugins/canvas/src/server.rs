@@ -55,6 +55,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/ws", get(websocket))
         .route("/upload", post(upload).layer(DefaultBodyLimit::disable()))
         .route("/files/{*path}", get(files::serve))
+        .route("/view/frame", get(crate::live::serve))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&server),

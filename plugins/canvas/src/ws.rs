@@ -16,6 +16,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use axum::extract::ws::{CloseFrame, Message, Utf8Bytes, WebSocket, close_code};
+use hearth_sdk::protocol::ViewInputRequest;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, watch};
 
@@ -117,7 +118,7 @@ pub async fn session(
 }
 
 /// What a browser's text frame asks for, once read and checked.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq)]
 pub enum Frame {
     /// `ping`: answered with `pong`.
     Ping,
@@ -141,6 +142,9 @@ pub enum Frame {
         /// With a denial, why (a group's plan goes back with it).
         reason: Option<String>,
     },
+    /// `view`: the owner's action on a live view (a click, keys, an
+    /// address), for the plugin that showed it.
+    View(ViewInputRequest),
 }
 
 /// Reads one text frame from a browser. The error is the `error` frame to
@@ -190,10 +194,22 @@ pub fn read_frame(text: &str) -> Result<Frame, Value> {
                 reason,
             })
         }
+        Some("view") => {
+            let mut fields = frame;
+            if let Some(fields) = fields.as_object_mut() {
+                fields.remove("type");
+            }
+            let request: ViewInputRequest = serde_json::from_value(fields)
+                .map_err(|e| error(None, &format!("a view frame: {e}")))?;
+            if request.source.len() > 64 {
+                return Err(error(None, "a view frame: `source` is over 64 bytes"));
+            }
+            Ok(Frame::View(request))
+        }
         Some(other) => Err(error(
             id.as_deref(),
             &format!(
-                "unknown frame type {:?}; known: send, confirm, ping",
+                "unknown frame type {:?}; known: send, confirm, view, ping",
                 other.chars().take(40).collect::<String>()
             ),
         )),
@@ -254,6 +270,15 @@ async fn handle(hub: &Arc<Hub>, text: &str) -> Option<Value> {
                 Ok(Ok(())) => None,
                 Ok(Err(why)) => Some(error(Some(&id), &why)),
                 Err(_) => Some(error(Some(&id), "the answer was lost; answer again")),
+            }
+        }
+        Frame::View(request) => {
+            let hub = Arc::clone(hub);
+            let outcome = tokio::task::spawn_blocking(move || hub.view_input(&request)).await;
+            match outcome {
+                Ok(Ok(())) => None,
+                Ok(Err(why)) => Some(error(None, &format!("the view: {why}"))),
+                Err(_) => Some(error(None, "the view: the action was lost")),
             }
         }
     }

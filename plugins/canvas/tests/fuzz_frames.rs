@@ -17,6 +17,10 @@ fn a_frame_is_read_within_its_bounds_or_answered_with_an_error() {
             "\"type\":\"send\"",
             "\"type\":\"confirm\"",
             "\"type\":\"ping\"",
+            "\"type\":\"view\"",
+            "\"source\":\"browser\"",
+            "\"input\":{\"kind\":\"click\",\"x\":",
+            "\"kind\":\"text\"",
             "\"id\":\"",
             "\"approve\":",
             "\"always\":true",
@@ -49,6 +53,9 @@ fn a_frame_is_read_within_its_bounds_or_answered_with_an_error() {
                         reason.is_none_or(|r| !approve && r.chars().count() <= 2000),
                         "a reason with an approval, or too long"
                     );
+                }
+                Ok(Frame::View(request)) => {
+                    assert!(request.source.len() <= 64, "{:?}", request.source);
                 }
                 Err(error) => {
                     assert_eq!(error["type"], "error", "{error}");

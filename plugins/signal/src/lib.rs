@@ -255,7 +255,8 @@ impl Plugin for Signal {
             | ChannelEvent::DeltaReset { .. }
             | ChannelEvent::Schedule { .. }
             | ChannelEvent::ToolOutput { .. }
-            | ChannelEvent::Group(_) => {}
+            | ChannelEvent::Group(_)
+            | ChannelEvent::View { .. } => {}
         }
         Ok(())
     }

@@ -62,7 +62,8 @@ pub async fn run(shared: Arc<Shared>, mut events: mpsc::UnboundedReceiver<Channe
             | ChannelEvent::DeltaReset { .. }
             | ChannelEvent::Schedule { .. }
             | ChannelEvent::ToolOutput { .. }
-            | ChannelEvent::Group(_) => {}
+            | ChannelEvent::Group(_)
+            | ChannelEvent::View { .. } => {}
         }
     }
     if let Some(ticker) = typing {

@@ -8,7 +8,9 @@
 //! When a channel's queue is full, streamed text is dropped (the final reply
 //! still comes through the outbox); a confirmation request that cannot be
 //! queued is simply never answered, and the gate denies it at its timeout:
-//! failing closed.
+//! failing closed. A live view's frames (images, each up to a few hundred
+//! kilobytes) never fill a queue: each channel keeps only the newest frame
+//! not yet handed over, and a slow channel skips the ones in between.
 
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -27,7 +29,12 @@ enum Item {
     Event(Vec<u8>),
     /// Answer once every earlier event has been handed over.
     Flush(tokio::sync::oneshot::Sender<()>),
+    /// Hand over the channel's newest view frame, if one still waits.
+    View,
 }
+
+/// The newest live-view frame (serialized) waiting for one channel.
+type Slot = Arc<Mutex<Option<Vec<u8>>>>;
 
 /// The event queues of every event-capable channel.
 #[derive(Default)]
@@ -38,6 +45,9 @@ pub struct ChannelEvents {
     tool_output: Vec<String>,
     /// The channels that show agent groups (`ChannelSpec::groups`).
     groups: Vec<String>,
+    /// The channels that show live views (`ChannelSpec::views`), each
+    /// with its newest frame not yet handed over.
+    views: Vec<(String, Slot)>,
 }
 
 impl ChannelEvents {
@@ -53,6 +63,8 @@ impl ChannelEvents {
             }
             let (tx, rx) = queue::bounded::<Item>(QUEUE);
             let target = Arc::clone(plugin);
+            let slot = Slot::default();
+            let newest = Arc::clone(&slot);
             let spawned = std::thread::Builder::new()
                 .name(format!("hearth-events-{}", channel.name))
                 .spawn(move || {
@@ -66,6 +78,14 @@ impl ChannelEvents {
                             Item::Flush(done) => {
                                 let _ = done.send(());
                             }
+                            Item::View => {
+                                let frame = lock(&newest).take();
+                                if let Some(payload) = frame
+                                    && let Err(e) = target.call(method::CHANNEL_EVENT, &payload)
+                                {
+                                    tracing::debug!("a view frame was not taken: {e}");
+                                }
+                            }
                         }
                     }
                 });
@@ -76,6 +96,9 @@ impl ChannelEvents {
                     }
                     if channel.groups {
                         events.groups.push(channel.name.clone());
+                    }
+                    if channel.views {
+                        events.views.push((channel.name.clone(), slot));
                     }
                     lock(&events.queues).push((channel.name.clone(), tx));
                     lock(&events.threads).push(thread);
@@ -129,6 +152,40 @@ impl ChannelEvents {
         });
     }
 
+    /// Whether any channel shows live views.
+    pub fn shows_views(&self) -> bool {
+        !self.views.is_empty()
+    }
+
+    /// Hands a live view's frame (a [`ChannelEvent::View`]) to every
+    /// channel that shows views, replacing a frame still waiting there;
+    /// returns whether any channel shows views.
+    pub fn view(&self, event: &ChannelEvent) -> bool {
+        if self.views.is_empty() {
+            return false;
+        }
+        let Ok(payload) = serde_json::to_vec(event) else {
+            return true;
+        };
+        let queues = lock(&self.queues);
+        for (name, slot) in &self.views {
+            // A frame still waiting has its marker queued already: the
+            // thread takes whatever is newest when it gets there.
+            if lock(slot).replace(payload.clone()).is_some() {
+                continue;
+            }
+            let queued = queues
+                .iter()
+                .find(|(queue, _)| queue == name)
+                .is_some_and(|(_, tx)| tx.try_send(Item::View).is_ok());
+            if !queued {
+                lock(slot).take();
+                tracing::debug!(channel = %name, "view frame dropped: the channel's queue is full");
+            }
+        }
+        true
+    }
+
     /// Queues `event` for every channel that takes events.
     pub fn broadcast(&self, event: &ChannelEvent) {
         self.queue(event, |_| true)
@@ -176,4 +233,92 @@ impl ChannelEvents {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::mpsc;
+    use std::time::Duration;
+
+    use hearth_sdk::protocol::{ChannelSpec, ViewFrame};
+
+    use super::*;
+
+    /// A channel that records the events it is handed and holds the first
+    /// until the test lets it go.
+    struct Held {
+        spec: ChannelSpec,
+        seen: Mutex<Vec<String>>,
+        gate: Mutex<Option<mpsc::Receiver<()>>>,
+    }
+
+    impl Channel for Held {
+        fn spec(&self) -> Option<&ChannelSpec> {
+            Some(&self.spec)
+        }
+
+        fn call(&self, _method: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+            if let Some(gate) = lock(&self.gate).take() {
+                let _ = gate.recv();
+            }
+            let event: ChannelEvent = serde_json::from_slice(payload).unwrap();
+            if let ChannelEvent::View { frame, .. } = event {
+                lock(&self.seen).push(frame.title);
+            }
+            Ok(Vec::new())
+        }
+    }
+
+    fn frame(title: &str) -> ChannelEvent {
+        ChannelEvent::View {
+            source: "browser".into(),
+            frame: ViewFrame {
+                title: title.into(),
+                ..ViewFrame::default()
+            },
+        }
+    }
+
+    fn channel(views: bool) -> (Arc<Held>, mpsc::Sender<()>) {
+        let (release, gate) = mpsc::channel();
+        let held = Arc::new(Held {
+            spec: ChannelSpec {
+                name: "canvas".into(),
+                events: true,
+                views,
+                ..ChannelSpec::default()
+            },
+            seen: Mutex::default(),
+            gate: Mutex::new(Some(gate)),
+        });
+        (held, release)
+    }
+
+    #[test]
+    fn a_slow_channel_gets_the_newest_frame_not_every_frame() {
+        let (held, release) = channel(true);
+        let events = ChannelEvents::start(&[Arc::clone(&held)]);
+        assert!(events.shows_views());
+        assert!(events.view(&frame("first")));
+        // The thread is inside the first hand-over now, or about to be.
+        std::thread::sleep(Duration::from_millis(50));
+        for n in 0..500 {
+            events.view(&frame(&format!("frame {n}")));
+        }
+        release.send(()).unwrap();
+        events.close();
+        let seen = lock(&held.seen).clone();
+        assert_eq!(seen, ["first", "frame 499"], "only the newest waited");
+    }
+
+    #[test]
+    fn a_channel_that_shows_no_views_gets_none() {
+        let (held, release) = channel(false);
+        drop(release);
+        let events = ChannelEvents::start(&[Arc::clone(&held)]);
+        assert!(!events.shows_views());
+        assert!(!events.view(&frame("unseen")));
+        events.close();
+        assert!(lock(&held.seen).is_empty());
+    }
 }
