@@ -390,3 +390,51 @@ fn the_owner_watches_the_browser_on_the_canvas_and_logs_in_by_hand() {
     assert_eq!(closed["source"], "browser");
     assert_eq!(canvas.get("/view/frame", Some(&cookie)).status, 404);
 }
+
+#[test]
+fn the_canvas_shows_the_live_view_and_the_owner_logs_in_on_it_in_chromium() {
+    let browser = hearth_tests::browser::Browser::new(false);
+    let (port, bodies) = site();
+    let fake = FakeLlm::start();
+    let h = Hearth::new(&format!("{}{}", config(&fake, port), canvas::CONFIG));
+    let _daemon = h.daemon_with(|cmd| {
+        cmd.env("HEARTH_TEST_API_KEY", "test-key");
+    });
+    let canvas = Canvas::of(h.home());
+    let password = std::ffi::OsStr::new(VALUE);
+    browser.run(
+        "live.test.mjs",
+        &canvas,
+        &[("SITE_PASSWORD", password)],
+        |step| match step {
+            "login" | "done" => Ok(()),
+            "open" => {
+                fake.push(anthropic_tool_use(
+                    None,
+                    "toolu_1",
+                    "browser",
+                    &json!({ "action": "open", "url": format!("http://127.0.0.1:{port}/login") }),
+                ));
+                fake.push(anthropic_text("Open."));
+                let reply = h.chat("open the login page").ok().trim().to_owned();
+                (reply == "Open.").then_some(()).ok_or(reply)
+            }
+            "logged-in" => {
+                let got = bodies.lock().unwrap().iter().any(|b| b.contains(VALUE));
+                got.then_some(())
+                    .ok_or_else(|| "the site never got the password".to_owned())
+            }
+            other => Err(format!("unknown step {other}")),
+        },
+    );
+    assert!(
+        browser.artifacts.join("live-view.png").is_file(),
+        "no screenshot of the live view"
+    );
+    for request in fake.requests() {
+        assert!(
+            !request.body.to_string().contains(VALUE),
+            "the model saw it"
+        );
+    }
+}

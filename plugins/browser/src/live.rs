@@ -137,12 +137,23 @@ impl Live {
             connection.notify(Some(&old.session), "Page.stopScreencast", json!({}));
         }
         if let Some(tab) = tab {
-            connection.notify(
-                Some(&tab.session),
-                "Page.startScreencast",
-                json!({ "format": "jpeg", "quality": QUALITY, "maxWidth": MAX_WIDTH, "maxHeight": MAX_HEIGHT }),
-            );
+            start_cast(&connection, tab);
             cast.tab = Some(tab.clone());
+        }
+    }
+
+    /// A page finished loading in tab `session`: if it is the one cast,
+    /// its screencast starts again (a page that loads in a new renderer
+    /// process ends the old one's without a word).
+    pub fn loaded(&self, connection: &Connection, session: Option<&str>) {
+        let cast = self.lock();
+        if let Some(tab) = cast
+            .tab
+            .as_ref()
+            .filter(|t| Some(t.session.as_str()) == session)
+        {
+            connection.notify(Some(&tab.session), "Page.stopScreencast", json!({}));
+            start_cast(connection, tab);
         }
     }
 
@@ -232,7 +243,13 @@ impl Live {
         let Some(host) = self.host.get() else { return };
         let gap = Duration::from_secs(1) / FRAMES_PER_SECOND;
         let mut last: Option<Instant> = None;
-        while let Ok(frame) = frames.recv() {
+        while let Ok(mut frame) = frames.recv() {
+            // Chromium keeps a frame or two in flight: only the newest is
+            // worth showing.
+            while let Ok(newer) = frames.try_recv() {
+                ack(connection, &frame);
+                frame = newer;
+            }
             let tab = self.lock().tab.clone();
             let Some(tab) = tab.filter(|t| t.session == frame.session) else {
                 // A tab no longer cast: its last frame.
@@ -305,6 +322,14 @@ pub fn on_frame(connection: &Connection, event: &Event, frames: &SyncSender<Fram
     {
         ack(connection, &frame);
     }
+}
+
+fn start_cast(connection: &Connection, tab: &Tab) {
+    connection.notify(
+        Some(&tab.session),
+        "Page.startScreencast",
+        json!({ "format": "jpeg", "quality": QUALITY, "maxWidth": MAX_WIDTH, "maxHeight": MAX_HEIGHT }),
+    );
 }
 
 fn ack(connection: &Connection, frame: &Frame) {

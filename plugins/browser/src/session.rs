@@ -290,10 +290,11 @@ impl Session {
         }));
         let seen = happenings.clone();
         let (frames, viewer) = self.live.channel().unzip();
+        let cast = frames.map(|frames| (frames, Arc::clone(&self.live)));
         let started = Instant::now();
         let process = launch
             .start(&self.floors, move |connection, event| {
-                on_event(connection, event, &seen, frames.as_ref())
+                on_event(connection, event, &seen, cast.as_ref())
             })
             .map_err(|e| SessionError::Launch(e.to_string()))?;
         if let Some(viewer) = viewer {
@@ -571,12 +572,18 @@ fn on_event(
     connection: &Connection,
     event: Event,
     happenings: &Mutex<Happenings>,
-    frames: Option<&SyncSender<Frame>>,
+    cast: Option<&(SyncSender<Frame>, Arc<Live>)>,
 ) {
     match event.method.as_str() {
         "Page.screencastFrame" => {
-            if let Some(frames) = frames {
+            if let Some((frames, _)) = cast {
                 live::on_frame(connection, &event, frames);
+            }
+        }
+        // A page that loads in a new renderer ends its tab's screencast.
+        "Page.loadEventFired" => {
+            if let Some((_, live)) = cast {
+                live.loaded(connection, event.session.as_deref());
             }
         }
         "Page.javascriptDialogOpening" => {

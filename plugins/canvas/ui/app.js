@@ -96,6 +96,16 @@
  *                                 log", oldest first): [data-testid="post"]
  *                                 (data-kind, data-who: "hearth" for its own)
  *                                 with "text". Updated in place, node by node
+ *   [data-testid="live"]          the live view of the agent's browser tab,
+ *                                 hidden until a view was shown; data-state
+ *                                 "live" or "closed" (the browser stopped),
+ *                                 data-seq the newest frame's number;
+ *                                 inside: "live-state", "live-title",
+ *                                 "live-url", [data-testid="live-frame"] (the
+ *                                 newest frame, an <img> with data-seq; a
+ *                                 click, the wheel and keys on it go to the
+ *                                 page), "live-address" and "live-go" (open an
+ *                                 address in a new tab), "live-back"
  *   [data-testid="canvas"]        the canvas pane's element list, oldest first
  *   [data-testid="element"]       a canvas element; data-id, data-type (the
  *                                 element's type as sent, also when unsupported);
@@ -467,6 +477,9 @@
       case "group":
         onGroup(f.group);
         break;
+      case "view":
+        onView(f);
+        break;
       case "error":
         onError(f);
         break;
@@ -502,6 +515,7 @@
     state.status = { agent: "idle", model: null, working: [], connected: true };
     onStatus(f.status || {});
     renderUpcoming(f.schedule);
+    if (f.view) onView(f.view);
     state.groups = new Map();
     for (const g of Array.isArray(f.groups) ? f.groups : []) if (g && typeof g.name === "string") state.groups.set(g.name, g);
 
@@ -880,6 +894,96 @@
     ui.workingItem.hidden = working === "";
     if (ui.working.textContent !== working) ui.working.textContent = working;
     ui.model.title = st.model ? `Model: ${st.model}` : "Model unknown";
+  }
+
+  /* ---------- the live view ---------- */
+
+  const VIEW_KEYS = new Set([
+    "Enter", "Tab", "Escape", "Backspace", "Delete", "ArrowUp", "ArrowDown",
+    "ArrowLeft", "ArrowRight", "PageUp", "PageDown", "Home", "End",
+  ]);
+  const live = { source: null, wanted: 0, loading: false };
+
+  function onView(f) {
+    if (!f || typeof f.source !== "string") return;
+    live.source = f.source;
+    ui.live.hidden = false;
+    ui.live.dataset.state = f.closed ? "closed" : "live";
+    ui.liveState.textContent = f.closed ? "stopped" : "live";
+    ui.liveTitle.textContent = f.closed ? "" : String(f.title || "");
+    ui.liveUrl.textContent = f.closed ? "" : String(f.url || "");
+    ui.liveFrame.hidden = Boolean(f.closed);
+    if (!f.closed && Number.isFinite(f.seq)) {
+      ui.live.dataset.seq = String(f.seq);
+      loadFrame(f.seq);
+    }
+  }
+
+  /* One image request at a time, always for the newest frame: a fast page
+     never queues images on a slow connection. */
+  function loadFrame(seq) {
+    live.wanted = Math.max(live.wanted, seq);
+    if (live.loading) return;
+    live.loading = true;
+    const asked = live.wanted;
+    ui.liveFrame.onload = ui.liveFrame.onerror = () => {
+      live.loading = false;
+      ui.liveFrame.dataset.seq = String(asked);
+      if (live.wanted > asked) loadFrame(live.wanted);
+    };
+    ui.liveFrame.src = `/view/frame?seq=${asked}`;
+  }
+
+  function viewInput(input) {
+    if (!live.source) return;
+    sendFrame({ type: "view", source: live.source, input });
+  }
+
+  function framePoint(e) {
+    const r = ui.liveFrame.getBoundingClientRect();
+    if (!r.width || !r.height) return null;
+    const clamp = (v) => Math.min(1, Math.max(0, v));
+    return { x: clamp((e.clientX - r.left) / r.width), y: clamp((e.clientY - r.top) / r.height) };
+  }
+
+  function initLive() {
+    ui.live = document.querySelector('[data-testid="live"]');
+    ui.liveState = document.querySelector('[data-testid="live-state"]');
+    ui.liveTitle = document.querySelector('[data-testid="live-title"]');
+    ui.liveUrl = document.querySelector('[data-testid="live-url"]');
+    ui.liveFrame = document.querySelector('[data-testid="live-frame"]');
+    ui.liveAddress = document.querySelector('[data-testid="live-address"]');
+    ui.liveFrame.addEventListener("click", (e) => {
+      const p = framePoint(e);
+      if (p) viewInput({ kind: "click", x: p.x, y: p.y });
+      ui.liveFrame.focus({ preventScroll: true });
+    });
+    ui.liveFrame.addEventListener("wheel", (e) => {
+      const p = framePoint(e);
+      if (!p) return;
+      e.preventDefault();
+      viewInput({ kind: "scroll", x: p.x, y: p.y, dy: e.deltaY });
+    }, { passive: false });
+    ui.liveFrame.addEventListener("keydown", (e) => {
+      if (e.ctrlKey || e.metaKey || e.altKey || e.isComposing) return;
+      if (e.key.length === 1) viewInput({ kind: "text", text: e.key });
+      else if (VIEW_KEYS.has(e.key)) viewInput({ kind: "key", key: e.key });
+      else return;
+      e.preventDefault();
+    });
+    ui.liveFrame.addEventListener("paste", (e) => {
+      const text = e.clipboardData ? e.clipboardData.getData("text") : "";
+      if (text) {
+        e.preventDefault();
+        viewInput({ kind: "text", text: text.slice(0, 1000) });
+      }
+    });
+    document.getElementById("live-open").addEventListener("submit", (e) => {
+      e.preventDefault();
+      const url = ui.liveAddress.value.trim();
+      if (url) viewInput({ kind: "open", url });
+    });
+    document.getElementById("live-back").addEventListener("click", () => viewInput({ kind: "back" }));
   }
 
   function renderUpcoming(jobs) {
@@ -1972,6 +2076,7 @@
     ui.groupsPanel = document.getElementById("groups-panel");
     ui.groupList = document.querySelector('[data-testid="group-list"]');
     ui.groupDetail = document.querySelector('[data-testid="group-detail"]');
+    initLive();
 
     ui.form.addEventListener("submit", (e) => {
       e.preventDefault();
