@@ -262,6 +262,10 @@ fn browser_login_refuses_what_it_cannot_open_and_says_why() {
             vec!["browser", "login", "https://x.example"],
             "no display here",
         ),
+        (
+            vec!["browser", "login", "https://x.example"],
+            "type https://x.example under its Browser view",
+        ),
     ];
     for (args, expected) in cases {
         let out = hearth_tests::Run::from(

@@ -25,7 +25,9 @@ pub fn login(config: &Config, url: &str) -> anyhow::Result<ExitCode> {
     if std::env::var_os("DISPLAY").is_none() && std::env::var_os("WAYLAND_DISPLAY").is_none() {
         bail!(
             "there is no display here (DISPLAY and WAYLAND_DISPLAY are unset): run this in the \
-             machine's desktop session, or over `ssh -X`, so the browser window can open"
+             machine's desktop session, or over `ssh -X`, so the browser window can open; or \
+             open the canvas (`hearth canvas-url`), type {url} under its Browser view and log \
+             in there"
         );
     }
     let settings = config
