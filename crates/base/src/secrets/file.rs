@@ -186,3 +186,62 @@ pub fn write(path: &Path, secrets: BTreeMap<String, Stored>) -> Result<(), Secre
     }
     written.map_err(write_err)
 }
+
+#[cfg(test)]
+mod tests {
+    use std::time::{Duration, SystemTime};
+
+    use super::*;
+
+    #[test]
+    fn a_missing_file_is_none_and_any_other_failure_is_an_error() {
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join(FILE_NAME);
+        assert_eq!(Stamp::of(&missing).unwrap(), None);
+        assert!(read(&missing).unwrap().0.is_empty());
+        // A path through a regular file fails with "not a directory":
+        // not a missing file, so not "no secrets".
+        let plain = dir.path().join("plain");
+        std::fs::write(&plain, "x").unwrap();
+        let through = plain.join(FILE_NAME);
+        assert!(matches!(
+            Stamp::of(&through),
+            Err(SecretsError::Read { .. })
+        ));
+        assert!(matches!(read(&through), Err(SecretsError::Read { .. })));
+    }
+
+    #[test]
+    fn a_stamp_counts_the_times_to_the_nanosecond() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(FILE_NAME);
+        let file = std::fs::File::create(&path).unwrap();
+        let at = SystemTime::UNIX_EPOCH + Duration::new(1_700_000_000, 123_456_789);
+        file.set_modified(at).unwrap();
+        let stamp = Stamp::of(&path).unwrap().unwrap();
+        assert_eq!(stamp.mtime_ns, 1_700_000_000_123_456_789);
+        let meta = std::fs::metadata(&path).unwrap();
+        assert_eq!(
+            stamp.ctime_ns,
+            meta.ctime() * 1_000_000_000 + meta.ctime_nsec()
+        );
+        // A write that keeps the size but moves the time by a nanosecond
+        // is a new version.
+        file.set_modified(at + Duration::from_nanos(1)).unwrap();
+        assert_ne!(Stamp::of(&path).unwrap().unwrap(), stamp);
+    }
+
+    #[test]
+    fn a_stored_secret_debugs_as_hidden() {
+        let stored = Stored {
+            value: "value-long-enough".into(),
+            set_at_ms: 7,
+        };
+        let shown = format!("{stored:?}");
+        assert!(
+            shown.contains("Stored") && shown.contains("[hidden]") && shown.contains('7'),
+            "{shown}"
+        );
+        assert!(!shown.contains("value-long-enough"), "{shown}");
+    }
+}

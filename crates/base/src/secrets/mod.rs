@@ -348,6 +348,8 @@ fn known_list(known: &[String]) -> String {
 mod tests {
     use std::os::unix::fs::PermissionsExt;
 
+    use serde_json::json;
+
     use super::*;
 
     #[test]
@@ -433,6 +435,43 @@ mod tests {
         std::fs::set_permissions(secrets.path(), std::fs::Permissions::from_mode(0o600)).unwrap();
         let err = secrets.list().unwrap_err().to_string();
         assert!(err.contains("is damaged"), "{err}");
+    }
+
+    #[test]
+    fn the_hosts_own_secrets_are_refused_to_scripts() {
+        let home = tempfile::tempdir().unwrap();
+        let secrets = Secrets::open(home.path());
+        assert!(secrets.for_script("LLM_KEY").is_ok(), "not reserved yet");
+        secrets.reserve_for_host(["LLM_KEY".to_owned(), "BOT_TOKEN".to_owned()]);
+        for name in ["LLM_KEY", "BOT_TOKEN"] {
+            let err = secrets.for_script(name).unwrap_err();
+            assert!(
+                matches!(&err, SecretsError::HostOnly { name: n } if n == name),
+                "{err}"
+            );
+        }
+        assert!(secrets.for_script("SITE_PASSWORD").is_ok());
+    }
+
+    #[test]
+    fn json_and_a_snapshots_redactor_hide_the_values() {
+        let home = tempfile::tempdir().unwrap();
+        let secrets = Secrets::open(home.path());
+        secrets.set("KEY", b"value-long-enough").unwrap();
+        assert_eq!(
+            secrets.redact_json(json!({ "said": ["a value-long-enough b"] })),
+            json!({ "said": ["a [secret:KEY] b"] })
+        );
+        let snapshot = secrets.current().unwrap();
+        assert_eq!(
+            snapshot.redactor().redact_text("value-long-enough"),
+            "[secret:KEY]"
+        );
+        let shown = format!("{secrets:?}");
+        assert!(
+            shown.contains("Secrets") && shown.contains(&home.path().display().to_string()),
+            "{shown}"
+        );
     }
 
     #[test]

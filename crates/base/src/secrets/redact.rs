@@ -521,6 +521,32 @@ mod tests {
     }
 
     #[test]
+    fn stray_percent_signs_and_spaces_as_plus_are_read_past() {
+        let r = redactor();
+        // A `%` that starts no escape, before an escaped value.
+        assert_eq!(
+            r.redact_text("100% sure: tok%2D12345678"),
+            "100% sure: [secret:TOKEN]"
+        );
+        // A value with a space, sent as a query (`+` for the space) with
+        // no percent-escape at all.
+        assert_eq!(r.redact_text("q=pa\"ss+wo/rd&x=1"), "q=[secret:QUOTED]&x=1");
+    }
+
+    #[test]
+    fn a_value_of_the_shortest_redacted_length_is_redacted_and_a_shorter_is_not() {
+        let exact = "x".repeat(MIN_REDACTED_LEN);
+        let r = Redactor::new([("EXACT", exact.as_str())]);
+        assert!(!r.is_empty());
+        assert_eq!(r.redact_text(&exact), "[secret:EXACT]");
+        let shorter = "y".repeat(MIN_REDACTED_LEN - 1);
+        let r = Redactor::new([("SHORTER", shorter.as_str())]);
+        assert!(r.is_empty(), "nothing long enough to hide");
+        assert_eq!(r.redact_text(&shorter), shorter);
+        assert!(Redactor::default().is_empty());
+    }
+
+    #[test]
     fn json_is_redacted_in_strings_and_keys_and_clean_json_is_not_copied() {
         let r = redactor();
         let dirty = json!({
@@ -537,6 +563,14 @@ mod tests {
         });
         assert_eq!(r.redacted(&dirty), Some(expected.clone()));
         assert_eq!(r.redact_json(dirty), expected);
+        // A value alone, in a list, or as a field's value is found too.
+        for dirty in [
+            json!("tok-12345678"),
+            json!(["tok-12345678"]),
+            json!({"body": "tok-12345678"}),
+        ] {
+            assert!(r.redacted(&dirty).is_some(), "{dirty}");
+        }
         let clean = json!({"body": "fine", "n": [1, 2], "pct": "100%25"});
         assert_eq!(r.redacted(&clean), None);
         assert_eq!(Redactor::default().redacted(&json!("tok-12345678")), None);
