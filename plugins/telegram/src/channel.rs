@@ -28,6 +28,32 @@ use crate::pace::Outbound;
 
 /// The channel's name.
 pub const CHANNEL: &str = "telegram";
+/// The longest wait between two tries of a submission the host did not
+/// take.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
+
+/// What to do with an update the host did not take.
+#[derive(Debug, PartialEq, Eq)]
+enum Next {
+    /// Try again later, keeping the update unacknowledged upstream: the
+    /// host is busy or failed for now (a full disk, a fault).
+    Retry,
+    /// The host is closing: leave the update for the next start.
+    Stop,
+    /// The update is poison (its shape is wrong for good): acknowledge it
+    /// and go on, or it would stall the channel forever.
+    Skip,
+}
+
+/// Only a refusal of the update's shape lets it go; any other failure is
+/// the host's, and passes.
+fn after_refusal(refused: &SubmitError) -> Next {
+    match refused {
+        SubmitError::Invalid => Next::Skip,
+        SubmitError::Closed => Next::Stop,
+        SubmitError::Busy | SubmitError::Unavailable(_) => Next::Retry,
+    }
+}
 /// How often a stranger's drop is logged, per sender.
 const STRANGER_LOG_EVERY: Duration = Duration::from_secs(3600);
 /// The deadline of an ordinary Bot API call.
@@ -156,17 +182,26 @@ impl Shared {
             let host = self.host;
             let attempt = submission.clone();
             let outcome = tokio::task::spawn_blocking(move || host.submit(&attempt)).await;
-            match outcome {
+            let refused = match outcome {
                 Ok(Ok(())) => return Ok(()),
-                Ok(Err(SubmitError::Busy)) => {
+                Ok(Err(e)) => e,
+                Err(_) => return Err(Closed),
+            };
+            match after_refusal(&refused) {
+                Next::Retry => {
+                    if !matches!(refused, SubmitError::Busy) {
+                        tracing::warn!(
+                            "the host failed to take an update ({refused}); trying again"
+                        );
+                    }
                     tokio::time::sleep(wait).await;
-                    wait = (wait * 2).min(Duration::from_secs(1));
+                    wait = (wait * 2).min(MAX_RETRY_WAIT);
                 }
-                Ok(Err(SubmitError::Closed)) | Err(_) => return Err(Closed),
-                Ok(Err(e)) => {
+                Next::Stop => return Err(Closed),
+                Next::Skip => {
                     // The host refused its shape: sending it again cannot
                     // help, and holding the offset would stall the channel.
-                    tracing::error!("the host refused an update: {e}");
+                    tracing::error!("the host refused an update: {refused}");
                     return Ok(());
                 }
             }
@@ -273,4 +308,25 @@ impl Shared {
 /// Locks, taking over a lock poisoned by a panicked holder.
 pub fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_malformed_update_is_acknowledged_without_being_stored() {
+        for (refused, next) in [
+            (SubmitError::Invalid, Next::Skip),
+            (SubmitError::Busy, Next::Retry),
+            // A fault in the host (status ERROR) is not the update's.
+            (
+                SubmitError::Unavailable(hearth_sdk::abi::status::ERROR),
+                Next::Retry,
+            ),
+            (SubmitError::Closed, Next::Stop),
+        ] {
+            assert_eq!(after_refusal(&refused), next, "{refused}");
+        }
+    }
 }
