@@ -23,6 +23,7 @@ mod confirmations;
 mod contacts;
 mod control_browser;
 mod daemon;
+mod discord;
 mod disk_full;
 mod doctor;
 mod dynamic_tools;

@@ -14,6 +14,7 @@ pub mod browser;
 pub mod canvas;
 pub mod control;
 pub mod crash;
+pub mod fake_discord;
 pub mod fake_llm;
 pub mod fake_search;
 pub mod fake_signal;

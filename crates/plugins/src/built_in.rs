@@ -57,6 +57,7 @@ impl BuiltIn {
 
 static BROWSER: StaticHeader = StaticHeader::built_in::<hearth_browser::Browser>();
 static CANVAS: StaticHeader = StaticHeader::built_in::<hearth_canvas::Canvas>();
+static DISCORD: StaticHeader = StaticHeader::built_in::<hearth_discord::Discord>();
 static SHELL: StaticHeader = StaticHeader::built_in::<hearth_shell::Shell>();
 static FS: StaticHeader = StaticHeader::built_in::<hearth_fs::Fs>();
 static WEB: StaticHeader = StaticHeader::built_in::<hearth_web::Web>();
@@ -65,7 +66,7 @@ static SIGNAL: StaticHeader = StaticHeader::built_in::<hearth_signal::Signal>();
 static MCP: StaticHeader = StaticHeader::built_in::<hearth_mcp::Mcp>();
 
 /// The order the shared libraries had when scanned by file name.
-static BUILT_IN: [BuiltIn; 8] = [
+static BUILT_IN: [BuiltIn; 9] = [
     BuiltIn {
         // Offers its tool only where a Chromium is found, and starts the
         // browser only on first use.
@@ -77,6 +78,11 @@ static BUILT_IN: [BuiltIn; 8] = [
         name: "canvas",
         header: &CANVAS,
         needs_settings: false,
+    },
+    BuiltIn {
+        name: "discord",
+        header: &DISCORD,
+        needs_settings: true,
     },
     BuiltIn {
         name: "fs",

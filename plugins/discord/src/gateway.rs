@@ -12,6 +12,10 @@
 //! - After `Hello`, a session that has an id and a sequence resumes (op 6);
 //!   any other identifies (op 2). `READY` gives the session id and the URL
 //!   to resume on.
+//! - A dispatch's sequence number counts as seen only once the event is
+//!   handled ([`Session::handled`]: a message stored by the host): a
+//!   resume then replays what was not, and Discord's resume is the only
+//!   way to ask for an event again.
 //! - `Reconnect` (op 7): close and resume. `Invalid Session` (op 9): resume
 //!   if it says so, else wait one to five seconds and identify afresh.
 //! - Close codes 4004 (bad token) and 4010-4014 (shards, version, intents)
@@ -58,8 +62,9 @@ pub enum Step {
         /// The interval.
         every: Duration,
     },
-    /// An event to handle: its name and data.
-    Event(String, Value),
+    /// An event to handle: its name, data and sequence number; call
+    /// [`Session::handled`] with the number once it is.
+    Event(String, Value, Option<u64>),
     /// Close the connection and connect again after `after`, resuming if
     /// `resume` (to [`Session::url`]).
     Reconnect {
@@ -118,9 +123,6 @@ impl Session {
     /// A payload from the gateway; `jitter` (0 to 1) is the share of the
     /// interval the first heartbeat waits.
     pub fn on_payload(&mut self, payload: &Value, jitter: f64) -> Vec<Step> {
-        if let Some(seq) = payload["s"].as_u64() {
-            self.seq = Some(seq);
-        }
         match payload["op"].as_u64() {
             Some(op::HELLO) => {
                 let ms = payload["d"]["heartbeat_interval"]
@@ -170,9 +172,18 @@ impl Session {
                     self.resume_url = data["resume_gateway_url"].as_str().map(str::to_owned);
                     self.bot_id = data["user"]["id"].as_str().map(str::to_owned);
                 }
-                vec![Step::Event(name, data)]
+                vec![Step::Event(name, data, payload["s"].as_u64())]
             }
             _ => Vec::new(),
+        }
+    }
+
+    /// The event numbered `seq` was handled: a resume starts after it.
+    pub fn handled(&mut self, seq: Option<u64>) {
+        if let Some(seq) = seq
+            && self.seq.is_none_or(|seen| seq > seen)
+        {
+            self.seq = Some(seq);
         }
     }
 
@@ -252,6 +263,18 @@ impl Session {
 mod tests {
     use super::*;
 
+    /// Hands `payload` to `s` and marks its event handled, as the
+    /// connection does once the host has it.
+    fn feed(s: &mut Session, payload: &Value) -> Vec<Step> {
+        let steps = s.on_payload(payload, 0.0);
+        for step in &steps {
+            if let Step::Event(_, _, seq) = step {
+                s.handled(*seq);
+            }
+        }
+        steps
+    }
+
     fn hello() -> Value {
         json!({ "op": 10, "d": { "heartbeat_interval": 40_000 } })
     }
@@ -285,9 +308,14 @@ mod tests {
             "wss://gw.example/?v=10&encoding=json"
         );
 
-        s.on_payload(&ready(1), 0.0);
-        s.on_payload(
+        feed(&mut s, &ready(1));
+        feed(
+            &mut s,
             &json!({ "op": 0, "s": 7, "t": "MESSAGE_CREATE", "d": {} }),
+        );
+        // An event not handled yet (its message not stored) is not seen.
+        s.on_payload(
+            &json!({ "op": 0, "s": 8, "t": "MESSAGE_CREATE", "d": {} }),
             0.0,
         );
         assert_eq!(s.bot_id.as_deref(), Some("900"));
@@ -313,7 +341,7 @@ mod tests {
             Step::Send(json!({ "op": 1, "d": null }))
         );
         s.on_payload(&json!({ "op": 11 }), 0.0);
-        s.on_payload(&ready(3), 0.0);
+        feed(&mut s, &ready(3));
         assert_eq!(s.on_heartbeat_due(), Step::Send(json!({ "op": 1, "d": 3 })));
         // No ack before the next: close and resume.
         assert_eq!(
@@ -333,7 +361,7 @@ mod tests {
     #[test]
     fn reconnects_and_invalid_sessions_resume_only_what_can_be_resumed() {
         let mut s = Session::new("tok");
-        s.on_payload(&ready(5), 0.0);
+        feed(&mut s, &ready(5));
         let resume = Step::Reconnect {
             resume: true,
             after: Duration::ZERO,
@@ -373,7 +401,7 @@ mod tests {
             (Some(4014), "stop: Message Content"),
         ] {
             let mut s = Session::new("tok");
-            s.on_payload(&ready(2), 0.0);
+            feed(&mut s, &ready(2));
             let got = match s.on_close(code) {
                 Step::Reconnect { resume: true, .. } => "resume".to_owned(),
                 Step::Reconnect { resume: false, .. } => "afresh".to_owned(),

@@ -1,18 +1,262 @@
-//! The Discord channel, being built in steps (issue 35). This step is the
-//! protocol's core, with no network in it, so each rule is tested on its
-//! own:
+//! The Discord channel: a bot on the Gateway WebSocket and the REST API,
+//! built like Telegram's: durable, honest about its health, behind the
+//! same gates. Being built in steps (issue 35): text messages in and out
+//! are here; attachments, typing, and approval cards as buttons are next.
 //!
-//! - `gateway`: the Gateway session as a state machine: hello, identify or
-//!   resume, heartbeats and the zombie connection they reveal, reconnect,
-//!   invalid sessions and the close codes that must stop reconnecting;
-//! - `gate`: which messages reach the host: direct messages and mentions
-//!   in allowed channels, from allowed users only;
-//! - `split`: replies cut to Discord's 2,000 characters on sensible
-//!   boundaries.
+//! - `config`: `[plugins.discord]`;
+//! - `gateway`: the Gateway session as a state machine (identify or
+//!   resume, heartbeats and zombie connections, reconnects, the close
+//!   codes that stop it);
+//! - `connection`: the thread that runs it over a WebSocket;
+//! - `rest`: sending, with Discord's per-route and global rate limits;
+//! - `gate`: which messages reach the host: direct messages from allowed
+//!   users, mentions in allowed channels;
+//! - `split`: replies cut to 2,000 characters on sensible boundaries.
 //!
-//! The connection loop, the REST client and the plugin itself come next;
-//! until then the channel is not offered.
+//! Architecture invariant: a message counts as seen (its sequence number
+//! is what a resume starts after) only once the host has stored it.
 
+pub mod config;
+pub mod connection;
 pub mod gate;
 pub mod gateway;
+pub mod rest;
 pub mod split;
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use hearth_sdk::protocol::{
+    ChannelSpec, ChannelState, ChannelStatus, Description, InboundMessage, OutboundMessage,
+    SendReceipt, Submission,
+};
+use hearth_sdk::{Host, Plugin, PluginError, SubmitError};
+use serde_json::Value;
+
+use config::Settings;
+use connection::{Handler, Health};
+use rest::Rest;
+
+/// The channel's name.
+pub const CHANNEL: &str = "discord";
+/// The longest wait between two tries of a message the host did not take.
+const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
+
+/// The plugin: inert when `[plugins.discord]` is empty.
+pub struct Discord {
+    running: Option<Running>,
+}
+
+struct Running {
+    shared: Arc<Shared>,
+    stop: Arc<AtomicBool>,
+    thread: Mutex<Option<JoinHandle<()>>>,
+}
+
+/// What the connection thread and the host's calls share.
+struct Shared {
+    host: Host,
+    rest: Rest,
+    settings: Settings,
+    /// The bot's user id, once `READY` said it.
+    bot: Mutex<Option<String>>,
+    stop: Arc<AtomicBool>,
+}
+
+impl Plugin for Discord {
+    const NAME: &'static str = "discord";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+
+    fn init(host: Host, config: Value) -> Result<Self, PluginError> {
+        let Some(settings) = config::parse(config).map_err(|why| {
+            PluginError::InvalidArguments(why.trim_start_matches("invalid arguments: ").to_owned())
+        })?
+        else {
+            tracing::debug!("discord: not configured ([plugins.discord] is empty)");
+            return Ok(Discord { running: None });
+        };
+        if settings.gate.users.is_empty() && settings.gate.channels.is_empty() {
+            tracing::warn!(
+                "discord: allowed_user_ids and allowed_channel_ids are empty, so every message \
+                 is dropped; add your user id"
+            );
+        }
+        let info = host
+            .info()
+            .map_err(|e| PluginError::failed(format!("cannot ask the host where it lives: {e}")))?;
+        // rustls needs one process-wide provider; ring, as in the host.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let rest = Rest::new(&settings.api_url, &settings.token).map_err(PluginError::Failed)?;
+        let stop = Arc::new(AtomicBool::new(false));
+        let shared = Arc::new(Shared {
+            host,
+            rest,
+            settings,
+            bot: Mutex::new(None),
+            stop: Arc::clone(&stop),
+        });
+        let running = Running {
+            shared: Arc::clone(&shared),
+            stop: Arc::clone(&stop),
+            thread: Mutex::new(None),
+        };
+        if info.serving {
+            let thread = std::thread::Builder::new()
+                .name("hearth-discord".into())
+                .spawn(move || {
+                    let token = shared.settings.token.clone();
+                    let gateway = {
+                        let shared = Arc::clone(&shared);
+                        move || match &shared.settings.gateway_url {
+                            Some(url) => Ok(url.clone()),
+                            None => shared.rest.gateway_url().map_err(|e| e.to_string()),
+                        }
+                    };
+                    connection::run(&token, gateway, shared, stop);
+                })
+                .map_err(|e| PluginError::failed(format!("cannot start its thread: {e}")))?;
+            *lock(&running.thread) = Some(thread);
+        }
+        Ok(Discord {
+            running: Some(running),
+        })
+    }
+
+    fn describe(&self) -> Description {
+        Description {
+            tools: Vec::new(),
+            channel: self.running.as_ref().map(|r| {
+                let gate = &r.shared.settings.gate;
+                ChannelSpec {
+                    name: CHANNEL.into(),
+                    owners: gate.users.clone(),
+                    allowed: gate.users.iter().chain(&gate.channels).cloned().collect(),
+                    allowed_key: Some("plugins.discord.allowed_user_ids".into()),
+                    unknown_sender: r.shared.settings.unknown_sender,
+                    ..ChannelSpec::default()
+                }
+            }),
+        }
+    }
+
+    fn call_tool(&self, tool: &str, _args: Value) -> Result<Value, PluginError> {
+        Err(PluginError::Unsupported(format!("no tool {tool:?}")))
+    }
+
+    fn send(&self, message: OutboundMessage) -> Result<SendReceipt, PluginError> {
+        let running = self
+            .running
+            .as_ref()
+            .ok_or_else(|| PluginError::failed("discord is not configured ([plugins.discord])"))?;
+        let mut last = None;
+        for piece in split::split(&message.text, split::MAX_CHARS) {
+            let id = running
+                .shared
+                .rest
+                .send_message(&message.chat, &piece)
+                .map_err(|e| PluginError::Failed(e.to_string()))?;
+            last = Some(id);
+        }
+        Ok(SendReceipt { message_id: last })
+    }
+
+    fn shutdown(&self) {
+        if let Some(running) = &self.running {
+            running.stop.store(true, Ordering::Relaxed);
+            if let Some(thread) = lock(&running.thread).take() {
+                let _ = thread.join();
+            }
+        }
+    }
+}
+
+impl Handler for Shared {
+    fn event(&self, name: &str, data: &Value) -> bool {
+        match name {
+            "READY" => {
+                let id = data["user"]["id"].as_str().map(str::to_owned);
+                let user = data["user"]["username"].as_str().unwrap_or("the bot");
+                tracing::info!("discord: connected as {user}");
+                *lock(&self.bot) = id;
+                true
+            }
+            "MESSAGE_CREATE" => {
+                let bot = lock(&self.bot).clone();
+                let Some(incoming) = self.settings.gate.classify(data, bot.as_deref()) else {
+                    return true;
+                };
+                let mut text = incoming.text;
+                for file in &incoming.files {
+                    // Files arrive in a later step; until then the agent is
+                    // told of them, not left unaware.
+                    text.push_str(&format!(
+                        "\n[attached: {} ({} bytes), not downloaded]",
+                        file.name, file.size
+                    ));
+                }
+                let message = InboundMessage {
+                    channel: CHANNEL.into(),
+                    idempotency_key: incoming.id,
+                    sender: incoming.author_id,
+                    chat: Some(incoming.channel_id),
+                    text: text.trim().to_owned(),
+                    attachments: Vec::new(),
+                    sender_name: incoming.author_name,
+                };
+                self.submit(&Submission::Message(message))
+            }
+            _ => true,
+        }
+    }
+
+    fn health(&self, health: Health) {
+        let (state, detail) = match health {
+            Health::Up => (ChannelState::Up, "connected to the gateway".to_owned()),
+            Health::Reconnecting(why) => (ChannelState::Degraded, why),
+            Health::Stopped(why) => (ChannelState::Down, why),
+        };
+        if let Err(e) = self
+            .host
+            .submit(&Submission::ChannelStatus(ChannelStatus { state, detail }))
+        {
+            tracing::debug!("discord: the channel's status was not taken: {e}");
+        }
+    }
+}
+
+impl Shared {
+    /// Submits until the host has it: only a malformed message is let go
+    /// unstored; a busy or failing host is waited out. `false` when the
+    /// host or the plugin is stopping.
+    fn submit(&self, submission: &Submission) -> bool {
+        let mut wait = Duration::from_millis(20);
+        loop {
+            match self.host.submit(submission) {
+                Ok(()) => return true,
+                Err(SubmitError::Invalid) => {
+                    tracing::error!("discord: the host refused a message as malformed");
+                    return true;
+                }
+                Err(SubmitError::Closed) => return false,
+                Err(e @ (SubmitError::Busy | SubmitError::Unavailable(_))) => {
+                    if self.stop.load(Ordering::Relaxed) {
+                        return false;
+                    }
+                    if !matches!(e, SubmitError::Busy) {
+                        tracing::warn!(
+                            "discord: the host failed to take a message ({e}); trying again"
+                        );
+                    }
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(MAX_RETRY_WAIT);
+                }
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}

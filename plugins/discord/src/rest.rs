@@ -1,0 +1,238 @@
+//! The REST API: sending messages, the typing indicator, the Gateway's
+//! address, with Discord's rate limits kept.
+//!
+//! Discord limits each route (per bucket) and all requests together. Every
+//! answer's `X-RateLimit-Remaining` and `X-RateLimit-Reset-After` say when
+//! the route may be used again; a request is held until then rather than
+//! refused. A 429 names `retry_after` (seconds) and whether the limit was
+//! the global one; the request waits that long and is sent again. A
+//! server error is tried again a few times; any other refusal is returned
+//! with Discord's own message.
+
+use std::collections::HashMap;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// The tries one request gets (429s and server errors).
+const TRIES: u32 = 5;
+/// The longest wait a 429 may ask for before the request fails instead.
+const MOST_WAIT: Duration = Duration::from_secs(60);
+
+/// Why a request failed.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RestError {
+    /// Discord refused it (the status and Discord's message).
+    #[error("Discord refused {what}: {status} {message}")]
+    Refused {
+        /// The request.
+        what: String,
+        /// The HTTP status.
+        status: u16,
+        /// Discord's message.
+        message: String,
+    },
+    /// The connection failed, or every try did.
+    #[error("Discord could not be reached for {what}: {why}")]
+    Unreachable {
+        /// The request.
+        what: String,
+        /// Why.
+        why: String,
+    },
+}
+
+/// A client of one bot.
+pub struct Rest {
+    client: reqwest::blocking::Client,
+    base: String,
+    auth: String,
+    /// Per route: not before this instant.
+    routes: Mutex<HashMap<String, Instant>>,
+    /// All routes: not before this instant.
+    global: Mutex<Option<Instant>>,
+}
+
+impl Rest {
+    /// A client for the bot with `token` at `base` (the API's base URL).
+    pub fn new(base: &str, token: &str) -> Result<Rest, String> {
+        let client = reqwest::blocking::Client::builder()
+            .tls_backend_rustls()
+            .connect_timeout(Duration::from_secs(10))
+            .timeout(Duration::from_secs(30))
+            .user_agent(concat!(
+                "DiscordBot (hearth, ",
+                env!("CARGO_PKG_VERSION"),
+                ")"
+            ))
+            .build()
+            .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
+        Ok(Rest {
+            client,
+            base: base.trim_end_matches('/').to_owned(),
+            auth: format!("Bot {token}"),
+            routes: Mutex::default(),
+            global: Mutex::default(),
+        })
+    }
+
+    /// Sends `content` to `channel`; the new message's id.
+    pub fn send_message(&self, channel: &str, content: &str) -> Result<String, RestError> {
+        let path = format!("/channels/{channel}/messages");
+        let answer = self.request(
+            reqwest::Method::POST,
+            &path,
+            Some(json!({ "content": content, "allowed_mentions": { "parse": [] } })),
+        )?;
+        Ok(answer["id"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Shows "typing…" in `channel` for ten seconds.
+    pub fn typing(&self, channel: &str) -> Result<(), RestError> {
+        let path = format!("/channels/{channel}/typing");
+        self.request(reqwest::Method::POST, &path, None).map(|_| ())
+    }
+
+    /// The Gateway's address (`GET /gateway/bot`), which also checks the
+    /// token.
+    pub fn gateway_url(&self) -> Result<String, RestError> {
+        let answer = self.request(reqwest::Method::GET, "/gateway/bot", None)?;
+        answer["url"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| RestError::Unreachable {
+                what: "GET /gateway/bot".into(),
+                why: "the answer has no url".into(),
+            })
+    }
+
+    fn request(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<Value, RestError> {
+        let what = format!("{method} {path}");
+        let mut last = String::new();
+        for attempt in 0..TRIES {
+            self.wait_turn(&what);
+            let mut request = self
+                .client
+                .request(method.clone(), format!("{}{path}", self.base))
+                .header("Authorization", &self.auth);
+            if let Some(body) = &body {
+                request = request.json(body);
+            }
+            let response = match request.send() {
+                Ok(response) => response,
+                Err(e) => {
+                    last = e.without_url().to_string();
+                    std::thread::sleep(Duration::from_millis(500 << attempt));
+                    continue;
+                }
+            };
+            let status = response.status().as_u16();
+            let header = |name: &str| {
+                response
+                    .headers()
+                    .get(name)
+                    .and_then(|v| v.to_str().ok())
+                    .map(str::to_owned)
+            };
+            if header("x-ratelimit-remaining").as_deref() == Some("0")
+                && let Some(after) = header("x-ratelimit-reset-after").and_then(|s| seconds(&s))
+            {
+                self.hold(&what, after, false);
+            }
+            let global = header("x-ratelimit-global").is_some();
+            let text = response.text().unwrap_or_default();
+            let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
+            match status {
+                200..=299 => return Ok(answer),
+                429 => {
+                    let after = answer["retry_after"]
+                        .as_f64()
+                        .map(Duration::from_secs_f64)
+                        .unwrap_or(Duration::from_secs(1));
+                    if after > MOST_WAIT {
+                        return Err(RestError::Unreachable {
+                            what,
+                            why: format!("rate limited for {} s", after.as_secs()),
+                        });
+                    }
+                    let global = global || answer["global"] == Value::Bool(true);
+                    tracing::debug!(route = %what, ms = after.as_millis() as u64, global, "discord: rate limited");
+                    self.hold(&what, after, global);
+                    last = format!("rate limited ({})", answer["message"]);
+                }
+                500..=599 => {
+                    last = format!("{status}");
+                    std::thread::sleep(Duration::from_millis(500 << attempt));
+                }
+                _ => {
+                    return Err(RestError::Refused {
+                        what,
+                        status,
+                        message: answer["message"]
+                            .as_str()
+                            .map(str::to_owned)
+                            .unwrap_or_else(|| text.chars().take(200).collect()),
+                    });
+                }
+            }
+        }
+        Err(RestError::Unreachable { what, why: last })
+    }
+
+    /// Waits until `route` and the global limit allow a request.
+    fn wait_turn(&self, route: &str) {
+        let until = {
+            let routes = self.routes.lock().unwrap_or_else(|p| p.into_inner());
+            let global = *self.global.lock().unwrap_or_else(|p| p.into_inner());
+            routes.get(route).copied().max(global)
+        };
+        if let Some(until) = until {
+            let now = Instant::now();
+            if until > now {
+                std::thread::sleep(until - now);
+            }
+        }
+    }
+
+    fn hold(&self, route: &str, after: Duration, global: bool) {
+        let until = Instant::now() + after;
+        if global {
+            *self.global.lock().unwrap_or_else(|p| p.into_inner()) = Some(until);
+        } else {
+            self.routes
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .insert(route.to_owned(), until);
+        }
+    }
+}
+
+/// A header's seconds (`"1.25"`).
+fn seconds(text: &str) -> Option<Duration> {
+    text.trim()
+        .parse::<f64>()
+        .ok()
+        .filter(|s| s.is_finite() && *s >= 0.0)
+        .map(|s| Duration::from_secs_f64(s.min(MOST_WAIT.as_secs_f64())))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_headers_are_read_as_seconds() {
+        assert_eq!(seconds("1.25"), Some(Duration::from_millis(1250)));
+        assert_eq!(seconds(" 2 "), Some(Duration::from_secs(2)));
+        assert_eq!(seconds("9999"), Some(MOST_WAIT));
+        for bad in ["", "x", "-1", "NaN", "inf"] {
+            assert_eq!(seconds(bad), None, "{bad}");
+        }
+    }
+}

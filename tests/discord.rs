@@ -1,0 +1,170 @@
+//! The Discord channel against the fake Discord (its Gateway and REST API
+//! on 127.0.0.1) and the fake model: the owner's direct message is
+//! answered, a long reply split at 2,000 characters; strangers, other
+//! channels and unmentioned guild messages get silence; a dropped
+//! connection resumes and replays what was missed, none of it twice; a
+//! rate-limited send waits and goes through; a bad token says so.
+
+use std::time::{Duration, Instant};
+
+use hearth_tests::Hearth;
+use hearth_tests::fake_discord::{FakeDiscord, Sent};
+use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
+
+/// The bot's token.
+const TOKEN: &str = "discord-test-token";
+/// The owner's Discord user id.
+const OWNER: &str = "111111111111111111";
+/// A stranger's.
+const STRANGER: &str = "222222222222222222";
+/// The guild channel the bot answers mentions in.
+const CHANNEL: &str = "333333333333333333";
+const WAIT: Duration = Duration::from_secs(20);
+
+struct Setup {
+    discord: FakeDiscord,
+    llm: FakeLlm,
+    home: Hearth,
+}
+
+fn setup(token: &str) -> Setup {
+    let discord = FakeDiscord::start(TOKEN);
+    let llm = FakeLlm::start();
+    let home = Hearth::new(&format!(
+        "[plugins.discord]\ntoken = {token:?}\napi_url = {:?}\ngateway_url = {:?}\n\
+         allowed_user_ids = [{OWNER:?}]\nallowed_channel_ids = [{CHANNEL:?}]\n\
+         [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
+         api_key_env = \"HEARTH_TEST_API_KEY\"\n",
+        discord.api_url,
+        discord.gateway_url,
+        llm.url()
+    ));
+    Setup { discord, llm, home }
+}
+
+fn daemon(s: &Setup) -> hearth_tests::Daemon {
+    s.home.daemon_with(|cmd| {
+        cmd.env("HEARTH_TEST_API_KEY", "test-key");
+    })
+}
+
+#[test]
+fn the_owners_direct_message_is_answered_and_a_long_reply_is_split() {
+    let s = setup(TOKEN);
+    let reply = format!(
+        "{}\n\n{}",
+        "first part ".repeat(150).trim(),
+        "second part ".repeat(150).trim()
+    );
+    s.llm.push(anthropic_text(&reply));
+    let _daemon = daemon(&s);
+    assert!(s.discord.wait_connected(WAIT), "the bot connected");
+    s.discord.dm(OWNER, "hello there");
+    let sent = s.discord.wait_sent(2, WAIT);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    for piece in &sent {
+        assert_eq!(piece.channel, format!("dm-{OWNER}"));
+        assert!(piece.content.chars().count() <= 2000);
+    }
+    let joined: Vec<&str> = sent.iter().map(|p| p.content.as_str()).collect();
+    assert_eq!(joined.join("\n\n"), reply);
+    let asked = s.llm.requests()[0].body.to_string();
+    assert!(asked.contains("hello there"), "{asked}");
+}
+
+#[test]
+fn strangers_other_channels_and_unmentioned_messages_get_silence() {
+    let s = setup(TOKEN);
+    s.llm.push(anthropic_text("Hi, owner."));
+    s.llm.push(anthropic_text("Hi, channel."));
+    let _daemon = daemon(&s);
+    assert!(s.discord.wait_connected(WAIT));
+    s.discord.dm(STRANGER, "let me in");
+    s.discord
+        .say_in_guild(STRANGER, "444444444444444444", "over here", true);
+    s.discord.say_in_guild(OWNER, CHANNEL, "no mention", false);
+    s.discord.dm(OWNER, "it is me");
+    let sent = s.discord.wait_sent(1, WAIT);
+    assert_eq!(
+        sent,
+        [Sent {
+            channel: format!("dm-{OWNER}"),
+            content: "Hi, owner.".into()
+        }]
+    );
+    // A mention in the allowed channel gets through, and is answered there.
+    s.discord.say_in_guild(OWNER, CHANNEL, "and here?", true);
+    let sent = s.discord.wait_sent(2, WAIT);
+    assert_eq!(sent[1].channel, CHANNEL);
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(s.discord.wait_sent(3, Duration::from_millis(10)).len(), 2);
+    for request in s.llm.requests() {
+        let body = request.body.to_string();
+        assert!(
+            !body.contains("let me in") && !body.contains("over here"),
+            "{body}"
+        );
+    }
+}
+
+#[test]
+fn a_dropped_connection_resumes_and_what_it_missed_comes_once() {
+    let s = setup(TOKEN);
+    s.llm.push(anthropic_text("One."));
+    s.llm.push(anthropic_text("Two."));
+    let _daemon = daemon(&s);
+    assert!(s.discord.wait_connected(WAIT));
+    s.discord.dm(OWNER, "first");
+    assert_eq!(s.discord.wait_sent(1, WAIT).len(), 1);
+    s.discord.drop_connection();
+    // Written while the bot is away: Discord replays it on the resume.
+    s.discord.dm(OWNER, "second");
+    let sent = s.discord.wait_sent(2, WAIT);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[1].content, "Two.");
+    let (identifies, resumes) = s.discord.sessions();
+    assert_eq!(identifies, 1, "resumed, not identified again");
+    assert_eq!(resumes.len(), 1, "{resumes:?}");
+    assert!(
+        resumes[0] >= 2,
+        "resumed after the stored message: {resumes:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(s.llm.requests().len(), 2, "nothing handled twice");
+    assert!(s.discord.heartbeats() >= 1, "heartbeats were sent");
+}
+
+#[test]
+fn a_rate_limited_send_waits_its_turn_and_goes_through() {
+    let s = setup(TOKEN);
+    s.llm.push(anthropic_text("Patience."));
+    let _daemon = daemon(&s);
+    assert!(s.discord.wait_connected(WAIT));
+    s.discord.rate_limit_next(2);
+    let asked = Instant::now();
+    s.discord.dm(OWNER, "hi");
+    let sent = s.discord.wait_sent(1, WAIT);
+    assert_eq!(sent[0].content, "Patience.");
+    assert_eq!(s.discord.limited(), 2);
+    assert!(
+        asked.elapsed() >= Duration::from_millis(600),
+        "waited out both 429s"
+    );
+}
+
+#[test]
+fn a_bad_token_is_reported_and_not_retried_forever() {
+    let s = setup("wrong-token");
+    let _daemon = daemon(&s);
+    let deadline = Instant::now() + WAIT;
+    loop {
+        let plugins = s.home.cmd(&["plugins"]).ok().to_owned();
+        if plugins.contains("4004") {
+            assert!(plugins.contains("bot token"), "{plugins}");
+            break;
+        }
+        assert!(Instant::now() < deadline, "no word of the token: {plugins}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    assert!(!s.discord.wait_connected(Duration::from_millis(100)));
+}

@@ -1,0 +1,440 @@
+//! A fake Discord on 127.0.0.1: the Gateway (a WebSocket speaking the
+//! documented opcodes: Hello, Identify, Ready, heartbeats and their acks,
+//! Resume with the missed events replayed, close code 4004 for a bad token)
+//! and the REST routes the channel uses (`GET /gateway/bot`, `POST
+//! /channels/{id}/messages` with the rate-limit headers and 429s).
+//!
+//! A test makes users write (`dm`, `say_in_guild`), drops the connection
+//! (`drop_connection`), makes the next sends rate-limited
+//! (`rate_limit_next`), and reads what the bot sent (`wait_sent`).
+
+use std::io::{self, BufReader};
+use std::net::{TcpListener, TcpStream};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use tungstenite::Message;
+use tungstenite::protocol::CloseFrame;
+use tungstenite::protocol::frame::coding::CloseCode;
+
+use crate::http_server::{HttpRequest, read_request, wait_until, write_json};
+
+/// The bot's user id.
+pub const BOT_ID: &str = "900000000000000001";
+/// How often the fake asks for heartbeats.
+const HEARTBEAT_MS: u64 = 500;
+
+/// A message the bot sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sent {
+    /// The channel.
+    pub channel: String,
+    /// The text.
+    pub content: String,
+}
+
+/// The running fake.
+pub struct FakeDiscord {
+    /// The REST base, as `api_url`.
+    pub api_url: String,
+    /// The Gateway's address, as `gateway_url`.
+    pub gateway_url: String,
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    token: String,
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    sent: Vec<Sent>,
+    /// Every dispatch of the session, with its sequence number, so a
+    /// resume can replay those after the client's.
+    dispatched: Vec<(u64, Value)>,
+    /// Dispatches not yet written to a live connection.
+    pending: Vec<(u64, Value)>,
+    seq: u64,
+    session: u32,
+    identifies: u32,
+    /// The `seq` of each resume the client asked for.
+    resumes: Vec<u64>,
+    heartbeats: u32,
+    /// Cut the live connection without a close frame.
+    drop_now: bool,
+    /// The next this many message sends get a 429.
+    rate_limited: u32,
+    /// How many 429s were answered.
+    limited: u32,
+    connected: bool,
+}
+
+impl FakeDiscord {
+    /// Starts both servers; the bot's token is `token`.
+    pub fn start(token: &str) -> FakeDiscord {
+        let rest = TcpListener::bind("127.0.0.1:0").expect("bind the REST server");
+        let gateway = TcpListener::bind("127.0.0.1:0").expect("bind the gateway");
+        let gateway_url = format!("ws://{}", gateway.local_addr().expect("address"));
+        let api_url = format!("http://{}/api/v10", rest.local_addr().expect("address"));
+        let shared = Arc::new(Shared {
+            token: token.to_owned(),
+            state: Mutex::default(),
+            changed: Condvar::new(),
+        });
+        let for_rest = Arc::clone(&shared);
+        let url = gateway_url.clone();
+        std::thread::spawn(move || {
+            for stream in rest.incoming().flatten() {
+                let shared = Arc::clone(&for_rest);
+                let url = url.clone();
+                std::thread::spawn(move || serve_rest(stream, &shared, &url));
+            }
+        });
+        let for_gateway = Arc::clone(&shared);
+        let url = gateway_url.clone();
+        std::thread::spawn(move || {
+            for stream in gateway.incoming().flatten() {
+                let shared = Arc::clone(&for_gateway);
+                let url = url.clone();
+                std::thread::spawn(move || serve_gateway(stream, &shared, &url));
+            }
+        });
+        FakeDiscord {
+            api_url,
+            gateway_url,
+            shared,
+        }
+    }
+
+    /// `author` writes `content` to the bot in a direct message (channel
+    /// `dm-<author>`).
+    pub fn dm(&self, author: &str, content: &str) {
+        self.dispatch_message(author, None, &format!("dm-{author}"), content, &[]);
+    }
+
+    /// `author` writes `content` in guild channel `channel`, mentioning
+    /// the bot if `mention`.
+    pub fn say_in_guild(&self, author: &str, channel: &str, content: &str, mention: bool) {
+        let (content, mentions) = if mention {
+            (format!("<@{BOT_ID}> {content}"), vec![BOT_ID])
+        } else {
+            (content.to_owned(), Vec::new())
+        };
+        self.dispatch_message(author, Some("guild-1"), channel, &content, &mentions);
+    }
+
+    fn dispatch_message(
+        &self,
+        author: &str,
+        guild: Option<&str>,
+        channel: &str,
+        content: &str,
+        mentions: &[&str],
+    ) {
+        let mut state = self.lock();
+        state.seq += 1;
+        let seq = state.seq;
+        let payload = json!({
+            "op": 0, "s": seq, "t": "MESSAGE_CREATE",
+            "d": {
+                "id": format!("msg-{seq}"), "channel_id": channel, "guild_id": guild,
+                "content": content,
+                "author": { "id": author, "username": format!("user{author}") },
+                "mentions": mentions.iter().map(|id| json!({ "id": id })).collect::<Vec<_>>(),
+                "attachments": [],
+            }
+        });
+        state.dispatched.push((seq, payload.clone()));
+        state.pending.push((seq, payload));
+        self.shared.changed.notify_all();
+    }
+
+    /// Cuts the live connection (no close frame), as a network drop does.
+    pub fn drop_connection(&self) {
+        self.lock().drop_now = true;
+        self.shared.changed.notify_all();
+    }
+
+    /// The next `n` message sends are answered 429.
+    pub fn rate_limit_next(&self, n: u32) {
+        self.lock().rate_limited = n;
+    }
+
+    /// How many 429s were answered.
+    pub fn limited(&self) -> u32 {
+        self.lock().limited
+    }
+
+    /// How many sessions were identified, and the `seq` of every resume.
+    pub fn sessions(&self) -> (u32, Vec<u64>) {
+        let state = self.lock();
+        (state.identifies, state.resumes.clone())
+    }
+
+    /// How many heartbeats the bot sent.
+    pub fn heartbeats(&self) -> u32 {
+        self.lock().heartbeats
+    }
+
+    /// Waits until the bot has sent at least `n` messages; returns them.
+    pub fn wait_sent(&self, n: usize, timeout: Duration) -> Vec<Sent> {
+        let (state, _) = wait_until(&self.shared.changed, self.lock(), timeout, |s| {
+            s.sent.len() >= n
+        });
+        state.sent.clone()
+    }
+
+    /// Waits until a client is connected and identified or resumed.
+    pub fn wait_connected(&self, timeout: Duration) -> bool {
+        let (state, held) = wait_until(&self.shared.changed, self.lock(), timeout, |s| s.connected);
+        drop(state);
+        held
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, State> {
+        self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State> {
+    shared.state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn serve_rest(stream: TcpStream, shared: &Shared, gateway_url: &str) -> io::Result<()> {
+    let mut reader = BufReader::new(stream.try_clone()?);
+    let mut out = stream;
+    while let Some(request) = read_request(&mut reader)? {
+        let (status, headers, body) = answer(&request, shared, gateway_url);
+        write_json(&mut out, status, &headers, &body.to_string())?;
+        if !request.keep_alive {
+            return Ok(());
+        }
+    }
+    Ok(())
+}
+
+fn answer(
+    request: &HttpRequest,
+    shared: &Shared,
+    gateway_url: &str,
+) -> (u16, Vec<(String, String)>, Value) {
+    if request.header("authorization") != Some(&format!("Bot {}", shared.token)) {
+        return (
+            401,
+            Vec::new(),
+            json!({ "message": "401: Unauthorized", "code": 0 }),
+        );
+    }
+    let path = request.target.split('?').next().unwrap_or_default();
+    let path = path.strip_prefix("/api/v10").unwrap_or(path);
+    match (request.method.as_str(), path) {
+        ("GET", "/gateway/bot") => (
+            200,
+            Vec::new(),
+            json!({ "url": gateway_url, "shards": 1,
+                "session_start_limit": { "total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1 } }),
+        ),
+        ("POST", p) if p.starts_with("/channels/") && p.ends_with("/messages") => {
+            let channel = p
+                .trim_start_matches("/channels/")
+                .trim_end_matches("/messages")
+                .to_owned();
+            let mut state = lock(shared);
+            let bucket = |remaining: &str, after: &str| {
+                vec![
+                    ("x-ratelimit-bucket".to_owned(), "msgs".to_owned()),
+                    ("x-ratelimit-limit".to_owned(), "5".to_owned()),
+                    ("x-ratelimit-remaining".to_owned(), remaining.to_owned()),
+                    ("x-ratelimit-reset-after".to_owned(), after.to_owned()),
+                ]
+            };
+            if state.rate_limited > 0 {
+                state.rate_limited -= 1;
+                state.limited += 1;
+                let mut headers = bucket("0", "0.300");
+                headers.push(("retry-after".to_owned(), "1".to_owned()));
+                headers.push(("x-ratelimit-scope".to_owned(), "user".to_owned()));
+                return (
+                    429,
+                    headers,
+                    json!({ "message": "You are being rate limited.", "retry_after": 0.3, "global": false }),
+                );
+            }
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            let content = body["content"].as_str().unwrap_or_default().to_owned();
+            if content.is_empty() || content.chars().count() > 2000 {
+                return (
+                    400,
+                    Vec::new(),
+                    json!({ "message": "Invalid Form Body", "code": 50035,
+                        "errors": { "content": { "_errors": [{ "code": "BASE_TYPE_MAX_LENGTH",
+                            "message": "Must be 2000 or fewer in length." }] } } }),
+                );
+            }
+            state.sent.push(Sent {
+                channel: channel.clone(),
+                content: content.clone(),
+            });
+            let id = format!("sent-{}", state.sent.len());
+            shared.changed.notify_all();
+            (
+                200,
+                bucket("4", "1.000"),
+                json!({ "id": id, "channel_id": channel, "content": content }),
+            )
+        }
+        ("POST", p) if p.ends_with("/typing") => (204, Vec::new(), Value::Null),
+        _ => (
+            404,
+            Vec::new(),
+            json!({ "message": "404: Not Found", "code": 0 }),
+        ),
+    }
+}
+
+fn serve_gateway(stream: TcpStream, shared: &Shared, url: &str) {
+    let Ok(mut socket) = tungstenite::accept(stream.try_clone().expect("clone")) else {
+        return;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
+    let send = |socket: &mut tungstenite::WebSocket<TcpStream>, payload: Value| {
+        socket.send(Message::text(payload.to_string()))
+    };
+    if send(
+        &mut socket,
+        json!({ "op": 10, "d": { "heartbeat_interval": HEARTBEAT_MS } }),
+    )
+    .is_err()
+    {
+        return;
+    }
+    let mut live = false;
+    let started = Instant::now();
+    loop {
+        // Events for a live session, in order.
+        if live {
+            let (pending, drop_now) = {
+                let mut state = lock(shared);
+                let drop_now = std::mem::take(&mut state.drop_now);
+                if drop_now {
+                    state.connected = false;
+                }
+                (
+                    if drop_now {
+                        Vec::new()
+                    } else {
+                        std::mem::take(&mut state.pending)
+                    },
+                    drop_now,
+                )
+            };
+            if drop_now {
+                // Gone without a close frame; what comes meanwhile waits.
+                let _ = stream.shutdown(std::net::Shutdown::Both);
+                return;
+            }
+            for (_, payload) in pending {
+                if send(&mut socket, payload).is_err() {
+                    return;
+                }
+            }
+        } else if started.elapsed() > Duration::from_secs(10) {
+            return;
+        }
+        let payload: Value = match socket.read() {
+            Ok(Message::Text(text)) => serde_json::from_str(&text).unwrap_or(Value::Null),
+            Ok(Message::Close(_)) => {
+                lock(shared).connected = false;
+                return;
+            }
+            Ok(_) => continue,
+            Err(tungstenite::Error::Io(e))
+                if matches!(
+                    e.kind(),
+                    io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut
+                ) =>
+            {
+                continue;
+            }
+            Err(_) => {
+                lock(shared).connected = false;
+                return;
+            }
+        };
+        match payload["op"].as_u64() {
+            Some(1) => {
+                lock(shared).heartbeats += 1;
+                if send(&mut socket, json!({ "op": 11 })).is_err() {
+                    return;
+                }
+            }
+            Some(2) => {
+                if payload["d"]["token"] != shared.token.as_str() {
+                    let _ = socket.close(Some(CloseFrame {
+                        code: CloseCode::Library(4004),
+                        reason: "Authentication failed.".into(),
+                    }));
+                    let _ = socket.flush();
+                    return;
+                }
+                let ready = {
+                    let mut state = lock(shared);
+                    state.identifies += 1;
+                    state.session += 1;
+                    // A new session: nothing before it is owed.
+                    state.dispatched.clear();
+                    state.pending.clear();
+                    state.seq += 1;
+                    state.connected = true;
+                    shared.changed.notify_all();
+                    json!({ "op": 0, "s": state.seq, "t": "READY", "d": {
+                        "v": 10, "session_id": format!("session-{}", state.session),
+                        "resume_gateway_url": url,
+                        "user": { "id": BOT_ID, "username": "hearthbot", "bot": true },
+                        "guilds": [],
+                    }})
+                };
+                if send(&mut socket, ready).is_err() {
+                    return;
+                }
+                live = true;
+            }
+            Some(6) => {
+                let seq = payload["d"]["seq"].as_u64().unwrap_or(0);
+                let replay = {
+                    let mut state = lock(shared);
+                    let known = format!("session-{}", state.session);
+                    if payload["d"]["session_id"] != known.as_str() {
+                        drop(state);
+                        let _ = send(&mut socket, json!({ "op": 9, "d": false }));
+                        continue;
+                    }
+                    state.resumes.push(seq);
+                    state.pending.clear();
+                    state.seq += 1;
+                    let resumed = state.seq;
+                    state.connected = true;
+                    shared.changed.notify_all();
+                    let mut replay: Vec<Value> = state
+                        .dispatched
+                        .iter()
+                        .filter(|(s, _)| *s > seq)
+                        .map(|(_, p)| p.clone())
+                        .collect();
+                    replay.push(json!({ "op": 0, "s": resumed, "t": "RESUMED", "d": {} }));
+                    replay
+                };
+                for payload in replay {
+                    if send(&mut socket, payload).is_err() {
+                        return;
+                    }
+                }
+                live = true;
+            }
+            _ => {}
+        }
+    }
+}
