@@ -3,13 +3,15 @@
 //! answered, a long reply split at 2,000 characters; strangers, other
 //! channels and unmentioned guild messages get silence; a dropped
 //! connection resumes and replays what was missed, none of it twice; a
-//! rate-limited send waits and goes through; a bad token says so.
+//! rate-limited send waits and goes through; a bad token says so; an
+//! approval card's buttons answer it, and only the owner's press counts.
 
 use std::time::{Duration, Instant};
 
 use hearth_tests::Hearth;
-use hearth_tests::fake_discord::{FakeDiscord, Sent};
-use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
+use hearth_tests::fake_discord::FakeDiscord;
+use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
+use serde_json::json;
 
 /// The bot's token.
 const TOKEN: &str = "discord-test-token";
@@ -28,9 +30,15 @@ struct Setup {
 }
 
 fn setup(token: &str) -> Setup {
+    setup_with(token, None)
+}
+
+/// As [`setup`]; with `exec_log`, the probe plugin too (its `probe_shell`
+/// asks before a guarded command, and logs what it ran there).
+fn setup_with(token: &str, exec_log: Option<&std::path::Path>) -> Setup {
     let discord = FakeDiscord::start(TOKEN);
     let llm = FakeLlm::start();
-    let home = Hearth::new(&format!(
+    let config = format!(
         "[plugins.discord]\ntoken = {token:?}\napi_url = {:?}\ngateway_url = {:?}\n\
          allowed_user_ids = [{OWNER:?}]\nallowed_channel_ids = [{CHANNEL:?}]\n\
          [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
@@ -38,7 +46,15 @@ fn setup(token: &str) -> Setup {
         discord.api_url,
         discord.gateway_url,
         llm.url()
-    ));
+    );
+    let home = match exec_log {
+        // Only the files `paths` names load then: Discord's own too.
+        Some(log) => Hearth::with_plugins(
+            &[hearth_tests::plugin("discord"), hearth_tests::probe()],
+            &format!("{config}[plugins.probe]\nexec_log = {log:?}\n"),
+        ),
+        None => Hearth::new(&config),
+    };
     Setup { discord, llm, home }
 }
 
@@ -85,13 +101,11 @@ fn strangers_other_channels_and_unmentioned_messages_get_silence() {
     s.discord.say_in_guild(OWNER, CHANNEL, "no mention", false);
     s.discord.dm(OWNER, "it is me");
     let sent = s.discord.wait_sent(1, WAIT);
-    assert_eq!(
-        sent,
-        [Sent {
-            channel: format!("dm-{OWNER}"),
-            content: "Hi, owner.".into()
-        }]
-    );
+    let shown: Vec<(&str, &str)> = sent
+        .iter()
+        .map(|m| (m.channel.as_str(), m.content.as_str()))
+        .collect();
+    assert_eq!(shown, [(format!("dm-{OWNER}").as_str(), "Hi, owner.")]);
     // A mention in the allowed channel gets through, and is answered there.
     s.discord.say_in_guild(OWNER, CHANNEL, "and here?", true);
     let sent = s.discord.wait_sent(2, WAIT);
@@ -167,4 +181,65 @@ fn a_bad_token_is_reported_and_not_retried_forever() {
         std::thread::sleep(Duration::from_millis(200));
     }
     assert!(!s.discord.wait_connected(Duration::from_millis(100)));
+}
+
+#[test]
+fn a_card_is_answered_with_its_buttons_and_only_the_owners_press_counts() {
+    for (choice, outcome, runs) in [("y", "Approved", true), ("n", "Denied", false)] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("exec");
+        let s = setup_with(TOKEN, Some(&log));
+        let command = format!("rm -rf /srv/photos-{choice}");
+        s.llm.push(anthropic_tool_use(
+            None,
+            "t1",
+            "probe_shell",
+            &json!({ "command": command }),
+        ));
+        s.llm.push(anthropic_text("finished"));
+        let _daemon = daemon(&s);
+        assert!(s.discord.wait_connected(WAIT));
+        s.discord.dm(OWNER, "clean up");
+        let card = s.discord.wait_sent(1, WAIT).remove(0);
+        assert_eq!(card.channel, format!("dm-{OWNER}"));
+        assert!(card.content.contains(&command), "{}", card.content);
+        let ids: Vec<String> = card.components[0]["components"]
+            .as_array()
+            .expect("a row of buttons")
+            .iter()
+            .map(|b| b["custom_id"].as_str().unwrap_or_default().to_owned())
+            .collect();
+        assert_eq!(ids.len(), 3, "approve, deny, always: {ids:?}");
+        let pick = |c: &str| {
+            ids.iter()
+                .find(|id| id.ends_with(&format!(":{c}")))
+                .unwrap()
+                .clone()
+        };
+        // A stranger's press changes nothing, though it is acknowledged.
+        s.discord.press(STRANGER, &card.id, &pick("y"));
+        let deadline = Instant::now() + WAIT;
+        while s.discord.acknowledged().is_empty() {
+            assert!(
+                Instant::now() < deadline,
+                "the stranger's press was never acknowledged"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(300));
+        assert_eq!(
+            s.discord.wait_sent(1, WAIT)[0].edits,
+            0,
+            "a stranger's press was taken"
+        );
+        s.discord.press(OWNER, &card.id, &pick(choice));
+        let sent = s
+            .discord
+            .sent_until(WAIT, |sent| sent.len() >= 2 && sent[0].edits > 0);
+        assert!(sent[0].content.contains(outcome), "{}", sent[0].content);
+        assert_eq!(sent[0].components, json!([]), "the buttons go");
+        assert_eq!(sent[1].content, "finished");
+        let ran = std::fs::read_to_string(&log).unwrap_or_default();
+        assert_eq!(ran.contains(&command), runs, "{choice}: {ran}");
+    }
 }

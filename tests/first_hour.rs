@@ -205,7 +205,7 @@ fn check_says_it_reads_the_file_not_the_daemon() {
 
 #[test]
 fn mistakes_in_a_plugin_table_stop_the_start_naming_file_line_and_key() {
-    let cases: [(&str, &[&str]); 5] = [
+    let cases: [(&str, &[&str]); 6] = [
         (
             "[plugins.telegram]\ntoken = \"1:abc\"\nallowed_chat_id = [1]\n",
             &[
@@ -234,6 +234,10 @@ fn mistakes_in_a_plugin_table_stop_the_start_naming_file_line_and_key() {
         (
             "mode = \"development\"\n\n[plugins.telegramm]\nbot_token_env = \"T\"\n",
             &["line 3", "did you mean [plugins.telegram]?"],
+        ),
+        (
+            "[plugins]\nexe_dir = false\npaths = []\n[plugins.telegram]\ntoken = \"1:x\"\n",
+            &["line 4", "a built-in plugin, but", "exe_dir = true"],
         ),
         (
             "[plugins.canvas]\nlisten = \"nowhere\"\n",

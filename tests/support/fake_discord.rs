@@ -2,13 +2,15 @@
 //! documented opcodes: Hello, Identify, Ready, heartbeats and their acks,
 //! Resume with the missed events replayed, close code 4004 for a bad token)
 //! and the REST routes the channel uses (`GET /gateway/bot`, `POST
-//! /channels/{id}/messages` with the rate-limit headers and 429s).
+//! /channels/{id}/messages` with the rate-limit headers and 429s, `PATCH`
+//! of a message, `POST /users/@me/channels`, an interaction's callback).
 //!
 //! A test makes users write (`dm`, `say_in_guild`), drops the connection
 //! (`drop_connection`), makes the next sends rate-limited
-//! (`rate_limit_next`), and reads what the bot sent (`wait_sent`).
+//! (`rate_limit_next`), presses a card's button (`press`), and reads what
+//! the bot sent (`wait_sent`).
 
-use std::io::{self, BufReader};
+use std::io::{self, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
@@ -28,10 +30,16 @@ const HEARTBEAT_MS: u64 = 500;
 /// A message the bot sent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sent {
+    /// Its id.
+    pub id: String,
     /// The channel.
     pub channel: String,
-    /// The text.
+    /// The text (as last edited).
     pub content: String,
+    /// Its components (buttons), `null` for none.
+    pub components: Value,
+    /// How many times it was edited.
+    pub edits: u32,
 }
 
 /// The running fake.
@@ -69,6 +77,8 @@ struct State {
     rate_limited: u32,
     /// How many 429s were answered.
     limited: u32,
+    /// Interactions the bot acknowledged, by id.
+    acknowledged: Vec<String>,
     connected: bool,
 }
 
@@ -152,6 +162,39 @@ impl FakeDiscord {
         self.shared.changed.notify_all();
     }
 
+    /// `user` presses the button `custom_id` on message `message`.
+    pub fn press(&self, user: &str, message: &str, custom_id: &str) {
+        let mut state = self.lock();
+        state.seq += 1;
+        let seq = state.seq;
+        let payload = json!({
+            "op": 0, "s": seq, "t": "INTERACTION_CREATE",
+            "d": {
+                "id": format!("interaction-{seq}"), "token": format!("itoken-{seq}"),
+                "type": 3, "channel_id": format!("dm-{user}"),
+                "user": { "id": user, "username": format!("user{user}") },
+                "message": { "id": message },
+                "data": { "custom_id": custom_id, "component_type": 2 },
+            }
+        });
+        state.dispatched.push((seq, payload.clone()));
+        state.pending.push((seq, payload));
+        self.shared.changed.notify_all();
+    }
+
+    /// The interactions the bot acknowledged.
+    pub fn acknowledged(&self) -> Vec<String> {
+        self.lock().acknowledged.clone()
+    }
+
+    /// Waits until `done` holds for what the bot has sent; returns it.
+    pub fn sent_until(&self, timeout: Duration, done: impl Fn(&[Sent]) -> bool) -> Vec<Sent> {
+        let (state, _) = wait_until(&self.shared.changed, self.lock(), timeout, |s| {
+            done(&s.sent)
+        });
+        state.sent.clone()
+    }
+
     /// Cuts the live connection (no close frame), as a network drop does.
     pub fn drop_connection(&self) {
         self.lock().drop_now = true;
@@ -208,7 +251,12 @@ fn serve_rest(stream: TcpStream, shared: &Shared, gateway_url: &str) -> io::Resu
     let mut out = stream;
     while let Some(request) = read_request(&mut reader)? {
         let (status, headers, body) = answer(&request, shared, gateway_url);
-        write_json(&mut out, status, &headers, &body.to_string())?;
+        if status == 204 {
+            // No content, and no length: as Discord answers.
+            out.write_all(b"HTTP/1.1 204 No Content\r\n\r\n")?;
+        } else {
+            write_json(&mut out, status, &headers, &body.to_string())?;
+        }
         if !request.keep_alive {
             return Ok(());
         }
@@ -274,11 +322,14 @@ fn answer(
                             "message": "Must be 2000 or fewer in length." }] } } }),
                 );
             }
+            let id = format!("sent-{}", state.sent.len() + 1);
             state.sent.push(Sent {
+                id: id.clone(),
                 channel: channel.clone(),
                 content: content.clone(),
+                components: body["components"].clone(),
+                edits: 0,
             });
-            let id = format!("sent-{}", state.sent.len());
             shared.changed.notify_all();
             (
                 200,
@@ -287,6 +338,43 @@ fn answer(
             )
         }
         ("POST", p) if p.ends_with("/typing") => (204, Vec::new(), Value::Null),
+        ("PATCH", p) if p.starts_with("/channels/") => {
+            let id = p.rsplit('/').next().unwrap_or_default();
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            let mut state = lock(shared);
+            let Some(sent) = state.sent.iter_mut().find(|s| s.id == id) else {
+                return (
+                    404,
+                    Vec::new(),
+                    json!({ "message": "Unknown Message", "code": 10008 }),
+                );
+            };
+            if let Some(content) = body["content"].as_str() {
+                sent.content = content.to_owned();
+            }
+            if !body["components"].is_null() {
+                sent.components = body["components"].clone();
+            }
+            sent.edits += 1;
+            let answer = json!({ "id": sent.id, "content": sent.content });
+            shared.changed.notify_all();
+            (200, Vec::new(), answer)
+        }
+        ("POST", "/users/@me/channels") => {
+            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            let user = body["recipient_id"].as_str().unwrap_or_default();
+            (
+                200,
+                Vec::new(),
+                json!({ "id": format!("dm-{user}"), "type": 1 }),
+            )
+        }
+        ("POST", p) if p.starts_with("/interactions/") && p.ends_with("/callback") => {
+            let id = p.split('/').nth(2).unwrap_or_default().to_owned();
+            lock(shared).acknowledged.push(id);
+            shared.changed.notify_all();
+            (204, Vec::new(), Value::Null)
+        }
         _ => (
             404,
             Vec::new(),

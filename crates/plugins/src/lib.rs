@@ -226,7 +226,18 @@ impl PluginSet {
                         .map(|p| p.name)
                         .chain(set.reports.iter().filter_map(|r| r.name.as_deref()))
                         .collect();
+                    let built_in = built_in::all().iter().any(|p| p.name == name);
                     match hearth_base::config::closest(name, known) {
+                        // Built in, but `exe_dir = false` loads only the
+                        // files `paths` names.
+                        Some(_) if built_in => {
+                            let detail = "a built-in plugin, but `[plugins] exe_dir = false` \
+                                          loads only the plugin files `paths` names; set \
+                                          `exe_dir = true` or add its file to `paths`"
+                                .to_owned();
+                            set.shutdown(Duration::from_secs(5)).ok();
+                            return Err(config_error(source, name, None, detail));
+                        }
                         Some(near) => {
                             let detail =
                                 format!("no plugin has this name; did you mean [plugins.{near}]?");

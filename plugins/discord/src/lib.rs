@@ -1,7 +1,8 @@
 //! The Discord channel: a bot on the Gateway WebSocket and the REST API,
 //! built like Telegram's: durable, honest about its health, behind the
-//! same gates. Being built in steps (issue 35): text messages in and out
-//! are here; attachments, typing, and approval cards as buttons are next.
+//! same gates. Being built in steps (issue 35): text messages in and out,
+//! "typing…" while a turn runs, and approval cards with buttons are here;
+//! attachments are next.
 //!
 //! - `config`: `[plugins.discord]`;
 //! - `gateway`: the Gateway session as a state machine (identify or
@@ -11,11 +12,13 @@
 //! - `rest`: sending, with Discord's per-route and global rate limits;
 //! - `gate`: which messages reach the host: direct messages from allowed
 //!   users, mentions in allowed channels;
-//! - `split`: replies cut to 2,000 characters on sensible boundaries.
+//! - `split`: replies cut to 2,000 characters on sensible boundaries;
+//! - `cards`: approval cards and their buttons.
 //!
 //! Architecture invariant: a message counts as seen (its sequence number
 //! is what a resume starts after) only once the host has stored it.
 
+pub mod cards;
 pub mod config;
 pub mod connection;
 pub mod gate;
@@ -23,14 +26,15 @@ pub mod gateway;
 pub mod rest;
 pub mod split;
 
+use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use hearth_sdk::protocol::{
-    ChannelSpec, ChannelState, ChannelStatus, Description, InboundMessage, OutboundMessage,
-    SendReceipt, Submission,
+    ChannelEvent, ChannelSpec, ChannelState, ChannelStatus, ConfirmationAnswer,
+    ConfirmationRequest, Description, InboundMessage, OutboundMessage, SendReceipt, Submission,
 };
 use hearth_sdk::{Host, Plugin, PluginError, SubmitError};
 use serde_json::Value;
@@ -63,6 +67,13 @@ struct Shared {
     /// The bot's user id, once `READY` said it.
     bot: Mutex<Option<String>>,
     stop: Arc<AtomicBool>,
+    /// The cards shown for each pending confirmation: (channel, message,
+    /// text).
+    cards: Mutex<HashMap<String, Vec<(String, String, String)>>>,
+    /// Each owner's direct-message channel, once asked for.
+    dms: Mutex<HashMap<String, String>>,
+    /// Where the last message that got in came from: "typing…" goes there.
+    last_chat: Mutex<Option<String>>,
 }
 
 impl Plugin for Discord {
@@ -96,6 +107,9 @@ impl Plugin for Discord {
             settings,
             bot: Mutex::new(None),
             stop: Arc::clone(&stop),
+            cards: Mutex::default(),
+            dms: Mutex::default(),
+            last_chat: Mutex::new(None),
         });
         let running = Running {
             shared: Arc::clone(&shared),
@@ -131,6 +145,7 @@ impl Plugin for Discord {
                 let gate = &r.shared.settings.gate;
                 ChannelSpec {
                     name: CHANNEL.into(),
+                    events: true,
                     owners: gate.users.clone(),
                     allowed: gate.users.iter().chain(&gate.channels).cloned().collect(),
                     allowed_key: Some("plugins.discord.allowed_user_ids".into()),
@@ -155,11 +170,45 @@ impl Plugin for Discord {
             let id = running
                 .shared
                 .rest
-                .send_message(&message.chat, &piece)
+                .send_message(&message.chat, &piece, None)
                 .map_err(|e| PluginError::Failed(e.to_string()))?;
             last = Some(id);
         }
         Ok(SendReceipt { message_id: last })
+    }
+
+    fn event(&self, event: ChannelEvent) -> Result<(), PluginError> {
+        let Some(running) = &self.running else {
+            return Ok(());
+        };
+        let shared = &running.shared;
+        match event {
+            ChannelEvent::Confirmation(request) => shared.show_card(&request),
+            ChannelEvent::ConfirmationDecided {
+                id,
+                state,
+                decided_by,
+            } => {
+                let shown = lock(&shared.cards).remove(&id).unwrap_or_default();
+                if let Some(outcome) = cards::outcome(state, &decided_by) {
+                    for (channel, message, text) in shown {
+                        let edited = format!("{text}\n{outcome}");
+                        if let Err(e) = shared.rest.edit_message(&channel, &message, &edited) {
+                            tracing::warn!("discord: cannot mark a card decided: {e}");
+                        }
+                    }
+                }
+            }
+            ChannelEvent::Status { busy: true, .. } => {
+                if let Some(chat) = lock(&shared.last_chat).clone()
+                    && let Err(e) = shared.rest.typing(&chat)
+                {
+                    tracing::debug!("discord: no typing indicator: {e}");
+                }
+            }
+            _ => {}
+        }
+        Ok(())
     }
 
     fn shutdown(&self) {
@@ -182,11 +231,16 @@ impl Handler for Shared {
                 *lock(&self.bot) = id;
                 true
             }
+            "INTERACTION_CREATE" => {
+                self.pressed(data);
+                true
+            }
             "MESSAGE_CREATE" => {
                 let bot = lock(&self.bot).clone();
                 let Some(incoming) = self.settings.gate.classify(data, bot.as_deref()) else {
                     return true;
                 };
+                *lock(&self.last_chat) = Some(incoming.channel_id.clone());
                 let mut text = incoming.text;
                 for file in &incoming.files {
                     // Files arrive in a later step; until then the agent is
@@ -227,6 +281,71 @@ impl Handler for Shared {
 }
 
 impl Shared {
+    /// Shows `request` as a card with buttons in each owner's direct
+    /// messages. A card that cannot be shown leaves the request
+    /// unanswered, and the host denies it at its timeout: failing closed.
+    fn show_card(&self, request: &ConfirmationRequest) {
+        let text = cards::text(request);
+        let buttons = cards::buttons(&request.id);
+        let mut shown = Vec::new();
+        for user in &self.settings.gate.users {
+            let channel = match self.dm(user) {
+                Ok(channel) => channel,
+                Err(e) => {
+                    tracing::error!("discord: cannot reach {user} for a confirmation: {e}");
+                    continue;
+                }
+            };
+            match self.rest.send_message(&channel, &text, Some(&buttons)) {
+                Ok(message) => shown.push((channel, message, text.clone())),
+                Err(e) => tracing::error!("discord: cannot show a confirmation card: {e}"),
+            }
+        }
+        lock(&self.cards).insert(request.id.clone(), shown);
+    }
+
+    /// The direct-message channel with `user`, asked of Discord once.
+    fn dm(&self, user: &str) -> Result<String, rest::RestError> {
+        if let Some(channel) = lock(&self.dms).get(user) {
+            return Ok(channel.clone());
+        }
+        let channel = self.rest.dm_channel(user)?;
+        lock(&self.dms).insert(user.to_owned(), channel.clone());
+        Ok(channel)
+    }
+
+    /// A button press (`INTERACTION_CREATE`): acknowledged to Discord, and
+    /// handed to the host as the presser's answer; the host takes it only
+    /// from the owner.
+    fn pressed(&self, data: &Value) {
+        // 3: a message component.
+        if data["type"].as_u64() != Some(3) {
+            return;
+        }
+        let Some((id, choice)) = data["data"]["custom_id"].as_str().and_then(cards::read) else {
+            return;
+        };
+        let user = data["user"]["id"]
+            .as_str()
+            .or(data["member"]["user"]["id"].as_str());
+        let (Some(user), Some(interaction), Some(token)) =
+            (user, data["id"].as_str(), data["token"].as_str())
+        else {
+            return;
+        };
+        if let Err(e) = self.rest.acknowledge(interaction, token) {
+            tracing::debug!("discord: a button press was not acknowledged: {e}");
+        }
+        let answer = ConfirmationAnswer {
+            id,
+            sender: user.to_owned(),
+            approve: choice != cards::Choice::Deny,
+            always: choice == cards::Choice::Always,
+            reason: None,
+        };
+        self.submit(&Submission::Confirmation(answer));
+    }
+
     /// Submits until the host has it: only a malformed message is let go
     /// unstored; a busy or failing host is waited out. `false` when the
     /// host or the plugin is stopping.

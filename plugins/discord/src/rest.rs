@@ -77,15 +77,53 @@ impl Rest {
         })
     }
 
-    /// Sends `content` to `channel`; the new message's id.
-    pub fn send_message(&self, channel: &str, content: &str) -> Result<String, RestError> {
+    /// Sends `content` to `channel`, with message `components` (buttons)
+    /// if any; the new message's id. Mentions in it ping nobody.
+    pub fn send_message(
+        &self,
+        channel: &str,
+        content: &str,
+        components: Option<&Value>,
+    ) -> Result<String, RestError> {
         let path = format!("/channels/{channel}/messages");
+        let mut body = json!({ "content": content, "allowed_mentions": { "parse": [] } });
+        if let Some(components) = components {
+            body["components"] = components.clone();
+        }
+        let answer = self.request(reqwest::Method::POST, &path, Some(body))?;
+        Ok(answer["id"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// Replaces message `id`'s text in `channel` and takes its buttons away.
+    pub fn edit_message(&self, channel: &str, id: &str, content: &str) -> Result<(), RestError> {
+        let path = format!("/channels/{channel}/messages/{id}");
+        let body = json!({ "content": content, "components": [] });
+        self.request(reqwest::Method::PATCH, &path, Some(body))
+            .map(|_| ())
+    }
+
+    /// The direct-message channel with `user` (made if need be).
+    pub fn dm_channel(&self, user: &str) -> Result<String, RestError> {
         let answer = self.request(
             reqwest::Method::POST,
-            &path,
-            Some(json!({ "content": content, "allowed_mentions": { "parse": [] } })),
+            "/users/@me/channels",
+            Some(json!({ "recipient_id": user })),
         )?;
-        Ok(answer["id"].as_str().unwrap_or_default().to_owned())
+        answer["id"]
+            .as_str()
+            .map(str::to_owned)
+            .ok_or_else(|| RestError::Unreachable {
+                what: "POST /users/@me/channels".into(),
+                why: "the answer has no id".into(),
+            })
+    }
+
+    /// Answers a button press (`id` and `token` from the interaction)
+    /// with "deferred update": the card stays until it is edited.
+    pub fn acknowledge(&self, id: &str, token: &str) -> Result<(), RestError> {
+        let path = format!("/interactions/{id}/{token}/callback");
+        self.request(reqwest::Method::POST, &path, Some(json!({ "type": 6 })))
+            .map(|_| ())
     }
 
     /// Shows "typing…" in `channel` for ten seconds.
