@@ -59,6 +59,13 @@ struct Running {
     thread: Mutex<Option<JoinHandle<()>>>,
 }
 
+/// One card shown for a confirmation.
+struct Card {
+    channel: String,
+    message: String,
+    text: String,
+}
+
 /// What the connection thread and the host's calls share.
 struct Shared {
     host: Host,
@@ -67,9 +74,8 @@ struct Shared {
     /// The bot's user id, once `READY` said it.
     bot: Mutex<Option<String>>,
     stop: Arc<AtomicBool>,
-    /// The cards shown for each pending confirmation: (channel, message,
-    /// text).
-    cards: Mutex<HashMap<String, Vec<(String, String, String)>>>,
+    /// The cards shown for each pending confirmation, by its id.
+    cards: Mutex<HashMap<String, Vec<Card>>>,
     /// Each owner's direct-message channel, once asked for.
     dms: Mutex<HashMap<String, String>>,
     /// Where the last message that got in came from: "typing…" goes there.
@@ -191,9 +197,13 @@ impl Plugin for Discord {
             } => {
                 let shown = lock(&shared.cards).remove(&id).unwrap_or_default();
                 if let Some(outcome) = cards::outcome(state, &decided_by) {
-                    for (channel, message, text) in shown {
-                        let edited = format!("{text}\n{outcome}");
-                        if let Err(e) = shared.rest.edit_message(&channel, &message, &edited) {
+                    for card in shown {
+                        let edited = format!("{}\n{outcome}", card.text);
+                        if let Err(e) =
+                            shared
+                                .rest
+                                .edit_message(&card.channel, &card.message, &edited)
+                        {
                             tracing::warn!("discord: cannot mark a card decided: {e}");
                         }
                     }
@@ -297,7 +307,11 @@ impl Shared {
                 }
             };
             match self.rest.send_message(&channel, &text, Some(&buttons)) {
-                Ok(message) => shown.push((channel, message, text.clone())),
+                Ok(message) => shown.push(Card {
+                    channel,
+                    message,
+                    text: text.clone(),
+                }),
                 Err(e) => tracing::error!("discord: cannot show a confirmation card: {e}"),
             }
         }
