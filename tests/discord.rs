@@ -4,7 +4,9 @@
 //! channels and unmentioned guild messages get silence; a dropped
 //! connection resumes and replays what was missed, none of it twice; a
 //! rate-limited send waits and goes through; a bad token says so; an
-//! approval card's buttons answer it, and only the owner's press counts.
+//! approval card's buttons answer it, and only the owner's press counts;
+//! what the owner wrote while the daemon was killed is answered once after
+//! it starts again.
 
 use std::time::{Duration, Instant};
 
@@ -145,7 +147,12 @@ fn a_dropped_connection_resumes_and_what_it_missed_comes_once() {
     );
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(s.llm.requests().len(), 2, "nothing handled twice");
-    assert!(s.discord.heartbeats() >= 1, "heartbeats were sent");
+    // The fake asks for one every 500 ms.
+    let deadline = Instant::now() + WAIT;
+    while s.discord.heartbeats() < 2 {
+        assert!(Instant::now() < deadline, "no heartbeats");
+        std::thread::sleep(Duration::from_millis(50));
+    }
 }
 
 #[test]
@@ -242,4 +249,35 @@ fn a_card_is_answered_with_its_buttons_and_only_the_owners_press_counts() {
         let ran = std::fs::read_to_string(&log).unwrap_or_default();
         assert_eq!(ran.contains(&command), runs, "{choice}: {ran}");
     }
+}
+
+#[test]
+fn what_came_while_the_daemon_was_killed_is_answered_once_after_it_starts() {
+    let s = setup(TOKEN);
+    s.llm.push(anthropic_text("One."));
+    s.llm.push(anthropic_text("Two."));
+    let mut daemon = daemon(&s);
+    assert!(s.discord.wait_connected(WAIT));
+    s.discord.dm(OWNER, "first");
+    assert_eq!(s.discord.wait_sent(1, WAIT).len(), 1);
+    daemon.kill9();
+    s.discord.dm(OWNER, "second, while you were away");
+    let _daemon = self::daemon(&s);
+    let sent = s.discord.wait_sent(2, WAIT);
+    assert_eq!(sent.len(), 2, "{sent:?}");
+    assert_eq!(sent[1].content, "Two.");
+    let (identifies, _) = s.discord.sessions();
+    assert_eq!(identifies, 2, "a new process starts a new session");
+    let reads = s.discord.reads();
+    assert_eq!(reads.len(), 1, "{reads:?}");
+    assert_eq!(reads[0].0, format!("dm-{OWNER}"));
+    std::thread::sleep(Duration::from_millis(500));
+    let asked: Vec<String> = s
+        .llm
+        .requests()
+        .iter()
+        .map(|r| r.body.to_string())
+        .collect();
+    assert_eq!(asked.len(), 2, "the first message was not answered again");
+    assert!(asked[1].contains("while you were away"));
 }

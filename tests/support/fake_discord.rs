@@ -24,6 +24,8 @@ use crate::http_server::{HttpRequest, read_request, wait_until, write_json};
 
 /// The bot's user id.
 pub const BOT_ID: &str = "900000000000000001";
+/// The ids of users' messages count up from here, as snowflakes grow.
+const FIRST_MESSAGE_ID: u64 = 1_300_000_000_000_000_000;
 /// How often the fake asks for heartbeats.
 const HEARTBEAT_MS: u64 = 500;
 
@@ -79,6 +81,12 @@ struct State {
     limited: u32,
     /// Interactions the bot acknowledged, by id.
     acknowledged: Vec<String>,
+    /// Every message users wrote, oldest first (`GET .../messages`).
+    history: Vec<Value>,
+    /// The history reads the bot made: (channel, after).
+    reads: Vec<(String, String)>,
+    /// The nonce of each sent message ("" for none), as `sent`.
+    nonces: Vec<String>,
     connected: bool,
 }
 
@@ -150,16 +158,22 @@ impl FakeDiscord {
         let payload = json!({
             "op": 0, "s": seq, "t": "MESSAGE_CREATE",
             "d": {
-                "id": format!("msg-{seq}"), "channel_id": channel, "guild_id": guild,
+                "id": (FIRST_MESSAGE_ID + seq).to_string(), "channel_id": channel, "guild_id": guild,
                 "content": content,
                 "author": { "id": author, "username": format!("user{author}") },
                 "mentions": mentions.iter().map(|id| json!({ "id": id })).collect::<Vec<_>>(),
                 "attachments": [],
             }
         });
+        state.history.push(payload["d"].clone());
         state.dispatched.push((seq, payload.clone()));
         state.pending.push((seq, payload));
         self.shared.changed.notify_all();
+    }
+
+    /// The history reads the bot made: (channel, after).
+    pub fn reads(&self) -> Vec<(String, String)> {
+        self.lock().reads.clone()
     }
 
     /// `user` presses the button `custom_id` on message `message`.
@@ -285,6 +299,30 @@ fn answer(
             json!({ "url": gateway_url, "shards": 1,
                 "session_start_limit": { "total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1 } }),
         ),
+        ("GET", p) if p.starts_with("/channels/") && p.ends_with("/messages") => {
+            let channel = p
+                .trim_start_matches("/channels/")
+                .trim_end_matches("/messages")
+                .to_owned();
+            let after = request
+                .target
+                .split_once("after=")
+                .map(|(_, rest)| rest.split('&').next().unwrap_or_default().to_owned())
+                .unwrap_or_default();
+            let mut state = lock(shared);
+            state.reads.push((channel.clone(), after.clone()));
+            let number = |id: &str| id.parse::<u64>().unwrap_or(0);
+            let mut newer: Vec<Value> = state
+                .history
+                .iter()
+                .filter(|m| m["channel_id"] == channel.as_str())
+                .filter(|m| number(m["id"].as_str().unwrap_or_default()) > number(&after))
+                .cloned()
+                .collect();
+            // Discord lists the newest first.
+            newer.reverse();
+            (200, Vec::new(), Value::Array(newer))
+        }
         ("POST", p) if p.starts_with("/channels/") && p.ends_with("/messages") => {
             let channel = p
                 .trim_start_matches("/channels/")
@@ -313,6 +351,27 @@ fn answer(
             }
             let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
             let content = body["content"].as_str().unwrap_or_default().to_owned();
+            // `enforce_nonce`: the same nonce again returns the message
+            // made the first time, and makes none.
+            if body["enforce_nonce"] == Value::Bool(true)
+                && let Some(nonce) = body["nonce"].as_str()
+            {
+                if nonce.chars().count() > 25 {
+                    return (
+                        400,
+                        Vec::new(),
+                        json!({ "message": "Invalid Form Body", "code": 50035 }),
+                    );
+                }
+                if let Some(at) = state.nonces.iter().position(|n| n == nonce) {
+                    let sent = &state.sent[at];
+                    return (
+                        200,
+                        bucket("4", "1.000"),
+                        json!({ "id": sent.id, "channel_id": sent.channel, "content": sent.content }),
+                    );
+                }
+            }
             if content.is_empty() || content.chars().count() > 2000 {
                 return (
                     400,
@@ -323,6 +382,8 @@ fn answer(
                 );
             }
             let id = format!("sent-{}", state.sent.len() + 1);
+            let nonce = body["nonce"].as_str().unwrap_or_default().to_owned();
+            state.nonces.push(nonce);
             state.sent.push(Sent {
                 id: id.clone(),
                 channel: channel.clone(),

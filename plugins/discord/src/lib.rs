@@ -26,7 +26,7 @@ pub mod gateway;
 pub mod rest;
 pub mod split;
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -35,6 +35,7 @@ use std::time::Duration;
 use hearth_sdk::protocol::{
     ChannelEvent, ChannelSpec, ChannelState, ChannelStatus, ConfirmationAnswer,
     ConfirmationRequest, Description, InboundMessage, OutboundMessage, SendReceipt, Submission,
+    service,
 };
 use hearth_sdk::{Host, Plugin, PluginError, SubmitError};
 use serde_json::Value;
@@ -80,6 +81,10 @@ struct Shared {
     dms: Mutex<HashMap<String, String>>,
     /// Where the last message that got in came from: "typing…" goes there.
     last_chat: Mutex<Option<String>>,
+    /// The newest stored message of each channel that ever got one in,
+    /// kept in the host's store (`kv`): after a restart, what came
+    /// meanwhile is read from there on.
+    cursors: Mutex<BTreeMap<String, String>>,
 }
 
 impl Plugin for Discord {
@@ -116,6 +121,7 @@ impl Plugin for Discord {
             cards: Mutex::default(),
             dms: Mutex::default(),
             last_chat: Mutex::new(None),
+            cursors: Mutex::new(load_cursors(&host)),
         });
         let running = Running {
             shared: Arc::clone(&shared),
@@ -172,11 +178,17 @@ impl Plugin for Discord {
             .as_ref()
             .ok_or_else(|| PluginError::failed("discord is not configured ([plugins.discord])"))?;
         let mut last = None;
-        for piece in split::split(&message.text, split::MAX_CHARS) {
+        for (n, piece) in split::split(&message.text, split::MAX_CHARS)
+            .iter()
+            .enumerate()
+        {
+            // The outbox may send a reply again (after a crash between the
+            // send and its record): the nonce makes Discord show it once.
+            let nonce = message.key.as_ref().map(|key| format!("{key}.{n}"));
             let id = running
                 .shared
                 .rest
-                .send_message(&message.chat, &piece, None)
+                .send_message(&message.chat, piece, None, nonce.as_deref())
                 .map_err(|e| PluginError::Failed(e.to_string()))?;
             last = Some(id);
         }
@@ -239,38 +251,15 @@ impl Handler for Shared {
                 let user = data["user"]["username"].as_str().unwrap_or("the bot");
                 tracing::info!("discord: connected as {user}");
                 *lock(&self.bot) = id;
-                true
+                // A new session replays nothing: what came while there was
+                // none is read from each channel's history.
+                self.catch_up()
             }
             "INTERACTION_CREATE" => {
                 self.pressed(data);
                 true
             }
-            "MESSAGE_CREATE" => {
-                let bot = lock(&self.bot).clone();
-                let Some(incoming) = self.settings.gate.classify(data, bot.as_deref()) else {
-                    return true;
-                };
-                *lock(&self.last_chat) = Some(incoming.channel_id.clone());
-                let mut text = incoming.text;
-                for file in &incoming.files {
-                    // Files arrive in a later step; until then the agent is
-                    // told of them, not left unaware.
-                    text.push_str(&format!(
-                        "\n[attached: {} ({} bytes), not downloaded]",
-                        file.name, file.size
-                    ));
-                }
-                let message = InboundMessage {
-                    channel: CHANNEL.into(),
-                    idempotency_key: incoming.id,
-                    sender: incoming.author_id,
-                    chat: Some(incoming.channel_id),
-                    text: text.trim().to_owned(),
-                    attachments: Vec::new(),
-                    sender_name: incoming.author_name,
-                };
-                self.submit(&Submission::Message(message))
-            }
+            "MESSAGE_CREATE" => self.take_message(data),
             _ => true,
         }
     }
@@ -291,6 +280,87 @@ impl Handler for Shared {
 }
 
 impl Shared {
+    /// A `MESSAGE_CREATE` (live, replayed, or read back after a restart):
+    /// through the gate to the host's inbox. `true` once stored (or
+    /// dropped by the gate, or refused as malformed); the channel's cursor
+    /// then moves past it.
+    fn take_message(&self, data: &Value) -> bool {
+        let bot = lock(&self.bot).clone();
+        let Some(incoming) = self.settings.gate.classify(data, bot.as_deref()) else {
+            return true;
+        };
+        *lock(&self.last_chat) = Some(incoming.channel_id.clone());
+        let mut text = incoming.text;
+        for file in &incoming.files {
+            // Files arrive in a later step; until then the agent is told
+            // of them, not left unaware.
+            text.push_str(&format!(
+                "\n[attached: {} ({} bytes), not downloaded]",
+                file.name, file.size
+            ));
+        }
+        let (channel, id) = (incoming.channel_id.clone(), incoming.id.clone());
+        let message = InboundMessage {
+            channel: CHANNEL.into(),
+            idempotency_key: incoming.id,
+            sender: incoming.author_id,
+            chat: Some(incoming.channel_id),
+            text: text.trim().to_owned(),
+            attachments: Vec::new(),
+            sender_name: incoming.author_name,
+        };
+        let stored = self.submit(&Submission::Message(message));
+        if stored {
+            self.advance(&channel, &id);
+        }
+        stored
+    }
+
+    /// Reads what each known channel got after its cursor (the daemon was
+    /// stopped, or a session could not be resumed) and takes it, oldest
+    /// first. A message already stored is stored once: its id is the
+    /// idempotency key.
+    fn catch_up(&self) -> bool {
+        let cursors = lock(&self.cursors).clone();
+        for (channel, after) in cursors {
+            match self.rest.messages_after(&channel, &after) {
+                Ok(messages) => {
+                    for message in &messages {
+                        if !self.take_message(message) {
+                            return false;
+                        }
+                    }
+                    if !messages.is_empty() {
+                        tracing::info!(
+                            channel,
+                            count = messages.len(),
+                            "discord: read what came while away"
+                        );
+                    }
+                }
+                Err(e) => tracing::warn!("discord: cannot read what came while away: {e}"),
+            }
+        }
+        true
+    }
+
+    /// Moves `channel`'s cursor to message `id` if it is newer, and saves it.
+    fn advance(&self, channel: &str, id: &str) {
+        let saved = {
+            let mut cursors = lock(&self.cursors);
+            let current = cursors.get(channel);
+            if current.is_some_and(|c| !rest::newer(id, c)) {
+                return;
+            }
+            cursors.insert(channel.to_owned(), id.to_owned());
+            serde_json::to_value(&*cursors).unwrap_or_default()
+        };
+        let request = serde_json::json!({ "key": CURSORS, "value": saved });
+        if let Err(e) = self.host.call(service::KV_SET, &request) {
+            tracing::warn!("discord: cannot save where each channel was read to: {e}");
+        }
+    }
+
     /// Shows `request` as a card with buttons in each owner's direct
     /// messages. A card that cannot be shown leaves the request
     /// unanswered, and the host denies it at its timeout: failing closed.
@@ -306,7 +376,10 @@ impl Shared {
                     continue;
                 }
             };
-            match self.rest.send_message(&channel, &text, Some(&buttons)) {
+            match self
+                .rest
+                .send_message(&channel, &text, Some(&buttons), None)
+            {
                 Ok(message) => shown.push(Card {
                     channel,
                     message,
@@ -388,6 +461,18 @@ impl Shared {
             }
         }
     }
+}
+
+/// The key under which the channels' cursors are kept.
+const CURSORS: &str = "cursors";
+
+/// The channels' cursors as the host's store kept them (none on a first
+/// start, or if the store cannot say).
+fn load_cursors(host: &Host) -> BTreeMap<String, String> {
+    host.call(service::KV_GET, &serde_json::json!({ "key": CURSORS }))
+        .ok()
+        .and_then(|answer| serde_json::from_value(answer["value"].clone()).ok())
+        .unwrap_or_default()
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

@@ -78,20 +78,42 @@ impl Rest {
     }
 
     /// Sends `content` to `channel`, with message `components` (buttons)
-    /// if any; the new message's id. Mentions in it ping nobody.
+    /// if any; the new message's id. Mentions in it ping nobody. With a
+    /// `nonce` (at most 25 characters), Discord creates the message once
+    /// however often it is sent within a few minutes: a send repeated
+    /// after a crash is not shown twice.
     pub fn send_message(
         &self,
         channel: &str,
         content: &str,
         components: Option<&Value>,
+        nonce: Option<&str>,
     ) -> Result<String, RestError> {
         let path = format!("/channels/{channel}/messages");
         let mut body = json!({ "content": content, "allowed_mentions": { "parse": [] } });
         if let Some(components) = components {
             body["components"] = components.clone();
         }
+        if let Some(nonce) = nonce {
+            body["nonce"] = Value::String(nonce.chars().take(25).collect());
+            body["enforce_nonce"] = Value::Bool(true);
+        }
         let answer = self.request(reqwest::Method::POST, &path, Some(body))?;
         Ok(answer["id"].as_str().unwrap_or_default().to_owned())
+    }
+
+    /// The messages of `channel` after message `after`, oldest first (at
+    /// most 100: what a day away leaves in a direct message).
+    pub fn messages_after(&self, channel: &str, after: &str) -> Result<Vec<Value>, RestError> {
+        let path = format!("/channels/{channel}/messages?after={after}&limit=100");
+        let answer = self.request(reqwest::Method::GET, &path, None)?;
+        let mut messages = answer.as_array().cloned().unwrap_or_default();
+        // Ids grow with time; as numbers, a longer id is a later one.
+        messages.sort_by_key(|m| {
+            let id = m["id"].as_str().unwrap_or_default().to_owned();
+            (id.len(), id)
+        });
+        Ok(messages)
     }
 
     /// Replaces message `id`'s text in `channel` and takes its buttons away.
@@ -251,6 +273,12 @@ impl Rest {
     }
 }
 
+/// Whether snowflake `a` is newer than `b` (ids grow with time; compared
+/// as numbers, so a longer id is a newer one).
+pub fn newer(a: &str, b: &str) -> bool {
+    (a.len(), a) > (b.len(), b)
+}
+
 /// A header's seconds (`"1.25"`).
 fn seconds(text: &str) -> Option<Duration> {
     text.trim()
@@ -263,6 +291,14 @@ fn seconds(text: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn snowflakes_compare_as_numbers() {
+        assert!(newer("1000", "999"));
+        assert!(newer("1234567890123456790", "1234567890123456789"));
+        assert!(!newer("999", "1000"));
+        assert!(!newer("5", "5"));
+    }
 
     #[test]
     fn reset_headers_are_read_as_seconds() {
