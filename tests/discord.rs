@@ -281,3 +281,37 @@ fn what_came_while_the_daemon_was_killed_is_answered_once_after_it_starts() {
     assert_eq!(asked.len(), 2, "the first message was not answered again");
     assert!(asked[1].contains("while you were away"));
 }
+
+#[test]
+fn a_file_reaches_the_agent_and_one_over_the_cap_is_named_with_why() {
+    let s = setup(TOKEN);
+    s.llm.push(anthropic_text("Read it."));
+    s.llm.push(anthropic_text("Too big."));
+    let _daemon = daemon(&s);
+    assert!(s.discord.wait_connected(WAIT));
+    s.discord.dm_with_file(
+        OWNER,
+        "what does it say?",
+        "notes.txt",
+        b"the word is marmalade\n",
+        22,
+    );
+    assert_eq!(s.discord.wait_sent(1, WAIT)[0].content, "Read it.");
+    let asked = s.llm.requests()[0].body.to_string();
+    assert!(
+        asked.contains("notes.txt") && asked.contains("marmalade"),
+        "{asked}"
+    );
+    let saved = s.home.home().join("attachments/discord");
+    let files: Vec<_> = std::fs::read_dir(&saved).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "saved under {}", saved.display());
+    // Said to be 30 MiB: not fetched at all.
+    s.discord
+        .dm_with_file(OWNER, "and this?", "huge.bin", b"small really", 30 << 20);
+    assert_eq!(s.discord.wait_sent(2, WAIT)[1].content, "Too big.");
+    let asked = s.llm.requests()[1].body.to_string();
+    assert!(
+        asked.contains("huge.bin was not downloaded") && asked.contains("over the"),
+        "{asked}"
+    );
+}

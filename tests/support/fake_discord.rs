@@ -20,7 +20,7 @@ use tungstenite::Message;
 use tungstenite::protocol::CloseFrame;
 use tungstenite::protocol::frame::coding::CloseCode;
 
-use crate::http_server::{HttpRequest, read_request, wait_until, write_json};
+use crate::http_server::{HttpRequest, read_request, wait_until, write_bytes, write_json};
 
 /// The bot's user id.
 pub const BOT_ID: &str = "900000000000000001";
@@ -87,6 +87,8 @@ struct State {
     reads: Vec<(String, String)>,
     /// The nonce of each sent message ("" for none), as `sent`.
     nonces: Vec<String>,
+    /// Files served at `/files/<name>`, as Discord's CDN serves attachments.
+    files: Vec<(String, Vec<u8>)>,
     connected: bool,
 }
 
@@ -130,7 +132,34 @@ impl FakeDiscord {
     /// `author` writes `content` to the bot in a direct message (channel
     /// `dm-<author>`).
     pub fn dm(&self, author: &str, content: &str) {
-        self.dispatch_message(author, None, &format!("dm-{author}"), content, &[]);
+        self.dispatch_message(
+            author,
+            None,
+            &format!("dm-{author}"),
+            content,
+            &[],
+            Vec::new(),
+        );
+    }
+
+    /// As [`FakeDiscord::dm`], with a file attached: `bytes` served as
+    /// `name`, and `size` as the message says it (a lie, if it differs).
+    pub fn dm_with_file(&self, author: &str, content: &str, name: &str, bytes: &[u8], size: u64) {
+        let url = {
+            let mut state = self.lock();
+            state.files.push((name.to_owned(), bytes.to_vec()));
+            format!("{}/files/{name}", self.api_url.trim_end_matches("/api/v10"))
+        };
+        let file = json!({ "id": "1", "filename": name, "size": size, "url": url,
+            "proxy_url": url, "content_type": "text/plain; charset=utf-8" });
+        self.dispatch_message(
+            author,
+            None,
+            &format!("dm-{author}"),
+            content,
+            &[],
+            vec![file],
+        );
     }
 
     /// `author` writes `content` in guild channel `channel`, mentioning
@@ -141,7 +170,14 @@ impl FakeDiscord {
         } else {
             (content.to_owned(), Vec::new())
         };
-        self.dispatch_message(author, Some("guild-1"), channel, &content, &mentions);
+        self.dispatch_message(
+            author,
+            Some("guild-1"),
+            channel,
+            &content,
+            &mentions,
+            Vec::new(),
+        );
     }
 
     fn dispatch_message(
@@ -151,6 +187,7 @@ impl FakeDiscord {
         channel: &str,
         content: &str,
         mentions: &[&str],
+        attachments: Vec<Value>,
     ) {
         let mut state = self.lock();
         state.seq += 1;
@@ -162,7 +199,7 @@ impl FakeDiscord {
                 "content": content,
                 "author": { "id": author, "username": format!("user{author}") },
                 "mentions": mentions.iter().map(|id| json!({ "id": id })).collect::<Vec<_>>(),
-                "attachments": [],
+                "attachments": attachments,
             }
         });
         state.history.push(payload["d"].clone());
@@ -264,6 +301,22 @@ fn serve_rest(stream: TcpStream, shared: &Shared, gateway_url: &str) -> io::Resu
     let mut reader = BufReader::new(stream.try_clone()?);
     let mut out = stream;
     while let Some(request) = read_request(&mut reader)? {
+        // The CDN: attachments, with no token (its URLs are signed).
+        if let Some(name) = request.target.strip_prefix("/files/") {
+            let file = lock(shared)
+                .files
+                .iter()
+                .find(|(n, _)| n == name)
+                .map(|(_, b)| b.clone());
+            match file {
+                Some(bytes) => write_bytes(&mut out, 200, "text/plain; charset=utf-8", &bytes)?,
+                None => write_json(&mut out, 404, &[], r#"{"message": "404: Not Found"}"#)?,
+            }
+            if !request.keep_alive {
+                return Ok(());
+            }
+            continue;
+        }
         let (status, headers, body) = answer(&request, shared, gateway_url);
         if status == 204 {
             // No content, and no length: as Discord answers.

@@ -6,6 +6,7 @@
 //! allowed_user_ids = ["123456789012345678"]   # whose direct messages get in
 //! allowed_channel_ids = []               # guild channels where a mention gets in
 //! unknown_sender = "silent"              # or "pairing", as for Telegram
+//! # max_file_bytes = 26214400            # attachments over this are not downloaded
 //! # api_url = "https://discord.com/api/v10"
 //! # gateway_url = "wss://gateway.discord.gg"   # default: asked of the API
 //! ```
@@ -22,6 +23,9 @@ use crate::gate::Gate;
 
 /// The REST API's base.
 pub const DEFAULT_API_URL: &str = "https://discord.com/api/v10";
+/// The largest attachment downloaded by default: Discord's own limit for
+/// a bot's uploads, 25 MiB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 25 << 20;
 
 /// The settings of a configured Discord channel.
 #[derive(Clone, Debug, PartialEq)]
@@ -37,6 +41,8 @@ pub struct Settings {
     /// What a sender who passed the gate but is neither the owner nor a
     /// contact gets.
     pub unknown_sender: UnknownSender,
+    /// Attachments over this size are not downloaded.
+    pub max_file_bytes: u64,
 }
 
 #[derive(Deserialize)]
@@ -50,6 +56,7 @@ struct Raw {
     #[serde(default)]
     allowed_channel_ids: Vec<String>,
     unknown_sender: Option<Value>,
+    max_file_bytes: Option<u64>,
 }
 
 /// Reads the table; `Ok(None)` means not configured.
@@ -118,6 +125,11 @@ pub fn parse(config: Value) -> Result<Option<Settings>, String> {
             channels: raw.allowed_channel_ids,
         },
         unknown_sender,
+        max_file_bytes: match raw.max_file_bytes {
+            None => DEFAULT_MAX_FILE_BYTES,
+            Some(n @ 1..=4_294_967_296) => n,
+            Some(n) => return Err(bad("max_file_bytes", format!("{n} is not 1 to 4294967296"))),
+        },
     }))
 }
 
@@ -177,6 +189,10 @@ mod tests {
                 "unknown_sender",
             ),
             (json!({ "token": "t", "colour": 1 }), "colour"),
+            (
+                json!({ "token": "t", "max_file_bytes": 0 }),
+                "max_file_bytes",
+            ),
         ] {
             let why = parse(table.clone()).unwrap_err();
             assert!(

@@ -47,7 +47,13 @@ pub struct FileRef {
     pub size: u64,
     /// Its media type, if Discord says.
     pub mime: Option<String>,
+    /// A voice message the sender recorded (the message's
+    /// `IS_VOICE_MESSAGE` flag), not an audio file they sent.
+    pub voice: bool,
 }
+
+/// The message flag of a voice message.
+const IS_VOICE_MESSAGE: u64 = 1 << 13;
 
 impl Gate {
     /// A `MESSAGE_CREATE`'s data, if it gets through; `bot` is the bot's
@@ -72,6 +78,7 @@ impl Gate {
         }
         let content = message["content"].as_str().unwrap_or_default();
         let text = strip_mention(content, bot);
+        let voice = message["flags"].as_u64().unwrap_or(0) & IS_VOICE_MESSAGE != 0;
         let files: Vec<FileRef> = message["attachments"]
             .as_array()
             .into_iter()
@@ -82,6 +89,7 @@ impl Gate {
                     name: a["filename"].as_str().unwrap_or("file").to_owned(),
                     size: a["size"].as_u64().unwrap_or(0),
                     mime: a["content_type"].as_str().map(str::to_owned),
+                    voice,
                 })
             })
             .collect();
@@ -194,8 +202,11 @@ mod tests {
                 name: "a.png".into(),
                 size: 1234,
                 mime: Some("image/png".into()),
+                voice: false,
             }]
         );
+        m["flags"] = json!(1 << 13);
+        assert!(gate().classify(&m, Some("900")).unwrap().files[0].voice);
     }
 
     #[test]

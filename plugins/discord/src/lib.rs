@@ -1,8 +1,8 @@
 //! The Discord channel: a bot on the Gateway WebSocket and the REST API,
 //! built like Telegram's: durable, honest about its health, behind the
-//! same gates. Being built in steps (issue 35): text messages in and out,
-//! "typing…" while a turn runs, and approval cards with buttons are here;
-//! attachments are next.
+//! same gates: messages and files in, replies out, "typing…" while a turn
+//! runs, approval cards with buttons, and nothing lost or doubled across a
+//! dropped connection or a restart.
 //!
 //! - `config`: `[plugins.discord]`;
 //! - `gateway`: the Gateway session as a state machine (identify or
@@ -27,13 +27,15 @@ pub mod rest;
 pub mod split;
 
 use std::collections::{BTreeMap, HashMap};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use hearth_sdk::files::safe_file_name;
 use hearth_sdk::protocol::{
-    ChannelEvent, ChannelSpec, ChannelState, ChannelStatus, ConfirmationAnswer,
+    Attachment, ChannelEvent, ChannelSpec, ChannelState, ChannelStatus, ConfirmationAnswer,
     ConfirmationRequest, Description, InboundMessage, OutboundMessage, SendReceipt, Submission,
     service,
 };
@@ -81,6 +83,8 @@ struct Shared {
     dms: Mutex<HashMap<String, String>>,
     /// Where the last message that got in came from: "typing…" goes there.
     last_chat: Mutex<Option<String>>,
+    /// Where attachments are saved: `$HEARTH_HOME/attachments/discord`.
+    files_dir: PathBuf,
     /// The newest stored message of each channel that ever got one in,
     /// kept in the host's store (`kv`): after a restart, what came
     /// meanwhile is read from there on.
@@ -121,6 +125,7 @@ impl Plugin for Discord {
             cards: Mutex::default(),
             dms: Mutex::default(),
             last_chat: Mutex::new(None),
+            files_dir: PathBuf::from(&info.home).join("attachments").join(CHANNEL),
             cursors: Mutex::new(load_cursors(&host)),
         });
         let running = Running {
@@ -291,13 +296,13 @@ impl Shared {
         };
         *lock(&self.last_chat) = Some(incoming.channel_id.clone());
         let mut text = incoming.text;
-        for file in &incoming.files {
-            // Files arrive in a later step; until then the agent is told
-            // of them, not left unaware.
-            text.push_str(&format!(
-                "\n[attached: {} ({} bytes), not downloaded]",
-                file.name, file.size
-            ));
+        let mut attachments = Vec::new();
+        for (n, file) in incoming.files.iter().enumerate() {
+            match self.download(&incoming.id, n, file) {
+                Ok(attachment) => attachments.push(attachment),
+                // The agent is told of a file it did not get, and why.
+                Err(why) => text.push_str(&format!("\n[{} was not downloaded: {why}]", file.name)),
+            }
         }
         let (channel, id) = (incoming.channel_id.clone(), incoming.id.clone());
         let message = InboundMessage {
@@ -306,7 +311,7 @@ impl Shared {
             sender: incoming.author_id,
             chat: Some(incoming.channel_id),
             text: text.trim().to_owned(),
-            attachments: Vec::new(),
+            attachments,
             sender_name: incoming.author_name,
         };
         let stored = self.submit(&Submission::Message(message));
@@ -314,6 +319,37 @@ impl Shared {
             self.advance(&channel, &id);
         }
         stored
+    }
+
+    /// Saves attachment `n` of message `id` under the attachments folder.
+    fn download(&self, id: &str, n: usize, file: &gate::FileRef) -> Result<Attachment, String> {
+        let cap = self.settings.max_file_bytes;
+        if file.size > cap {
+            return Err(format!(
+                "it is {} bytes, over the {cap}-byte limit",
+                file.size
+            ));
+        }
+        let bytes = self.rest.download(&file.url, cap)?;
+        let local = self
+            .files_dir
+            .join(format!("{id}-{n}-{}", safe_file_name(&file.name)));
+        std::fs::create_dir_all(&self.files_dir)
+            .and_then(|()| std::fs::write(&local, &bytes))
+            .map_err(|e| format!("cannot save it to {}: {e}", local.display()))?;
+        Ok(Attachment {
+            id: format!("{id}-{n}"),
+            name: file.name.clone(),
+            mime: file
+                .mime
+                .clone()
+                .unwrap_or_else(|| "application/octet-stream".into()),
+            size: bytes.len() as u64,
+            path: local.display().to_string(),
+            url: None,
+            transcript: None,
+            voice: file.voice,
+        })
     }
 
     /// Reads what each known channel got after its cursor (the daemon was

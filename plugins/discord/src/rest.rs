@@ -116,6 +116,38 @@ impl Rest {
         Ok(messages)
     }
 
+    /// The bytes of an attachment at `url`, at most `cap` of them. Only
+    /// Discord's own file hosts are fetched (or, for a test's fake, the
+    /// API's own loopback address): a message cannot send the bot to an
+    /// address of its choosing.
+    pub fn download(&self, url: &str, cap: u64) -> Result<Vec<u8>, String> {
+        use std::io::Read;
+        if !serves_files(&self.base, url) {
+            return Err(format!("{url} is not one of Discord's file hosts"));
+        }
+        let response = self
+            .client
+            .get(url)
+            .timeout(Duration::from_secs(120))
+            .send()
+            .map_err(|e| format!("the download failed: {}", e.without_url()))?;
+        if !response.status().is_success() {
+            return Err(format!("the download failed: {}", response.status()));
+        }
+        if let Some(size) = response.content_length().filter(|s| *s > cap) {
+            return Err(format!("it is {size} bytes, over the {cap}-byte limit"));
+        }
+        let mut bytes = Vec::new();
+        response
+            .take(cap + 1)
+            .read_to_end(&mut bytes)
+            .map_err(|e| format!("the download broke off: {e}"))?;
+        if bytes.len() as u64 > cap {
+            return Err(format!("it is over the {cap}-byte limit"));
+        }
+        Ok(bytes)
+    }
+
     /// Replaces message `id`'s text in `channel` and takes its buttons away.
     pub fn edit_message(&self, channel: &str, id: &str, content: &str) -> Result<(), RestError> {
         let path = format!("/channels/{channel}/messages/{id}");
@@ -273,6 +305,27 @@ impl Rest {
     }
 }
 
+/// Whether `url` is one of Discord's file hosts, or (for a test's fake)
+/// the loopback origin of the API at `base`.
+fn serves_files(base: &str, url: &str) -> bool {
+    let Ok(parsed) = reqwest::Url::parse(url) else {
+        return false;
+    };
+    let host = parsed.host_str().unwrap_or_default();
+    let discord = ["discordapp.com", "discordapp.net", "discord.com"]
+        .iter()
+        .any(|d| host == *d || host.ends_with(&format!(".{d}")));
+    if parsed.scheme() == "https" && discord {
+        return true;
+    }
+    // A test's fake: the API's own loopback origin.
+    reqwest::Url::parse(base).is_ok_and(|base| {
+        base.scheme() == "http"
+            && base.host_str() == Some("127.0.0.1")
+            && base.origin() == parsed.origin()
+    })
+}
+
 /// Whether snowflake `a` is newer than `b` (ids grow with time; compared
 /// as numbers, so a longer id is a newer one).
 pub fn newer(a: &str, b: &str) -> bool {
@@ -291,6 +344,25 @@ fn seconds(text: &str) -> Option<Duration> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_discords_file_hosts_are_fetched() {
+        let base = "https://discord.com/api/v10";
+        for (url, fetched) in [
+            ("https://cdn.discordapp.com/attachments/1/2/a.png", true),
+            ("https://media.discordapp.net/x.png", true),
+            ("http://cdn.discordapp.com/a.png", false),
+            ("https://discordapp.com.evil.example/a.png", false),
+            ("https://192.168.1.1/router", false),
+            ("http://127.0.0.1:8080/files/canvas.token", false),
+            ("not a url", false),
+        ] {
+            assert_eq!(serves_files(base, url), fetched, "{url}");
+        }
+        let fake = "http://127.0.0.1:4000/api/v10";
+        assert!(serves_files(fake, "http://127.0.0.1:4000/files/a.txt"));
+        assert!(!serves_files(fake, "http://127.0.0.1:8080/files/a.txt"));
+    }
 
     #[test]
     fn snowflakes_compare_as_numbers() {
