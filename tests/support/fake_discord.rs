@@ -42,6 +42,8 @@ pub struct Sent {
     pub components: Value,
     /// How many times it was edited.
     pub edits: u32,
+    /// When the request that made it arrived.
+    pub received: Instant,
 }
 
 /// The running fake.
@@ -87,6 +89,9 @@ struct State {
     reads: Vec<(String, String)>,
     /// The nonce of each sent message ("" for none), as `sent`.
     nonces: Vec<String>,
+    /// When each dispatch was written to the bot's connection, by its
+    /// sequence number.
+    written: Vec<(u64, Instant)>,
     /// Files served at `/files/<name>`, as Discord's CDN serves attachments.
     files: Vec<(String, Vec<u8>)>,
     connected: bool,
@@ -206,6 +211,11 @@ impl FakeDiscord {
         state.dispatched.push((seq, payload.clone()));
         state.pending.push((seq, payload));
         self.shared.changed.notify_all();
+    }
+
+    /// When the last dispatch was written to the bot's connection.
+    pub fn last_written(&self) -> Option<Instant> {
+        self.lock().written.last().map(|(_, at)| *at)
     }
 
     /// The history reads the bot made: (channel, after).
@@ -443,6 +453,7 @@ fn answer(
                 content: content.clone(),
                 components: body["components"].clone(),
                 edits: 0,
+                received: Instant::now(),
             });
             shared.changed.notify_all();
             (
@@ -538,10 +549,11 @@ fn serve_gateway(stream: TcpStream, shared: &Shared, url: &str) {
                 let _ = stream.shutdown(std::net::Shutdown::Both);
                 return;
             }
-            for (_, payload) in pending {
+            for (seq, payload) in pending {
                 if send(&mut socket, payload).is_err() {
                     return;
                 }
+                lock(shared).written.push((seq, Instant::now()));
             }
         } else if started.elapsed() > Duration::from_secs(10) {
             return;

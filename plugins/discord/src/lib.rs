@@ -31,7 +31,7 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use hearth_sdk::files::safe_file_name;
 use hearth_sdk::protocol::{
@@ -48,6 +48,10 @@ use rest::Rest;
 
 /// The channel's name.
 pub const CHANNEL: &str = "discord";
+/// The least time between two saves of the channels' cursors: a save is a
+/// store write, and a cursor behind by a second costs only a re-read of
+/// messages the inbox already holds (their ids make them no-ops).
+const SAVE_EVERY: Duration = Duration::from_secs(1);
 /// The longest wait between two tries of a message the host did not take.
 const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
 
@@ -89,6 +93,8 @@ struct Shared {
     /// kept in the host's store (`kv`): after a restart, what came
     /// meanwhile is read from there on.
     cursors: Mutex<BTreeMap<String, String>>,
+    /// When the cursors were last saved, and whether they changed since.
+    saved: Mutex<(Option<Instant>, bool)>,
 }
 
 impl Plugin for Discord {
@@ -127,6 +133,7 @@ impl Plugin for Discord {
             last_chat: Mutex::new(None),
             files_dir: PathBuf::from(&info.home).join("attachments").join(CHANNEL),
             cursors: Mutex::new(load_cursors(&host)),
+            saved: Mutex::new((None, false)),
         });
         let running = Running {
             shared: Arc::clone(&shared),
@@ -244,6 +251,7 @@ impl Plugin for Discord {
             if let Some(thread) = lock(&running.thread).take() {
                 let _ = thread.join();
             }
+            running.shared.save_cursors();
         }
     }
 }
@@ -380,18 +388,37 @@ impl Shared {
         true
     }
 
-    /// Moves `channel`'s cursor to message `id` if it is newer, and saves it.
+    /// Moves `channel`'s cursor to message `id` if it is newer, and saves
+    /// the cursors if the last save is a second old.
     fn advance(&self, channel: &str, id: &str) {
-        let saved = {
+        {
             let mut cursors = lock(&self.cursors);
-            let current = cursors.get(channel);
-            if current.is_some_and(|c| !rest::newer(id, c)) {
+            if cursors.get(channel).is_some_and(|c| !rest::newer(id, c)) {
                 return;
             }
             cursors.insert(channel.to_owned(), id.to_owned());
-            serde_json::to_value(&*cursors).unwrap_or_default()
+        }
+        let due = {
+            let mut saved = lock(&self.saved);
+            saved.1 = true;
+            saved.0.is_none_or(|at| at.elapsed() >= SAVE_EVERY)
         };
-        let request = serde_json::json!({ "key": CURSORS, "value": saved });
+        if due {
+            self.save_cursors();
+        }
+    }
+
+    /// Saves the cursors in the host's store, if they changed.
+    fn save_cursors(&self) {
+        {
+            let mut saved = lock(&self.saved);
+            if !saved.1 {
+                return;
+            }
+            *saved = (Some(Instant::now()), false);
+        }
+        let cursors = serde_json::to_value(&*lock(&self.cursors)).unwrap_or_default();
+        let request = serde_json::json!({ "key": CURSORS, "value": cursors });
         if let Err(e) = self.host.call(service::KV_SET, &request) {
             tracing::warn!("discord: cannot save where each channel was read to: {e}");
         }
