@@ -176,15 +176,23 @@ fn stop_withdraws_a_pending_confirmation_and_the_call_never_runs() {
         .find(|e| e["kind"] == "confirmation_decided")
         .expect("the card was taken down");
     assert_eq!(decided["decided_by"], "stop");
-    let row: (String, String) = h
-        .db()
-        .query_row(
-            "SELECT outcome, approval FROM audit WHERE tool = 'probe_exec'",
-            [],
-            |r| Ok((r.get(0)?, r.get(1)?)),
-        )
-        .unwrap();
-    assert_eq!(row, ("cancelled".to_owned(), "cancelled".to_owned()));
+    // The audit thread writes the row; the reply may come first.
+    let audited = || -> Option<(String, String)> {
+        h.db()
+            .query_row(
+                "SELECT outcome, approval FROM audit WHERE tool = 'probe_exec'",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .ok()
+    };
+    eventually(Duration::from_secs(10), "the audit row", || {
+        audited().is_some()
+    });
+    assert_eq!(
+        audited(),
+        Some(("cancelled".to_owned(), "cancelled".to_owned()))
+    );
 }
 
 #[test]

@@ -243,9 +243,14 @@ impl Runtime {
             ChannelEvents::default()
         });
         if daemon {
+            let shown: Vec<Arc<dyn hearth_plugins::views::Shows>> = plugins
+                .active()
+                .iter()
+                .map(|p| Arc::clone(p) as Arc<dyn hearth_plugins::views::Shows>)
+                .collect();
             bridge.serve_views(hearth_plugins::views::Views::new(
                 Arc::clone(&events),
-                plugins.active(),
+                &shown,
             ));
         }
         let reach = Arc::new(Reach {

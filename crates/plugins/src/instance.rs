@@ -331,6 +331,17 @@ impl ActivePlugin {
 
 /// The outbox and channel events deliver to a plugin through this, and
 /// know nothing else of plugins.
+impl crate::views::Shows for ActivePlugin {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    fn view_input(&self, payload: &[u8]) -> Result<Vec<u8>, String> {
+        self.invoke(hearth_sdk::protocol::method::VIEW_INPUT, payload)
+            .map_err(|e| e.to_string())
+    }
+}
+
 impl hearth_base::channels::Channel for ActivePlugin {
     fn spec(&self) -> Option<&hearth_sdk::protocol::ChannelSpec> {
         self.description().channel.as_ref()

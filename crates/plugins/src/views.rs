@@ -16,9 +16,8 @@ use std::sync::{Arc, Weak};
 
 use base64::Engine;
 use hearth_sdk::abi::status;
-use hearth_sdk::protocol::{ChannelEvent, ChannelSpec, ViewFrame, ViewInputRequest, method};
+use hearth_sdk::protocol::{ChannelEvent, ChannelSpec, ViewFrame, ViewInputRequest};
 
-use super::instance::ActivePlugin;
 use hearth_base::channels::events::ChannelEvents;
 
 /// The largest `view.show` request: a frame of a large screen, base64.
@@ -35,17 +34,26 @@ pub struct Views {
     events: Arc<ChannelEvents>,
     /// Every plugin, by name, for the actions on its view. Weak: the
     /// plugins hold the bridge that holds this.
-    plugins: Vec<(String, Weak<ActivePlugin>)>,
+    plugins: Vec<(String, Weak<dyn Shows>)>,
+}
+
+/// A plugin the owner's actions on its view go to (a loaded plugin, in
+/// `instance`: a trait here, so this file needs nothing above it).
+pub trait Shows: Send + Sync {
+    /// The plugin's name.
+    fn name(&self) -> &str;
+    /// Calls its `view.input` method with `payload`; its answer.
+    fn view_input(&self, payload: &[u8]) -> Result<Vec<u8>, String>;
 }
 
 impl Views {
     /// Views shown through `events`, acted on in `plugins`.
-    pub fn new(events: Arc<ChannelEvents>, plugins: &[Arc<ActivePlugin>]) -> Views {
+    pub fn new(events: Arc<ChannelEvents>, plugins: &[Arc<dyn Shows>]) -> Views {
         Views {
             events,
             plugins: plugins
                 .iter()
-                .map(|p| (p.name.clone(), Arc::downgrade(p)))
+                .map(|p| (p.name().to_owned(), Arc::downgrade(p)))
                 .collect(),
         }
     }
@@ -93,10 +101,10 @@ impl Views {
             );
         };
         let payload = serde_json::to_vec(&request.input).unwrap_or_default();
-        tracing::debug!(channel = %channel.name, plugin = %plugin.name, "the owner acts on a live view");
-        match plugin.invoke(method::VIEW_INPUT, &payload) {
+        tracing::debug!(channel = %channel.name, plugin = %plugin.name(), "the owner acts on a live view");
+        match plugin.view_input(&payload) {
             Ok(answer) => (status::OK, String::from_utf8_lossy(&answer).into_owned()),
-            Err(e) => (status::ERROR, e.to_string()),
+            Err(e) => (status::ERROR, e),
         }
     }
 }

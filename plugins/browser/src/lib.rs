@@ -11,6 +11,7 @@
 //! - `page`: the actions, and `snapshot.js`, the page as numbered text;
 //! - `live`: the current tab shown to the owner as it works, and the
 //!   owner's clicks and keys on it;
+//! - `keys`: key presses as the protocol wants them; `tab`: what a tab is;
 //! - `downloads`: files a page downloads, capped and never misplaced;
 //! - `config`: `[plugins.browser]`.
 //!
@@ -21,11 +22,13 @@
 pub mod cdp;
 pub mod config;
 pub mod downloads;
+pub mod keys;
 pub mod launch;
 pub mod live;
 pub mod page;
 pub mod proxy;
 pub mod session;
+pub mod tab;
 
 use std::path::PathBuf;
 use std::sync::Arc;

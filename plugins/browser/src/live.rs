@@ -30,8 +30,8 @@ use hearth_sdk::protocol::{ViewFrame, ViewInput};
 use serde_json::{Value, json};
 
 use crate::cdp::{Connection, Event};
-use crate::page;
-use crate::session::Tab;
+use crate::keys;
+use crate::tab::Tab;
 
 /// The most frames a second handed to the host.
 pub const FRAMES_PER_SECOND: u32 = 4;
@@ -224,7 +224,7 @@ impl Live {
                 call("Input.insertText", json!({ "text": text }))?;
             }
             ViewInput::Key { key } => {
-                for event in page::key_events(key).map_err(|e| e.to_string())? {
+                for event in keys::key_events(key)? {
                     call("Input.dispatchKeyEvent", event)?;
                 }
             }

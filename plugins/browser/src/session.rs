@@ -24,6 +24,7 @@ use crate::downloads::{Downloads, Finished};
 use crate::launch::{self, Launch, Process};
 use crate::live::{self, Frame, Live};
 use crate::proxy::Proxy;
+pub use crate::tab::Tab;
 
 /// How long the browser itself may take to answer before it counts as
 /// hung.
@@ -36,15 +37,6 @@ struct Happenings {
     notes: Vec<String>,
     opened: Vec<String>,
     closed: Vec<String>,
-}
-
-/// One tab: its target and the protocol session attached to it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Tab {
-    /// The browser's id for the page.
-    pub target: String,
-    /// The flat session that drives it.
-    pub session: String,
 }
 
 /// A running browser with its proxy and tabs.

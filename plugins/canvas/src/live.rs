@@ -7,18 +7,14 @@
 //! never queues images on a slow connection. The owner's clicks and keys
 //! go back as `view` frames from the browser ([`crate::ws::Frame::View`])
 //! to the host, which hands them to the plugin that showed the view; they
-//! are never logged (the owner may be typing a password).
+//! are never logged (the owner may be typing a password). `server.rs`
+//! serves the image.
 
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
 
-use axum::extract::State;
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
 use base64::Engine;
 use hearth_sdk::protocol::ViewFrame;
 use serde_json::{Value, json};
-
-use crate::state::Server;
 
 /// The newest frame, if a view was shown since the canvas started.
 #[derive(Default)]
@@ -64,26 +60,19 @@ impl Live {
         Some(told)
     }
 
+    /// The newest frame's media type and image, unless the view closed
+    /// (what `GET /view/frame` serves).
+    pub fn image(&self) -> Option<(String, Vec<u8>)> {
+        lock(&self.newest)
+            .as_ref()
+            .filter(|shown| !shown.frame.closed)
+            .map(|shown| (shown.frame.mime.clone(), shown.image.clone()))
+    }
+
     /// The `view` frame for the newest frame, for a browser that connects
     /// now (`null` if no view was shown).
     pub fn hello(&self) -> Value {
         lock(&self.newest).as_ref().map_or(Value::Null, announce)
-    }
-}
-
-/// `GET /view/frame`: the newest frame's image.
-pub async fn serve(State(server): State<Arc<Server>>) -> Response {
-    let newest = lock(&server.hub.live.newest);
-    match newest.as_ref().filter(|shown| !shown.frame.closed) {
-        Some(shown) => (
-            [
-                (header::CONTENT_TYPE, shown.frame.mime.clone()),
-                (header::CACHE_CONTROL, "no-store".to_owned()),
-            ],
-            shown.image.clone(),
-        )
-            .into_response(),
-        None => (StatusCode::NOT_FOUND, "no view is shown").into_response(),
     }
 }
 
@@ -135,8 +124,10 @@ mod tests {
             .unwrap();
         assert_eq!(told["seq"], 2);
         assert_eq!(live.hello(), told);
-        let newest = lock(&live.newest);
-        assert_eq!(newest.as_ref().unwrap().image, b"\xff\xd8\xff2");
+        assert_eq!(
+            live.image(),
+            Some(("image/jpeg".to_owned(), b"\xff\xd8\xff2".to_vec()))
+        );
     }
 
     #[test]
@@ -151,5 +142,6 @@ mod tests {
         bad.data = "!!".into();
         assert!(live.take("browser".into(), bad).is_none());
         assert_eq!(live.hello()["closed"], true);
+        assert_eq!(live.image(), None, "a closed view has no image");
     }
 }

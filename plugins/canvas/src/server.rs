@@ -55,7 +55,7 @@ pub fn router(server: Arc<Server>) -> Router {
         .route("/ws", get(websocket))
         .route("/upload", post(upload).layer(DefaultBodyLimit::disable()))
         .route("/files/{*path}", get(files::serve))
-        .route("/view/frame", get(crate::live::serve))
+        .route("/view/frame", get(view_frame))
         .fallback(not_found)
         .layer(middleware::from_fn_with_state(
             Arc::clone(&server),
@@ -144,6 +144,21 @@ async fn security_headers(request: Request, next: Next) -> Response {
     );
     headers.insert(header::X_FRAME_OPTIONS, HeaderValue::from_static("DENY"));
     response
+}
+
+/// `GET /view/frame`: the live view's newest image.
+async fn view_frame(State(server): State<Arc<Server>>) -> Response {
+    match server.hub.live.image() {
+        Some((mime, image)) => (
+            [
+                (header::CONTENT_TYPE, mime),
+                (header::CACHE_CONTROL, "no-store".to_owned()),
+            ],
+            image,
+        )
+            .into_response(),
+        None => (StatusCode::NOT_FOUND, "no view is shown").into_response(),
+    }
 }
 
 async fn index() -> Response {
