@@ -260,6 +260,9 @@ mod tests {
             ("~/a", Some(user), Some(user.join("a"))),
             ("~", None, None),
             ("/srv", None, Some(PathBuf::from("/srv"))),
+            // Another user's home is no path of the owner's: kept as
+            // written, never read as a folder in the owner's home.
+            ("~anna/x", Some(user), Some(PathBuf::from("~anna/x"))),
         ];
         for (root, home, expected) in cases {
             assert_eq!(expand(root, home), expected, "{root}");
