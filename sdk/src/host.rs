@@ -106,6 +106,40 @@ impl Host {
         self.submit_json(&json)
     }
 
+    /// Submits until the host has stored it, for a channel's thread that may
+    /// wait: `BUSY` and any host fault are waited out (20 ms, doubling to
+    /// 5 s); only a submission the host calls malformed is let go unstored
+    /// (it would never be taken), and logged. `false` when the host is
+    /// closing or `stopping` says the plugin is: then keep the message
+    /// unacknowledged upstream.
+    pub fn submit_until_stored(
+        &self,
+        submission: &Submission,
+        stopping: impl Fn() -> bool,
+    ) -> bool {
+        let mut wait = std::time::Duration::from_millis(20);
+        loop {
+            match self.submit(submission) {
+                Ok(()) => return true,
+                Err(SubmitError::Invalid) => {
+                    tracing::error!("the host refused a submission as malformed");
+                    return true;
+                }
+                Err(SubmitError::Closed) => return false,
+                Err(e @ (SubmitError::Busy | SubmitError::Unavailable(_))) => {
+                    if stopping() {
+                        return false;
+                    }
+                    if !matches!(e, SubmitError::Busy) {
+                        tracing::warn!("the host failed to take a submission ({e}); trying again");
+                    }
+                    std::thread::sleep(wait);
+                    wait = (wait * 2).min(std::time::Duration::from_secs(5));
+                }
+            }
+        }
+    }
+
     /// Submits a raw JSON submission; see [`Host::submit`].
     pub fn submit_json(&self, json: &str) -> Result<(), SubmitError> {
         let Some(submit) = self.api.submit else {

@@ -39,7 +39,7 @@ use hearth_sdk::protocol::{
     ConfirmationRequest, Description, InboundMessage, OutboundMessage, SendReceipt, Submission,
     service,
 };
-use hearth_sdk::{Host, Plugin, PluginError, SubmitError};
+use hearth_sdk::{Host, Plugin, PluginError};
 use serde_json::Value;
 
 use config::Settings;
@@ -52,8 +52,6 @@ pub const CHANNEL: &str = "discord";
 /// store write, and a cursor behind by a second costs only a re-read of
 /// messages the inbox already holds (their ids make them no-ops).
 const SAVE_EVERY: Duration = Duration::from_secs(1);
-/// The longest wait between two tries of a message the host did not take.
-const MAX_RETRY_WAIT: Duration = Duration::from_secs(5);
 
 /// The plugin: inert when `[plugins.discord]` is empty.
 pub struct Discord {
@@ -496,33 +494,11 @@ impl Shared {
         self.submit(&Submission::Confirmation(answer));
     }
 
-    /// Submits until the host has it: only a malformed message is let go
-    /// unstored; a busy or failing host is waited out. `false` when the
-    /// host or the plugin is stopping.
+    /// Submits until the host has it ([`Host::submit_until_stored`]);
+    /// `false` when the host or the plugin is stopping.
     fn submit(&self, submission: &Submission) -> bool {
-        let mut wait = Duration::from_millis(20);
-        loop {
-            match self.host.submit(submission) {
-                Ok(()) => return true,
-                Err(SubmitError::Invalid) => {
-                    tracing::error!("discord: the host refused a message as malformed");
-                    return true;
-                }
-                Err(SubmitError::Closed) => return false,
-                Err(e @ (SubmitError::Busy | SubmitError::Unavailable(_))) => {
-                    if self.stop.load(Ordering::Relaxed) {
-                        return false;
-                    }
-                    if !matches!(e, SubmitError::Busy) {
-                        tracing::warn!(
-                            "discord: the host failed to take a message ({e}); trying again"
-                        );
-                    }
-                    std::thread::sleep(wait);
-                    wait = (wait * 2).min(MAX_RETRY_WAIT);
-                }
-            }
-        }
+        self.host
+            .submit_until_stored(submission, || self.stop.load(Ordering::Relaxed))
     }
 }
 

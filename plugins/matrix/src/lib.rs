@@ -34,7 +34,7 @@ use hearth_sdk::protocol::{
     ConfirmationRequest, ConfirmationState, Description, InboundMessage, OutboundMessage,
     SendReceipt, Submission, service,
 };
-use hearth_sdk::{Host, Plugin, PluginError, SubmitError};
+use hearth_sdk::{Host, Plugin, PluginError};
 use serde_json::{Value, json};
 
 use client::Client;
@@ -439,32 +439,11 @@ impl Shared {
         }
     }
 
-    /// Submits until the host has it: only a malformed message is let go;
-    /// a busy or failing host is waited out. `false` when closing.
+    /// Submits until the host has it ([`Host::submit_until_stored`]);
+    /// `false` when the host or the plugin is stopping.
     fn submit(&self, submission: &Submission) -> bool {
-        let mut wait = Duration::from_millis(20);
-        loop {
-            match self.host.submit(submission) {
-                Ok(()) => return true,
-                Err(SubmitError::Invalid) => {
-                    tracing::error!("matrix: the host refused a message as malformed");
-                    return true;
-                }
-                Err(SubmitError::Closed) => return false,
-                Err(e @ (SubmitError::Busy | SubmitError::Unavailable(_))) => {
-                    if self.stop.load(Ordering::Relaxed) {
-                        return false;
-                    }
-                    if !matches!(e, SubmitError::Busy) {
-                        tracing::warn!(
-                            "matrix: the host failed to take a message ({e}); trying again"
-                        );
-                    }
-                    std::thread::sleep(wait);
-                    wait = (wait * 2).min(Duration::from_secs(5));
-                }
-            }
-        }
+        self.host
+            .submit_until_stored(submission, || self.stop.load(Ordering::Relaxed))
     }
 
     fn health(&self, state: ChannelState, detail: String) {
