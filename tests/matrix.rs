@@ -4,12 +4,18 @@
 //! reaction or a reply, and only the owner's counts; the sync token
 //! survives a kill, so nothing is lost or answered twice; a rate-limited
 //! send waits; an encrypted room is told once that it cannot be read.
+//! Files: an image the owner sends reaches the model as an image, one over
+//! the cap is named with why, a voice message is known as one and an older
+//! server's media route is used when the new one is unknown; files the
+//! agent attaches follow the text as `m.image` and `m.file` with their
+//! bytes, and one the server refuses is named in their place.
 
 use std::time::{Duration, Instant};
 
 use hearth_tests::Hearth;
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
 use hearth_tests::fake_matrix::FakeMatrix;
+use hearth_tests::images::{images_in, jpeg};
 use serde_json::json;
 
 const TOKEN: &str = "matrix-test-token";
@@ -25,10 +31,15 @@ struct Setup {
 }
 
 fn setup(exec_log: Option<&std::path::Path>) -> Setup {
+    setup_with(exec_log, "")
+}
+
+/// A setup with `extra` lines in `[plugins.matrix]`.
+fn setup_with(exec_log: Option<&std::path::Path>, extra: &str) -> Setup {
     let matrix = FakeMatrix::start(TOKEN);
     let llm = FakeLlm::start();
     let config = format!(
-        "[plugins.matrix]\nhomeserver = {:?}\ntoken = {TOKEN:?}\nallowed_user_ids = [{OWNER:?}]\n\
+        "[plugins.matrix]\nhomeserver = {:?}\ntoken = {TOKEN:?}\nallowed_user_ids = [{OWNER:?}]\n{extra}\
          [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_API_KEY\"\n",
         matrix.url,
@@ -204,6 +215,172 @@ fn a_rate_limited_send_waits_and_an_encrypted_room_is_told_once() {
     );
     std::thread::sleep(Duration::from_millis(500));
     assert_eq!(s.matrix.wait_sent(3, Duration::from_millis(10)).len(), 2);
+}
+
+#[test]
+fn an_image_reaches_the_model_and_a_file_over_the_cap_is_named_with_why() {
+    let s = setup_with(None, "max_file_bytes = 20000\n");
+    s.llm.push(anthropic_text("A gradient."));
+    s.llm.push(anthropic_text("Too big."));
+    s.llm.push(anthropic_text("Still too big."));
+    let _daemon = started(&s);
+    s.matrix.say_file(
+        ROOM,
+        OWNER,
+        "m.image",
+        "stripes.jpg",
+        "image/jpeg",
+        &jpeg(96, 64),
+    );
+    assert_eq!(
+        s.matrix.wait_sent(1, WAIT)[0].content["body"],
+        "A gradient."
+    );
+    let images = images_in(&s.llm.requests()[0].body);
+    assert_eq!(images.len(), 1, "the image did not reach the model");
+    assert_eq!(images[0].size(), (96, 64));
+    assert_eq!(
+        s.matrix.downloads(),
+        ["/_matrix/client/v1/media/download/fake.example/media1"]
+    );
+    let saved = s.home.home().join("attachments/matrix");
+    let files: Vec<_> = std::fs::read_dir(&saved).unwrap().flatten().collect();
+    assert_eq!(files.len(), 1, "saved under {}", saved.display());
+    assert!(
+        files[0]
+            .file_name()
+            .to_string_lossy()
+            .ends_with("stripes.jpg"),
+        "{files:?}"
+    );
+    // Said to be over the cap: not fetched at all, but the message gets in.
+    s.matrix.say_file(
+        ROOM,
+        OWNER,
+        "m.file",
+        "huge.bin",
+        "application/octet-stream",
+        &[7; 30_000],
+    );
+    assert_eq!(s.matrix.wait_sent(2, WAIT)[1].content["body"], "Too big.");
+    let asked = s.llm.requests()[1].body.to_string();
+    assert!(
+        asked.contains("huge.bin was not downloaded")
+            && asked.contains("over the 20000-byte limit"),
+        "{asked}"
+    );
+    assert_eq!(s.matrix.downloads().len(), 1);
+    // Said to be small, but not: the download stops at the cap.
+    let url = s
+        .matrix
+        .store_media("liar.bin", "application/octet-stream", &[7; 30_000]);
+    s.matrix.say_content(
+        ROOM,
+        OWNER,
+        json!({ "msgtype": "m.file", "body": "liar.bin", "url": url, "info": { "size": 10 } }),
+    );
+    assert_eq!(
+        s.matrix.wait_sent(3, WAIT)[2].content["body"],
+        "Still too big."
+    );
+    let asked = s.llm.requests()[2].body.to_string();
+    assert!(
+        asked.contains("liar.bin was not downloaded") && asked.contains("limit"),
+        "{asked}"
+    );
+    assert_eq!(std::fs::read_dir(&saved).unwrap().count(), 1);
+}
+
+#[test]
+fn a_voice_message_is_known_as_one_and_an_older_server_gives_it_by_the_old_route() {
+    let s = setup(None);
+    s.matrix.legacy_media();
+    s.llm.push(anthropic_text("I got a recording."));
+    let _daemon = started(&s);
+    let url = s
+        .matrix
+        .store_media("Voice message.ogg", "audio/ogg", b"OggS not really");
+    s.matrix.say_content(
+        ROOM,
+        OWNER,
+        json!({ "msgtype": "m.audio", "body": "Voice message.ogg", "url": url,
+            "info": { "mimetype": "audio/ogg", "size": 15, "duration": 2000 },
+            "org.matrix.msc1767.audio": { "duration": 2000 }, "org.matrix.msc3245.voice": {} }),
+    );
+    // No speech-to-text here: the owner is told their voice message (not
+    // "audio file") was not heard, and the agent still answers.
+    let sent = s.matrix.wait_sent(2, WAIT);
+    let bodies: Vec<&str> = sent
+        .iter()
+        .map(|m| m.content["body"].as_str().unwrap_or(""))
+        .collect();
+    assert!(
+        bodies
+            .iter()
+            .any(|b| b.contains("Your voice message (Voice message.ogg)")),
+        "{bodies:?}"
+    );
+    assert!(bodies.contains(&"I got a recording."), "{bodies:?}");
+    assert_eq!(
+        s.matrix.downloads(),
+        ["/_matrix/media/v3/download/fake.example/media1"]
+    );
+}
+
+#[test]
+fn files_the_agent_attaches_follow_the_text_with_their_bytes() {
+    let s = setup(None);
+    let chart = s.home.write("out/chart.png", "not really a png");
+    let report = s.home.write("out/q3 report.pdf", "%PDF-1.4 report");
+    let big = s.home.write("out/big.csv", &"1,2,3\n".repeat(400));
+    for (id, path) in [("t1", &chart), ("t2", &report), ("t3", &big)] {
+        s.llm.push(anthropic_tool_use(
+            None,
+            id,
+            "attach_file",
+            &json!({ "path": path.display().to_string() }),
+        ));
+    }
+    s.llm.push(anthropic_text("Here they are."));
+    let _daemon = started(&s);
+    s.matrix.max_upload(1000);
+    s.matrix.say(ROOM, OWNER, "send me the files");
+    let sent = s.matrix.wait_sent(4, WAIT);
+    let shape: Vec<(&str, &str)> = sent
+        .iter()
+        .map(|m| {
+            (
+                m.content["msgtype"].as_str().unwrap_or(""),
+                m.content["body"].as_str().unwrap_or(""),
+            )
+        })
+        .collect();
+    assert_eq!(
+        &shape[..3],
+        [
+            ("m.text", "Here they are."),
+            ("m.image", "chart.png"),
+            ("m.file", "q3 report.pdf"),
+        ]
+    );
+    let pdf = &sent[2].content;
+    assert_eq!(pdf["info"]["mimetype"], "application/pdf");
+    assert_eq!(pdf["info"]["size"], 15);
+    let media = s
+        .matrix
+        .media(pdf["url"].as_str().unwrap())
+        .expect("the file was uploaded");
+    assert_eq!(media.bytes, b"%PDF-1.4 report");
+    assert_eq!(media.name.as_deref(), Some("q3 report.pdf"));
+    assert_eq!(media.mime, "application/pdf");
+    // Over the server's limit: named in its place, and the reply is done.
+    assert_eq!(shape[3].0, "m.notice");
+    assert!(
+        shape[3].1.contains("big.csv could not be sent"),
+        "{shape:?}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(s.matrix.wait_sent(5, Duration::from_millis(10)).len(), 4);
 }
 
 #[test]

@@ -1,10 +1,15 @@
 //! The client-server API calls the channel makes: who the bot is, `/sync`,
 //! sending (with a transaction id, so a retried send is one event), joining
-//! a room, the typing notice. A 429 `M_LIMIT_EXCEEDED` waits its
+//! a room, the typing notice, and files: downloaded through the
+//! authenticated media API (`/_matrix/client/v1/media/download`, falling
+//! back to the old `/_matrix/media/v3/download` on a server that does not
+//! know it), at most a given number of bytes, and uploaded to
+//! `/_matrix/media/v3/upload`. A 429 `M_LIMIT_EXCEEDED` waits its
 //! `retry_after_ms` and tries again; a server error is tried again a few
 //! times; any other refusal comes back with the server's `errcode` and
 //! `error`.
 
+use std::io::Read;
 use std::time::Duration;
 
 use serde_json::{Value, json};
@@ -13,6 +18,8 @@ use serde_json::{Value, json};
 const TRIES: u32 = 5;
 /// The longest wait a rate limit may ask for before the request fails.
 const MOST_WAIT: Duration = Duration::from_secs(60);
+/// How long moving one file may take: 50 MiB at under 1 MB/s.
+const FILE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// Why a request failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -37,13 +44,30 @@ pub enum ClientError {
         /// Why.
         why: String,
     },
+    /// A file is bigger than the bot takes.
+    #[error("it is {} bytes, over the {cap}-byte limit", size.map_or_else(|| "more".into(), |s| s.to_string()))]
+    TooLarge {
+        /// Its size, when the server said it.
+        size: Option<u64>,
+        /// The limit.
+        cap: u64,
+    },
 }
 
 /// A client of one account.
 pub struct Client {
     http: reqwest::blocking::Client,
-    base: String,
+    /// The homeserver, without a trailing slash.
+    root: String,
     auth: String,
+}
+
+/// A request's body.
+enum Body<'a> {
+    None,
+    Json(Value),
+    /// Bytes of a media type.
+    Bytes(&'a [u8], &'a str),
 }
 
 impl Client {
@@ -56,7 +80,7 @@ impl Client {
             .map_err(|e| format!("cannot build the HTTP client: {e}"))?;
         Ok(Client {
             http,
-            base: format!("{}/_matrix/client/v3", homeserver.trim_end_matches('/')),
+            root: homeserver.trim_end_matches('/').to_owned(),
             auth: format!("Bearer {token}"),
         })
     }
@@ -64,7 +88,7 @@ impl Client {
     /// The account's user id (`GET /account/whoami`), which also checks
     /// the token.
     pub fn whoami(&self) -> Result<String, ClientError> {
-        let answer = self.request(reqwest::Method::GET, "/account/whoami", None, None)?;
+        let answer = self.api(reqwest::Method::GET, "/account/whoami", Body::None, None)?;
         answer["user_id"]
             .as_str()
             .map(str::to_owned)
@@ -81,10 +105,10 @@ impl Client {
         if let Some(since) = since {
             path.push_str(&format!("&since={}", encode(since)));
         }
-        self.request(
+        self.api(
             reqwest::Method::GET,
             &path,
-            None,
+            Body::None,
             Some(wait + Duration::from_secs(30)),
         )
     }
@@ -97,14 +121,19 @@ impl Client {
             encode(room),
             encode(txn)
         );
-        let answer = self.request(reqwest::Method::PUT, &path, Some(content.clone()), None)?;
+        let answer = self.api(
+            reqwest::Method::PUT,
+            &path,
+            Body::Json(content.clone()),
+            None,
+        )?;
         Ok(answer["event_id"].as_str().unwrap_or_default().to_owned())
     }
 
     /// Joins `room` (after an allowed user's invite).
     pub fn join(&self, room: &str) -> Result<(), ClientError> {
         let path = format!("/rooms/{}/join", encode(room));
-        self.request(reqwest::Method::POST, &path, Some(json!({})), None)
+        self.api(reqwest::Method::POST, &path, Body::Json(json!({})), None)
             .map(|_| ())
     }
 
@@ -112,28 +141,118 @@ impl Client {
     pub fn typing(&self, room: &str, me: &str, typing: bool) -> Result<(), ClientError> {
         let path = format!("/rooms/{}/typing/{}", encode(room), encode(me));
         let body = json!({ "typing": typing, "timeout": 20_000 });
-        self.request(reqwest::Method::PUT, &path, Some(body), None)
+        self.api(reqwest::Method::PUT, &path, Body::Json(body), None)
             .map(|_| ())
     }
 
-    fn request(
+    /// The bytes of `mxc://{server}/{media_id}`, at most `cap` of them.
+    /// Asked of the authenticated media API first (Matrix 1.11; servers
+    /// now refuse new media to the old route without a token); a server
+    /// older than that does not know the route (404 `M_UNRECOGNIZED`),
+    /// and then the old unauthenticated one is asked.
+    pub fn download(&self, server: &str, media_id: &str, cap: u64) -> Result<Vec<u8>, ClientError> {
+        let tail = format!("/download/{}/{}", encode(server), encode(media_id));
+        let response = match self.attempt(
+            reqwest::Method::GET,
+            &format!("/_matrix/client/v1/media{tail}"),
+            &Body::None,
+            Some(FILE_TIMEOUT),
+        ) {
+            Err(ClientError::Refused {
+                status: 404,
+                errcode,
+                ..
+            }) if errcode == "M_UNRECOGNIZED" => self.attempt(
+                reqwest::Method::GET,
+                &format!("/_matrix/media/v3{tail}"),
+                &Body::None,
+                Some(FILE_TIMEOUT),
+            )?,
+            other => other?,
+        };
+        if let Some(size) = response.content_length().filter(|s| *s > cap) {
+            return Err(ClientError::TooLarge {
+                size: Some(size),
+                cap,
+            });
+        }
+        let mut bytes = Vec::new();
+        response
+            .take(cap.saturating_add(1))
+            .read_to_end(&mut bytes)
+            .map_err(|e| ClientError::Unreachable {
+                what: "GET /download".into(),
+                why: format!("the download broke off: {e}"),
+            })?;
+        if bytes.len() as u64 > cap {
+            return Err(ClientError::TooLarge { size: None, cap });
+        }
+        Ok(bytes)
+    }
+
+    /// Uploads `bytes` of type `mime` as a file named `name`; its
+    /// `mxc://` URL.
+    pub fn upload(&self, name: &str, mime: &str, bytes: &[u8]) -> Result<String, ClientError> {
+        let path = format!("/_matrix/media/v3/upload?filename={}", encode(name));
+        let response = self.attempt(
+            reqwest::Method::POST,
+            &path,
+            &Body::Bytes(bytes, mime),
+            Some(FILE_TIMEOUT),
+        )?;
+        let answer: Value =
+            serde_json::from_str(&response.text().unwrap_or_default()).unwrap_or(Value::Null);
+        answer["content_uri"]
+            .as_str()
+            .filter(|uri| uri.starts_with("mxc://"))
+            .map(str::to_owned)
+            .ok_or_else(|| ClientError::Unreachable {
+                what: "POST /upload".into(),
+                why: "the answer has no content_uri".into(),
+            })
+    }
+
+    /// A client-server API call (`path` under `/_matrix/client/v3`); its
+    /// JSON answer.
+    fn api(
         &self,
         method: reqwest::Method,
         path: &str,
-        body: Option<Value>,
+        body: Body<'_>,
         timeout: Option<Duration>,
     ) -> Result<Value, ClientError> {
+        let response =
+            self.attempt(method, &format!("/_matrix/client/v3{path}"), &body, timeout)?;
+        let text = response.text().unwrap_or_default();
+        Ok(serde_json::from_str(&text).unwrap_or(Value::Null))
+    }
+
+    /// Sends a request (`path` under the homeserver) until it succeeds or
+    /// is refused; the successful response, its body unread.
+    fn attempt(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: &Body<'_>,
+        timeout: Option<Duration>,
+    ) -> Result<reqwest::blocking::Response, ClientError> {
         let what = format!("{method} {}", path.split('?').next().unwrap_or(path));
         let mut last = String::new();
         for attempt in 0..TRIES {
             let mut request = self
                 .http
-                .request(method.clone(), format!("{}{path}", self.base))
+                .request(method.clone(), format!("{}{path}", self.root))
                 .header("Authorization", &self.auth)
                 .timeout(timeout.unwrap_or(Duration::from_secs(30)));
-            if let Some(body) = &body {
-                request = request.json(body);
-            }
+            request = match body {
+                Body::None => request,
+                Body::Json(value) => request.json(value),
+                // A copy per try: a retry needs the bytes again, and
+                // retries are rare next to the upload itself.
+                Body::Bytes(bytes, mime) => {
+                    request.header("Content-Type", *mime).body(bytes.to_vec())
+                }
+            };
             let response = match request.send() {
                 Ok(response) => response,
                 Err(e) => {
@@ -143,10 +262,12 @@ impl Client {
                 }
             };
             let status = response.status().as_u16();
+            if (200..=299).contains(&status) {
+                return Ok(response);
+            }
             let text = response.text().unwrap_or_default();
             let answer: Value = serde_json::from_str(&text).unwrap_or(Value::Null);
             match status {
-                200..=299 => return Ok(answer),
                 429 => {
                     let wait = answer["retry_after_ms"]
                         .as_u64()

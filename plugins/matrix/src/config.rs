@@ -6,6 +6,7 @@
 //! token_secret = "MATRIX_TOKEN"          # the bot account's access token, from the secret store
 //! allowed_user_ids = ["@anna:example.org"]   # who gets in, and whose invites are joined
 //! unknown_sender = "silent"              # or "pairing", as for Telegram
+//! # max_file_bytes = 52428800            # attachments over this are not downloaded
 //! ```
 //!
 //! An empty table (or none) means Matrix is not set up: the plugin stays
@@ -15,6 +16,11 @@
 use hearth_sdk::protocol::UnknownSender;
 use serde::Deserialize;
 use serde_json::Value;
+
+/// The largest attachment downloaded by default: Synapse's default
+/// `max_upload_size`, 50 MiB, so what the homeserver took the bot takes,
+/// and the size `attach_file` allows the other way.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 50 << 20;
 
 /// The settings of a configured Matrix channel.
 #[derive(Clone, Debug, PartialEq)]
@@ -27,6 +33,8 @@ pub struct Settings {
     pub allowed: Vec<String>,
     /// What a sender let in who is neither the owner nor a contact gets.
     pub unknown_sender: UnknownSender,
+    /// Attachments over this size are not downloaded.
+    pub max_file_bytes: u64,
 }
 
 #[derive(Deserialize)]
@@ -37,6 +45,7 @@ struct Raw {
     #[serde(default)]
     allowed_user_ids: Vec<String>,
     unknown_sender: Option<Value>,
+    max_file_bytes: Option<u64>,
 }
 
 /// Reads the table; `Ok(None)` means not configured.
@@ -95,6 +104,11 @@ pub fn parse(config: Value) -> Result<Option<Settings>, String> {
         token,
         allowed: raw.allowed_user_ids,
         unknown_sender,
+        max_file_bytes: match raw.max_file_bytes {
+            None => DEFAULT_MAX_FILE_BYTES,
+            Some(n @ 1..=4_294_967_296) => n,
+            Some(n) => return Err(bad("max_file_bytes", format!("{n} is not 1 to 4294967296"))),
+        },
     }))
 }
 
@@ -121,6 +135,7 @@ mod tests {
         .unwrap()
         .unwrap();
         assert_eq!(ok.homeserver, "https://m.example");
+        assert_eq!(ok.max_file_bytes, DEFAULT_MAX_FILE_BYTES);
         for (table, key) in [
             (json!({ "token": "t" }), "homeserver"),
             (
@@ -135,6 +150,10 @@ mod tests {
             (
                 json!({ "homeserver": "https://m.example", "token": "t", "room": 1 }),
                 "room",
+            ),
+            (
+                json!({ "homeserver": "https://m.example", "token": "t", "max_file_bytes": 0 }),
+                "max_file_bytes",
             ),
         ] {
             let why = parse(table.clone()).unwrap_err();

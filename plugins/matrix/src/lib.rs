@@ -8,6 +8,11 @@
 //!   through the channel's gate;
 //! - `html`: replies as Matrix HTML.
 //!
+//! Files: one in a message is downloaded (up to `max_file_bytes`) to
+//! `$HEARTH_HOME/attachments/matrix/` and reaches the agent as an
+//! attachment; one the agent attaches to a reply is uploaded and sent after
+//! the text, as `m.image`, `m.audio`, `m.video` or `m.file` by its type.
+//!
 //! End-to-end encryption is not supported: the bot reads and writes only
 //! unencrypted rooms, and says so (docs/operations.md, and a notice when
 //! an encrypted message reaches it). docs/operations.md, "Matrix", says
@@ -24,13 +29,15 @@ pub mod html;
 pub mod sync;
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
+use hearth_sdk::files::safe_file_name;
 use hearth_sdk::protocol::{
-    ChannelEvent, ChannelSpec, ChannelState, ChannelStatus, ConfirmationAnswer,
+    Attachment, ChannelEvent, ChannelSpec, ChannelState, ChannelStatus, ConfirmationAnswer,
     ConfirmationRequest, ConfirmationState, Description, InboundMessage, OutboundMessage,
     SendReceipt, Submission, service,
 };
@@ -39,7 +46,7 @@ use serde_json::{Value, json};
 
 use client::Client;
 use config::Settings;
-use sync::Item;
+use sync::{FileRef, Item};
 
 /// The channel's name.
 pub const CHANNEL: &str = "matrix";
@@ -52,6 +59,9 @@ const SINCE: &str = "since";
 /// The most characters one message carries (Matrix caps an event at 64
 /// KiB of JSON).
 const MAX_CHARS: usize = 20_000;
+/// The most bytes of a saved file's name: the event id and the sender's
+/// file name must fit a file system's 255-byte name.
+const MAX_NAME_BYTES: usize = 150;
 
 /// What an encrypted room is told, once.
 const ENCRYPTED_NOTICE: &str = "This room is end-to-end encrypted, and hearth reads only \
@@ -71,6 +81,8 @@ struct Shared {
     host: Host,
     client: Client,
     settings: Settings,
+    /// Where attachments are saved: `$HEARTH_HOME/attachments/matrix`.
+    files_dir: PathBuf,
     stop: AtomicBool,
     /// The bot's user id, once `whoami` said it.
     me: Mutex<Option<String>>,
@@ -112,6 +124,7 @@ impl Plugin for Matrix {
             host,
             client,
             settings,
+            files_dir: PathBuf::from(&info.home).join("attachments").join(CHANNEL),
             stop: AtomicBool::new(false),
             me: Mutex::new(None),
             last_room: Mutex::new(None),
@@ -163,24 +176,33 @@ impl Plugin for Matrix {
             .running
             .as_ref()
             .ok_or_else(|| PluginError::failed("matrix is not configured ([plugins.matrix])"))?;
+        let shared = &running.shared;
+        // The outbox may send a reply again after a crash: the same
+        // transaction ids, derived from the reply's key, make the server
+        // keep one event each.
+        let txn = |part: &str| match &message.key {
+            Some(key) => format!("{key}.{part}"),
+            None => shared.next_txn(),
+        };
         let mut last = None;
         for (n, piece) in pieces(&message.text).iter().enumerate() {
-            // The outbox may send a reply again after a crash: the same
-            // transaction id makes the server keep one event.
-            let txn = match &message.key {
-                Some(key) => format!("{key}.{n}"),
-                None => running.shared.next_txn(),
-            };
             let content = json!({
                 "msgtype": "m.text",
                 "body": piece,
                 "format": "org.matrix.custom.html",
                 "formatted_body": html::to_html(piece),
             });
-            let id = running
-                .shared
+            let id = shared
                 .client
-                .send(&message.chat, &txn, &content)
+                .send(&message.chat, &txn(&n.to_string()), &content)
+                .map_err(|e| PluginError::Failed(e.to_string()))?;
+            last = Some(id);
+        }
+        for (n, file) in message.attachments.iter().enumerate() {
+            let content = shared.file_content(file)?;
+            let id = shared
+                .client
+                .send(&message.chat, &txn(&format!("file{n}")), &content)
                 .map_err(|e| PluginError::Failed(e.to_string()))?;
             last = Some(id);
         }
@@ -348,17 +370,113 @@ impl Shared {
                     }
                 }
                 *lock(&self.last_room) = Some(message.room.clone());
+                let mut text = message.body;
+                let mut attachments = Vec::new();
+                if let Some(file) = &message.file {
+                    match self.download(&message.event_id, file) {
+                        Ok(attachment) => attachments.push(attachment),
+                        // The agent is told of a file it did not get, and
+                        // why: the message itself still gets in.
+                        Err(why) => {
+                            text.push_str(&format!("\n[{} was not downloaded: {why}]", file.name))
+                        }
+                    }
+                }
                 self.submit(&Submission::Message(InboundMessage {
                     channel: CHANNEL.into(),
                     idempotency_key: message.event_id,
                     sender: message.sender,
                     chat: Some(message.room),
-                    text: message.body,
-                    attachments: Vec::new(),
+                    text: text.trim().to_owned(),
+                    attachments,
                     sender_name: None,
                 }))
             }
         }
+    }
+
+    /// Saves the file of message `event_id` under the attachments folder.
+    fn download(&self, event_id: &str, file: &FileRef) -> Result<Attachment, String> {
+        let cap = self.settings.max_file_bytes;
+        // The event's word is enough to skip a download that would be cut
+        // off anyway; the download itself stops at the cap whatever the
+        // event said.
+        if let Some(size) = file.size.filter(|size| *size > cap) {
+            return Err(format!("it is {size} bytes, over the {cap}-byte limit"));
+        }
+        let bytes = self
+            .client
+            .download(&file.server, &file.media_id, cap)
+            .map_err(|e| e.to_string())?;
+        let local = self.files_dir.join(saved_name(event_id, &file.name));
+        std::fs::create_dir_all(&self.files_dir)
+            .and_then(|()| std::fs::write(&local, &bytes))
+            .map_err(|e| format!("cannot save it to {}: {e}", local.display()))?;
+        Ok(Attachment {
+            id: event_id.to_owned(),
+            name: file.name.clone(),
+            mime: file
+                .mime
+                .clone()
+                .unwrap_or_else(|| "application/octet-stream".into()),
+            size: bytes.len() as u64,
+            path: local.display().to_string(),
+            url: None,
+            transcript: None,
+            voice: file.voice,
+        })
+    }
+
+    /// Uploads `file` and gives the event content that shows it, by its
+    /// media type. An upload is not idempotent (a resent reply uploads
+    /// again), but the send that follows is: the room gets one event.
+    fn file_content(&self, file: &Attachment) -> Result<Value, PluginError> {
+        let bytes = std::fs::read(&file.path)
+            .map_err(|e| PluginError::failed(format!("cannot read {}: {e}", file.path)))?;
+        let name = if file.name.is_empty() {
+            Path::new(&file.path)
+                .file_name()
+                .map_or_else(|| "file".into(), |n| n.to_string_lossy().into_owned())
+        } else {
+            file.name.clone()
+        };
+        let mime = if file.mime.is_empty() {
+            "application/octet-stream"
+        } else {
+            file.mime.as_str()
+        };
+        let uri = match self.client.upload(&name, mime, &bytes) {
+            Ok(uri) => uri,
+            // A file the homeserver will never take: the owner is told in
+            // its place, rather than the reply failing again and again.
+            Err(e @ client::ClientError::Refused { status: 413, .. }) => {
+                tracing::warn!("matrix: a file was refused: {e}");
+                return Ok(json!({
+                    "msgtype": "m.notice",
+                    "body": format!("[{name} could not be sent: the homeserver refuses files that big ({} bytes)]", bytes.len()),
+                }));
+            }
+            Err(e) => return Err(PluginError::Failed(e.to_string())),
+        };
+        let msgtype = match mime.split('/').next() {
+            Some("image") => "m.image",
+            Some("audio") => "m.audio",
+            Some("video") => "m.video",
+            _ => "m.file",
+        };
+        let mut content = json!({
+            "msgtype": msgtype,
+            "body": name,
+            "filename": name,
+            "url": uri,
+            "info": { "mimetype": mime, "size": bytes.len() },
+        });
+        if file.voice && msgtype == "m.audio" {
+            // How Element marks a recorded voice message (MSC3245).
+            content["org.matrix.msc3245.voice"] = json!({});
+            content["org.matrix.msc1767.audio"] = json!({});
+        }
+        Ok(content)
     }
 
     /// The answer `sender` gave on the card `card` (an event id), if it
@@ -508,6 +626,19 @@ fn pieces(text: &str) -> Vec<String> {
     out
 }
 
+/// The name a downloaded file is saved under: the event id (unique, so
+/// two files of one name do not meet) and the sender's name, each made
+/// safe as a path component, the name cut from its front to keep its
+/// extension.
+fn saved_name(event_id: &str, name: &str) -> String {
+    let name = safe_file_name(name);
+    let mut start = name.len().saturating_sub(MAX_NAME_BYTES);
+    while !name.is_char_boundary(start) {
+        start += 1;
+    }
+    format!("{}-{}", safe_file_name(event_id), &name[start..])
+}
+
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -515,6 +646,16 @@ fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_saved_name_is_safe_and_fits_a_file_name() {
+        assert_eq!(
+            saved_name("$abc:example.org", "../cat photo.jpg"),
+            "_abc_example.org-_cat_photo.jpg"
+        );
+        let long = saved_name("$x", &format!("{}.pdf", "ü".repeat(90)));
+        assert!(long.len() <= 160 && long.ends_with("ü.pdf"), "{long}");
+    }
 
     #[test]
     fn long_replies_are_cut_at_lines_and_short_ones_are_whole() {

@@ -1,7 +1,9 @@
 //! One `/sync` answer read into what the channel acts on: messages in
-//! joined rooms, reactions (an approval by ✅ or ❌ on a card), invites,
-//! and the `next_batch` token to sync from next. No network here, so the
-//! rules are tested answer by answer.
+//! joined rooms (a file message, `m.image`, `m.file`, `m.audio` or
+//! `m.video`, with the `mxc://` address of its file), reactions (an
+//! approval by ✅ or ❌ on a card), invites, and the `next_batch` token to
+//! sync from next. No network here, so the rules are tested answer by
+//! answer.
 //!
 //! The gate is here too: a message or reaction counts only from a user the
 //! config allows, and never from the bot itself; an invite is joined only
@@ -59,10 +61,30 @@ pub struct Message {
     pub event_id: String,
     /// Who sent it.
     pub sender: String,
-    /// Its text (`body`).
+    /// Its text (`body`; of a file message, its caption, often empty).
     pub body: String,
     /// The event it replies to, if any.
     pub in_reply_to: Option<String>,
+    /// The file of a file message, to download.
+    pub file: Option<FileRef>,
+}
+
+/// The file a message carries: `mxc://{server}/{media_id}`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FileRef {
+    /// The server that holds it (the mxc URL's host).
+    pub server: String,
+    /// Its id there.
+    pub media_id: String,
+    /// Its file name, as the sender gave it.
+    pub name: String,
+    /// Its media type, if the event says (`info.mimetype`).
+    pub mime: Option<String>,
+    /// Its size in bytes, if the event says (`info.size`).
+    pub size: Option<u64>,
+    /// A voice message the sender recorded (`m.audio` marked
+    /// `org.matrix.msc3245.voice`), not an audio file they sent.
+    pub voice: bool,
 }
 
 /// Reads a `/sync` answer; `me` is the bot's user id, `allowed` the users
@@ -89,8 +111,13 @@ pub fn read(answer: &Value, me: &str, allowed: &[String]) -> Batch {
                     if content["m.relates_to"]["rel_type"] == "m.replace" {
                         continue;
                     }
-                    let body = strip_reply_fallback(body);
-                    if body.trim().is_empty() {
+                    let (body, file) = match content["msgtype"].as_str() {
+                        Some(kind @ ("m.image" | "m.file" | "m.audio" | "m.video")) => {
+                            file_message(kind, content, body)
+                        }
+                        _ => (strip_reply_fallback(body), None),
+                    };
+                    if body.trim().is_empty() && file.is_none() {
                         continue;
                     }
                     items.push(Item::Message(Message {
@@ -101,6 +128,7 @@ pub fn read(answer: &Value, me: &str, allowed: &[String]) -> Batch {
                         in_reply_to: content["m.relates_to"]["m.in_reply_to"]["event_id"]
                             .as_str()
                             .map(str::to_owned),
+                        file,
                     }));
                 }
                 Some("m.room.encrypted") => items.push(Item::Encrypted { room: room.clone() }),
@@ -146,6 +174,64 @@ pub fn read(answer: &Value, me: &str, allowed: &[String]) -> Batch {
         next_batch: answer["next_batch"].as_str().map(str::to_owned),
         items,
     }
+}
+
+/// A file message's caption and file. Since Matrix 1.10 `body` is a
+/// caption when a `filename` beside it differs; before, `body` is the
+/// file's name. A file that cannot be fetched (no `mxc://` URL; or an
+/// encrypted file, which only an encrypted room sends) is named in the
+/// text with why, so the agent knows of it.
+fn file_message(kind: &str, content: &Value, body: &str) -> (String, Option<FileRef>) {
+    let filename = content["filename"]
+        .as_str()
+        .filter(|f| !f.trim().is_empty());
+    let name = filename.unwrap_or(body).trim();
+    let name = if name.is_empty() { "file" } else { name };
+    let caption = match filename {
+        Some(filename) if filename != body => strip_reply_fallback(body),
+        _ => String::new(),
+    };
+    let Some((server, media_id)) = content["url"].as_str().and_then(parse_mxc) else {
+        let why = if content["file"].is_object() {
+            "it is encrypted, and hearth reads only unencrypted rooms"
+        } else {
+            "it has no mxc:// address to download it from"
+        };
+        return (
+            format!("{caption}\n[{name} was not downloaded: {why}]"),
+            None,
+        );
+    };
+    let info = &content["info"];
+    let file = FileRef {
+        server,
+        media_id,
+        name: name.to_owned(),
+        mime: info["mimetype"]
+            .as_str()
+            .filter(|m| !m.is_empty())
+            .map(str::to_owned),
+        size: info["size"].as_u64(),
+        voice: kind == "m.audio" && content.get("org.matrix.msc3245.voice").is_some(),
+    };
+    (caption, Some(file))
+}
+
+/// `mxc://{server}/{media_id}` in its two parts, when each is what the
+/// spec allows (a server name; a media id of `A-Za-z0-9_-`): the parts
+/// become path segments of a request to the homeserver, so nothing else
+/// gets in there.
+pub fn parse_mxc(url: &str) -> Option<(String, String)> {
+    let (server, media_id) = url.strip_prefix("mxc://")?.split_once('/')?;
+    let server_ok = (1..=255).contains(&server.len())
+        && server
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'.' | b'-' | b':' | b'[' | b']'));
+    let id_ok = (1..=255).contains(&media_id.len())
+        && media_id
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-'));
+    (server_ok && id_ok).then(|| (server.to_owned(), media_id.to_owned()))
 }
 
 /// A reply's body without the quoted fallback clients put before it
@@ -210,6 +296,7 @@ mod tests {
                     sender: ANNA.into(),
                     body: "hello".into(),
                     in_reply_to: None,
+                    file: None,
                 }),
                 Item::Reaction {
                     room: "!room:example.org".into(),
@@ -240,6 +327,70 @@ mod tests {
         };
         assert_eq!(m.body, "yes");
         assert_eq!(m.in_reply_to.as_deref(), Some("$card"));
+    }
+
+    #[test]
+    fn a_file_message_names_its_file_and_a_voice_message_is_marked() {
+        let batch = read(
+            &answer(json!([
+                { "type": "m.room.message", "event_id": "$i", "sender": ANNA,
+                  "content": { "msgtype": "m.image", "body": "cat.jpg", "url": "mxc://example.org/AbC_12-z",
+                    "info": { "mimetype": "image/jpeg", "size": 1234 } } },
+                { "type": "m.room.message", "event_id": "$c", "sender": ANNA,
+                  "content": { "msgtype": "m.file", "body": "read this", "filename": "q3.pdf",
+                    "url": "mxc://example.org:8448/pdf" } },
+                { "type": "m.room.message", "event_id": "$v", "sender": ANNA,
+                  "content": { "msgtype": "m.audio", "body": "Voice message", "url": "mxc://example.org/v",
+                    "info": { "mimetype": "audio/ogg" }, "org.matrix.msc3245.voice": {} } },
+                { "type": "m.room.message", "event_id": "$e", "sender": ANNA,
+                  "content": { "msgtype": "m.video", "body": "clip.mp4",
+                    "file": { "url": "mxc://example.org/enc", "key": {} } } },
+                { "type": "m.room.message", "event_id": "$x", "sender": ANNA,
+                  "content": { "msgtype": "m.file", "body": "evil", "url": "mxc://example.org/../../admin" } },
+            ])),
+            ME,
+            &allowed(),
+        );
+        let messages: Vec<&Message> = batch
+            .items
+            .iter()
+            .filter_map(|i| match i {
+                Item::Message(m) => Some(m),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(messages.len(), 5, "{batch:?}");
+        let image = messages[0].file.as_ref().unwrap();
+        assert_eq!(messages[0].body, "");
+        assert_eq!(
+            (
+                image.server.as_str(),
+                image.media_id.as_str(),
+                image.name.as_str()
+            ),
+            ("example.org", "AbC_12-z", "cat.jpg")
+        );
+        assert_eq!(
+            (image.mime.as_deref(), image.size, image.voice),
+            (Some("image/jpeg"), Some(1234), false)
+        );
+        let pdf = messages[1].file.as_ref().unwrap();
+        assert_eq!(
+            (messages[1].body.as_str(), pdf.name.as_str()),
+            ("read this", "q3.pdf")
+        );
+        assert_eq!(pdf.server, "example.org:8448");
+        assert!(messages[2].file.as_ref().unwrap().voice);
+        for (m, why) in [
+            (messages[3], "encrypted"),
+            (messages[4], "no mxc:// address"),
+        ] {
+            assert!(m.file.is_none(), "{m:?}");
+            assert!(
+                m.body.contains("was not downloaded") && m.body.contains(why),
+                "{m:?}"
+            );
+        }
     }
 
     #[test]
