@@ -16,6 +16,7 @@ pub mod control;
 pub mod crash;
 pub mod fake_discord;
 pub mod fake_llm;
+pub mod fake_mail;
 pub mod fake_matrix;
 pub mod fake_search;
 pub mod fake_signal;
