@@ -43,6 +43,7 @@ mod kernel_floor;
 mod knowledge;
 mod lua_sandbox;
 mod lua_tools;
+mod mail;
 mod matrix;
 mod mcp;
 mod module_graph;

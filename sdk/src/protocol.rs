@@ -178,6 +178,17 @@ pub struct Targets {
     /// result is redacted of it like every tool's.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub secrets: Vec<String>,
+    /// Arguments naming whom the call sends a message to (an address, or
+    /// a list of them; `"Name <addr>"` is read as `addr`), for tools that
+    /// write to people (`mail_send`'s `to`, `cc`, `bcc`). A call that
+    /// names anyone outside [`Targets::owner_recipients`] asks the owner in
+    /// every mode, showing the call; one that names only the owner does not.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recipients: Vec<String>,
+    /// The owner's own addresses, compared without regard to case: a
+    /// message to them alone is the owner writing to themselves.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub owner_recipients: Vec<String>,
 }
 
 impl Targets {
@@ -190,6 +201,7 @@ impl Targets {
             && self.escalate.is_none()
             && self.read_actions.is_empty()
             && self.secrets.is_empty()
+            && self.recipients.is_empty()
     }
 }
 

@@ -58,6 +58,7 @@ impl BuiltIn {
 static BROWSER: StaticHeader = StaticHeader::built_in::<hearth_browser::Browser>();
 static CANVAS: StaticHeader = StaticHeader::built_in::<hearth_canvas::Canvas>();
 static DISCORD: StaticHeader = StaticHeader::built_in::<hearth_discord::Discord>();
+static MAIL: StaticHeader = StaticHeader::built_in::<hearth_mail::Mail>();
 static MATRIX: StaticHeader = StaticHeader::built_in::<hearth_matrix::Matrix>();
 static SHELL: StaticHeader = StaticHeader::built_in::<hearth_shell::Shell>();
 static FS: StaticHeader = StaticHeader::built_in::<hearth_fs::Fs>();
@@ -67,7 +68,7 @@ static SIGNAL: StaticHeader = StaticHeader::built_in::<hearth_signal::Signal>();
 static MCP: StaticHeader = StaticHeader::built_in::<hearth_mcp::Mcp>();
 
 /// The order the shared libraries had when scanned by file name.
-static BUILT_IN: [BuiltIn; 10] = [
+static BUILT_IN: [BuiltIn; 11] = [
     BuiltIn {
         // Offers its tool only where a Chromium is found, and starts the
         // browser only on first use.
@@ -89,6 +90,11 @@ static BUILT_IN: [BuiltIn; 10] = [
         name: "fs",
         header: &FS,
         needs_settings: false,
+    },
+    BuiltIn {
+        name: "mail",
+        header: &MAIL,
+        needs_settings: true,
     },
     BuiltIn {
         name: "matrix",

@@ -336,6 +336,17 @@ impl Policy {
                 };
             }
         }
+        if !call.strangers.is_empty() {
+            // Writing to people is not confined by any root: whoever is not
+            // the owner hears from hearth only with the owner's say-so.
+            return Decision::Ask {
+                why: format!(
+                    "it writes to someone other than the owner: {}",
+                    call.strangers.join(", ")
+                ),
+                outside: false,
+            };
+        }
         let risk = match &call.action {
             Some(action) if spec.targets.read_actions.contains(action) => Risk::Read,
             _ => spec.risk,
@@ -387,6 +398,8 @@ struct Call {
     action: Option<String>,
     /// The reason given for running outside the writable roots.
     escalate: Option<String>,
+    /// The recipients named who are not the owner (`Targets::recipients`).
+    strangers: Vec<String>,
 }
 
 impl Call {
@@ -464,6 +477,7 @@ impl Call {
             Some(key) => text(key)?.filter(|reason| !reason.trim().is_empty()),
             None => None,
         };
+        let strangers = strangers(args, t)?;
         Ok(Call {
             command,
             cwd,
@@ -471,6 +485,7 @@ impl Call {
             writes,
             action,
             escalate,
+            strangers,
         })
     }
 
@@ -479,6 +494,87 @@ impl Call {
     }
 }
 
+/// The addresses in the recipient arguments that are not the owner's; an
+/// argument of the wrong shape is a doubt.
+fn strangers(args: &Value, targets: &hearth_sdk::protocol::Targets) -> Result<Vec<String>, String> {
+    let mut out = Vec::new();
+    for key in &targets.recipients {
+        let values: Vec<&str> = match args.get(key) {
+            None | Some(Value::Null) => Vec::new(),
+            Some(Value::String(s)) => s.split(',').collect(),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(Value::as_str)
+                .collect::<Option<_>>()
+                .ok_or_else(|| {
+                    format!("argument `{key}` holds a recipient that is not a string")
+                })?,
+            Some(_) => return Err(format!("argument `{key}` is not a list of recipients")),
+        };
+        for value in values {
+            let address = bare_address(value);
+            if address.is_empty() {
+                continue;
+            }
+            let owner = targets
+                .owner_recipients
+                .iter()
+                .any(|o| o.trim().eq_ignore_ascii_case(&address));
+            if !owner && !out.contains(&address) {
+                out.push(address);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// `addr` of `"Name <addr>"`, or the text itself, trimmed.
+fn bare_address(text: &str) -> String {
+    let text = text.trim();
+    match (text.rfind('<'), text.rfind('>')) {
+        (Some(open), Some(close)) if open < close => text[open + 1..close].trim().to_owned(),
+        _ => text.to_owned(),
+    }
+}
+
 fn lock<T>(m: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use hearth_sdk::protocol::Targets;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn only_recipients_other_than_the_owner_are_strangers() {
+        let targets = Targets {
+            recipients: vec!["to".into(), "cc".into()],
+            owner_recipients: vec!["Anna@Example.org".into()],
+            ..Targets::default()
+        };
+        for (args, expected) in [
+            (json!({ "to": "anna@example.org" }), Ok(vec![])),
+            (json!({ "to": ["Anna <ANNA@example.org>"] }), Ok(vec![])),
+            (
+                json!({ "to": "anna@example.org, bob@example.org", "cc": ["eve@evil.example"] }),
+                Ok(vec![
+                    "bob@example.org".to_owned(),
+                    "eve@evil.example".to_owned(),
+                ]),
+            ),
+            (
+                json!({ "to": "Bob <bob@example.org>", "cc": "bob@example.org" }),
+                Ok(vec!["bob@example.org".to_owned()]),
+            ),
+            (json!({}), Ok(vec![])),
+        ] {
+            assert_eq!(strangers(&args, &targets), expected, "{args}");
+        }
+        for bad in [json!({ "to": 7 }), json!({ "cc": ["a@b", 1] })] {
+            assert!(strangers(&bad, &targets).is_err(), "{bad}");
+        }
+    }
 }
