@@ -437,3 +437,22 @@ fn a_refused_login_is_said_plainly() {
         std::thread::sleep(Duration::from_millis(200));
     }
 }
+
+#[test]
+fn a_reply_the_smtp_server_defers_is_sent_again() {
+    let s = setup();
+    s.llm.push(anthropic_text("Got there in the end."));
+    let _daemon = started(&s);
+    s.smtp.fail_next(1, 451);
+    s.imap.deliver("INBOX", &owner_mail("r", "hello?", "r1@home.example"));
+    let sent = s.smtp.wait_received(1, WAIT);
+    assert!(String::from_utf8_lossy(&sent[0].data).contains("in the end"));
+    assert_eq!(header(&sent[0], "In-Reply-To"), Some("<r1@home.example>"));
+    let tries = s
+        .smtp
+        .commands()
+        .iter()
+        .filter(|c| c.to_uppercase().starts_with("DATA"))
+        .count();
+    assert_eq!(tries, 2, "one deferred, one taken");
+}

@@ -150,3 +150,50 @@ impl imap::extensions::idle::SetReadTimeout for Wire {
             .map_err(imap::Error::Io)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::TcpListener;
+
+    use super::*;
+
+    /// A server that greets, reads one line and answers `answer`.
+    fn server(answer: &'static str) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (mut socket, _) = listener.accept().unwrap();
+            socket.write_all(b"* OK ready\r\n").unwrap();
+            let mut line = String::new();
+            BufReader::new(socket.try_clone().unwrap())
+                .read_line(&mut line)
+                .unwrap();
+            assert_eq!(line, "s0 STARTTLS\r\n");
+            socket.write_all(answer.as_bytes()).unwrap();
+            std::thread::sleep(Duration::from_millis(200));
+        });
+        Server {
+            host: "127.0.0.1".into(),
+            port,
+            security: Security::StartTls,
+        }
+    }
+
+    #[test]
+    fn a_server_that_will_not_start_tls_gets_no_password() {
+        for answer in [
+            "s0 NO STARTTLS not here\r\n",
+            "s0 BAD what\r\n",
+            // An injected answer before the handshake (the STARTTLS
+            // command-injection attack) is refused, not read after TLS.
+            "s0 OK begin\r\n* OK injected\r\n",
+        ] {
+            match connect(&server(answer)) {
+                Err(WireError::NoStartTls(..)) => {}
+                Err(other) => panic!("{answer:?}: {other}"),
+                Ok(_) => panic!("{answer:?}: connected"),
+            }
+        }
+    }
+}
