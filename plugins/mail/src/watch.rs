@@ -40,7 +40,17 @@ const MAX_MAIL_BYTES: u32 = 40 << 20;
 pub fn run(account: &Account) {
     let mut backoff = Duration::from_secs(1);
     while !account.stopping() {
-        match watch(account) {
+        // A panic in the IMAP client (its parser meeting a server it did
+        // not expect) must not end the channel without a word: it counts
+        // as a dropped connection.
+        let session = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| watch(account)))
+            .unwrap_or_else(|_| {
+                Err(SessionError::Command(
+                    "session",
+                    "the IMAP client failed on the server's answer".into(),
+                ))
+            });
+        match session {
             Ok(()) => return,
             Err(_) if account.stopping() => return,
             Err(e @ SessionError::Login(..)) => {
