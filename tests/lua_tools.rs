@@ -532,3 +532,58 @@ fn a_worker_outlives_the_thread_that_started_it() {
     assert_eq!(rt.tools.call("pid", json!({})).unwrap(), json!("done"));
     rt.stop(Duration::from_secs(5)).unwrap();
 }
+
+#[test]
+fn a_skill_in_the_published_format_loads_unedited_and_an_unknown_key_is_a_note() {
+    let h = Hearth::new("");
+    let fixture =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/skills/release-notes");
+    let dest = h.home().join("skills/release-notes");
+    for file in [
+        "SKILL.md",
+        "LICENSE.txt",
+        "scripts/collect.py",
+        "reference/GROUPS.md",
+    ] {
+        std::fs::create_dir_all(dest.join(file).parent().unwrap()).unwrap();
+        std::fs::copy(fixture.join(file), dest.join(file)).unwrap();
+    }
+    let rt = h.runtime();
+    let skill = rt
+        .tools
+        .call("read_skill", json!({"name": "release-notes"}))
+        .unwrap();
+    assert!(
+        skill["description"]
+            .as_str()
+            .unwrap()
+            .starts_with("Writes release notes from a git history: groups"),
+        "{skill}"
+    );
+    assert_eq!(skill["license"], "Apache-2.0 (LICENSE.txt in this folder)");
+    assert_eq!(skill["allowed_tools"], json!(["Bash", "Read", "Write"]));
+    assert_eq!(
+        skill["files"],
+        json!(["LICENSE.txt", "reference/GROUPS.md", "scripts/collect.py"])
+    );
+    assert!(
+        skill["body"]
+            .as_str()
+            .unwrap()
+            .contains("scripts/collect.py <tag>")
+    );
+    let status = rt.tools.call("script_status", json!({})).unwrap();
+    assert_eq!(status["errors"], json!([]), "{status}");
+    let listed = status["skills"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|s| s["name"] == "release-notes")
+        .expect("the skill is listed")
+        .clone();
+    let notes = listed["notes"].to_string();
+    assert!(
+        notes.contains("`x-publisher`") && notes.contains("ignored"),
+        "{notes}"
+    );
+}

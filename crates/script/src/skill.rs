@@ -1,8 +1,26 @@
-//! `SKILL.md`: a skill's frontmatter (name, description, tags) and body.
+//! `SKILL.md`: a skill's YAML frontmatter and its Markdown body, in the
+//! published Agent Skills format, so a skill written for other agents loads
+//! unedited.
 //!
-//! The frontmatter is the small YAML subset skills use: `key: value` lines,
-//! values optionally quoted, and `tags` as `[a, b]` or as `- a` lines.
-//! Anything else is refused with its line number rather than guessed at.
+//! The frontmatter is read as YAML (folded descriptions, lists, nested
+//! `metadata` all work). `name` and `description` are required; `tags`,
+//! `license`, `allowed-tools`, `metadata` and `compatibility` are kept; a
+//! key hearth does not know is kept out of the way with a note
+//! (`script_status` shows it), never a refusal: the format grows, and a
+//! skill should not stop loading when it does.
+
+use serde_json::Value;
+
+/// The keys hearth reads.
+const KNOWN: &[&str] = &[
+    "name",
+    "description",
+    "tags",
+    "license",
+    "allowed-tools",
+    "metadata",
+    "compatibility",
+];
 
 /// A parsed skill document.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -13,6 +31,15 @@ pub struct SkillDoc {
     pub description: String,
     /// Optional tags.
     pub tags: Vec<String>,
+    /// The license it is published under (`license`).
+    pub license: Option<String>,
+    /// The tools its author says it needs (`allowed-tools`); informative:
+    /// the policy, not the skill, decides what runs.
+    pub allowed_tools: Vec<String>,
+    /// The author's `metadata` (and `compatibility`), as given.
+    pub metadata: Value,
+    /// What was ignored, for `script_status`.
+    pub notes: Vec<String>,
     /// The instructions, read by the agent on demand.
     pub body: String,
 }
@@ -20,90 +47,106 @@ pub struct SkillDoc {
 /// Parses `SKILL.md`; an error is `(line, message)`.
 pub fn parse(text: &str) -> Result<SkillDoc, (u32, String)> {
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    let mut lines = text.lines().enumerate().map(|(i, l)| (i as u32 + 1, l));
-    match lines.next() {
-        Some((_, l)) if l.trim_end() == "---" => {}
-        _ => {
-            return Err((
-                1,
-                "SKILL.md must start with a `---` frontmatter block".into(),
-            ));
-        }
+    let lines: Vec<&str> = text.lines().collect();
+    if lines.first().map(|l| l.trim_end()) != Some("---") {
+        return Err((
+            1,
+            "SKILL.md must start with a `---` frontmatter block".into(),
+        ));
     }
-    let (mut name, mut description, mut tags) = (None, None, Vec::new());
-    let mut in_tags = false;
-    let mut closed = None;
-    for (n, line) in lines.by_ref() {
-        if line.trim_end() == "---" {
-            closed = Some(n);
-            break;
-        }
-        if line.trim().is_empty() || line.trim_start().starts_with('#') {
-            continue;
-        }
-        if let Some(item) = line.trim_start().strip_prefix("- ").filter(|_| in_tags) {
-            tags.push(unquote(item.trim()));
-            continue;
-        }
-        in_tags = false;
-        let Some((key, value)) = line.split_once(':') else {
-            return Err((n, format!("expected `key: value`, found {line:?}")));
-        };
-        let value = value.trim();
-        match key.trim() {
-            "name" => name = Some(unquote(value)),
-            "description" => description = Some(unquote(value)),
-            "tags" if value.is_empty() => in_tags = true,
-            "tags" => match value.strip_prefix('[').and_then(|v| v.strip_suffix(']')) {
-                Some(list) => {
-                    tags = list
-                        .split(',')
-                        .map(|t| unquote(t.trim()))
-                        .filter(|t| !t.is_empty())
-                        .collect();
-                }
-                None => return Err((n, "`tags` must be a list: [a, b] or `- a` lines".into())),
-            },
-            other => {
-                return Err((
-                    n,
-                    format!("unknown frontmatter key `{other}` (known: name, description, tags)"),
-                ));
-            }
-        }
-    }
-    let Some(end) = closed else {
-        return Err((1, "the frontmatter block is not closed with `---`".into()));
+    let end = lines
+        .iter()
+        .skip(1)
+        .position(|l| l.trim_end() == "---")
+        .map(|at| at + 1)
+        .ok_or((
+            1,
+            "the frontmatter block is not closed with `---`".to_owned(),
+        ))?;
+    let closing = end as u32 + 1;
+    let block = lines[1..end].join("\n");
+    let front: Value = if block.trim().is_empty() {
+        Value::Object(Default::default())
+    } else {
+        yaml_serde::from_str(&block).map_err(|e| {
+            // The block starts on the file's second line.
+            let line = e.location().map_or(1, |l| l.line() as u32 + 1);
+            (line, format!("the frontmatter is not valid YAML: {e}"))
+        })?
     };
-    let name = name
+    let Value::Object(front) = front else {
+        return Err((2, "the frontmatter must be `key: value` lines".into()));
+    };
+    let line_of = |key: &str| {
+        lines[1..end]
+            .iter()
+            .position(|l| l.trim_start().starts_with(&format!("{key}:")))
+            .map_or(closing, |at| at as u32 + 2)
+    };
+    let text_of = |key: &str| -> Result<Option<String>, (u32, String)> {
+        match front.get(key) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s.trim().to_owned())),
+            Some(Value::Number(n)) => Ok(Some(n.to_string())),
+            Some(_) => Err((line_of(key), format!("`{key}` must be text"))),
+        }
+    };
+    let list_of = |key: &str| -> Result<Vec<String>, (u32, String)> {
+        match front.get(key) {
+            None | Some(Value::Null) => Ok(Vec::new()),
+            // `allowed-tools: Read Grep` and `tags: a, b` are both seen.
+            Some(Value::String(s)) => Ok(s
+                .split(|c: char| c == ',' || c.is_whitespace())
+                .filter(|t| !t.is_empty())
+                .map(str::to_owned)
+                .collect()),
+            Some(Value::Array(items)) => items
+                .iter()
+                .map(|v| match v {
+                    Value::String(s) => Ok(s.trim().to_owned()),
+                    Value::Number(n) => Ok(n.to_string()),
+                    _ => Err((line_of(key), format!("`{key}` must be a list of words"))),
+                })
+                .collect(),
+            Some(_) => Err((
+                line_of(key),
+                format!("`{key}` must be a list: [a, b] or `- a` lines"),
+            )),
+        }
+    };
+    let name = text_of("name")?
         .filter(|n| !n.is_empty())
-        .ok_or((end, "the frontmatter has no `name`".to_owned()))?;
-    let description = description
+        .ok_or((closing, "the frontmatter has no `name`".to_owned()))?;
+    let description = text_of("description")?
         .filter(|d| !d.is_empty())
-        .ok_or((end, "the frontmatter has no `description`".to_owned()))?;
-    let body = lines
-        .map(|(_, l)| l)
-        .collect::<Vec<_>>()
-        .join("\n")
-        .trim()
-        .to_owned();
+        .ok_or((closing, "the frontmatter has no `description`".to_owned()))?;
+    let mut metadata = serde_json::Map::new();
+    for key in ["metadata", "compatibility"] {
+        if let Some(value) = front.get(key).filter(|v| !v.is_null()) {
+            metadata.insert(key.to_owned(), value.clone());
+        }
+    }
+    let notes = front
+        .keys()
+        .filter(|k| !KNOWN.contains(&k.as_str()))
+        .map(|k| {
+            format!(
+                "line {}: frontmatter key `{k}` is not one hearth reads; ignored (known: {})",
+                line_of(k),
+                KNOWN.join(", ")
+            )
+        })
+        .collect();
     Ok(SkillDoc {
         name,
-        description,
-        tags,
-        body,
+        description: description.split_whitespace().collect::<Vec<_>>().join(" "),
+        tags: list_of("tags")?,
+        license: text_of("license")?,
+        allowed_tools: list_of("allowed-tools")?,
+        metadata: Value::Object(metadata),
+        notes,
+        body: lines[end + 1..].join("\n").trim().to_owned(),
     })
-}
-
-fn unquote(value: &str) -> String {
-    let quoted = value.len() >= 2
-        && ((value.starts_with('"') && value.ends_with('"'))
-            || (value.starts_with('\'') && value.ends_with('\'')));
-    if quoted {
-        value[1..value.len() - 1].to_owned()
-    } else {
-        value.to_owned()
-    }
 }
 
 #[cfg(test)]
@@ -117,9 +160,36 @@ mod tests {
         assert_eq!(doc.description, "Keep notes: short ones");
         assert_eq!(doc.tags, ["a", "b"]);
         assert_eq!(doc.body, "# Notes\nUse it.");
+        assert!(doc.notes.is_empty());
         let block =
             parse("---\nname: x\ndescription: y\ntags:\n  - one\n  - two\n---\nbody").unwrap();
         assert_eq!(block.tags, ["one", "two"]);
+    }
+
+    #[test]
+    fn the_published_format_loads_and_unknown_keys_are_noted() {
+        let doc = parse(
+            "---\nname: pdf\ndescription: >\n  Work with PDF files:\n  extract text, fill forms.\n\
+             license: Proprietary. LICENSE.txt has complete terms\nallowed-tools: Bash Read\n\
+             metadata:\n  version: \"1.2\"\n  author: someone\nmood: cheerful\n---\n# PDF\n",
+        )
+        .unwrap();
+        assert_eq!(
+            doc.description,
+            "Work with PDF files: extract text, fill forms."
+        );
+        assert_eq!(
+            doc.license.as_deref(),
+            Some("Proprietary. LICENSE.txt has complete terms")
+        );
+        assert_eq!(doc.allowed_tools, ["Bash", "Read"]);
+        assert_eq!(doc.metadata["metadata"]["version"], "1.2");
+        assert_eq!(doc.notes.len(), 1);
+        assert!(
+            doc.notes[0].starts_with("line 11: frontmatter key `mood`"),
+            "{:?}",
+            doc.notes
+        );
     }
 
     #[test]
@@ -128,13 +198,19 @@ mod tests {
             ("no frontmatter", 1, "must start with"),
             ("---\nname: x\n", 1, "not closed"),
             ("---\nname: x\n---\n", 3, "no `description`"),
-            (
-                "---\nname: x\ndescription: y\ncolour: red\n---\n",
-                4,
-                "unknown frontmatter key `colour`",
-            ),
-            ("---\nname x\n---\n", 2, "expected `key: value`"),
+            ("---\nname: x\ndescription: [y\n---\n", 4, "not valid YAML"),
+            ("---\nname x\n---\n", 2, "must be `key: value`"),
             ("---\ndescription: y\n---\n", 3, "no `name`"),
+            (
+                "---\nname: x\ndescription: y\ntags: {a: 1}\n---\n",
+                4,
+                "`tags` must be a list",
+            ),
+            (
+                "---\nname: [x]\ndescription: y\n---\n",
+                2,
+                "`name` must be text",
+            ),
         ];
         for (text, line, message) in cases {
             let (l, m) = parse(text).unwrap_err();

@@ -595,13 +595,24 @@ impl Builtin {
                     .filter(|t| t.spec.name.starts_with(&format!("{name}.")))
                     .map(|t| t.spec.name.clone())
                     .collect();
-                Ok(json!({
+                let mut answer = json!({
                     "name": skill.doc.name,
                     "description": skill.doc.description,
                     "tags": skill.doc.tags,
                     "tools": tools,
                     "body": skill.doc.body,
-                }))
+                    "folder": skill.dir,
+                    "files": skill_files(&skill.dir),
+                });
+                // The published format's extras, only where the skill has
+                // them: every key costs the model tokens.
+                if let Some(license) = &skill.doc.license {
+                    answer["license"] = json!(license);
+                }
+                if !skill.doc.allowed_tools.is_empty() {
+                    answer["allowed_tools"] = json!(skill.doc.allowed_tools);
+                }
+                Ok(answer)
             }
             Builtin::ScriptStatus => {
                 let catalog = scripts()?.catalog();
@@ -612,7 +623,14 @@ impl Builtin {
                     .collect();
                 let skills: Vec<Value> = catalog
                     .skills()
-                    .map(|s| json!({ "name": s.doc.name, "description": s.doc.description }))
+                    .map(|s| {
+                        let mut skill =
+                            json!({ "name": s.doc.name, "description": s.doc.description });
+                        if !s.doc.notes.is_empty() {
+                            skill["notes"] = json!(s.doc.notes);
+                        }
+                        skill
+                    })
                     .collect();
                 let errors: Vec<Value> = catalog
                     .problems()
@@ -628,4 +646,40 @@ impl Builtin {
             }
         }
     }
+}
+
+/// The most files of a skill's folder `read_skill` lists.
+const MOST_SKILL_FILES: usize = 200;
+
+/// The files of a skill's folder beside its `SKILL.md` (its references,
+/// scripts and resources), relative to it, sorted: what the agent may open
+/// with `read_file` when the instructions point to them.
+fn skill_files(dir: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_owned()];
+    while let Some(folder) = stack.pop() {
+        let Ok(entries) = std::fs::read_dir(&folder) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            let hidden = entry.file_name().to_string_lossy().starts_with('.');
+            match entry.file_type() {
+                Ok(t) if t.is_dir() && !hidden => stack.push(path),
+                Ok(t) if t.is_file() && !hidden => {
+                    if let Ok(rel) = path.strip_prefix(dir)
+                        && rel != std::path::Path::new("SKILL.md")
+                    {
+                        out.push(rel.display().to_string());
+                    }
+                }
+                _ => {}
+            }
+            if out.len() >= MOST_SKILL_FILES {
+                break;
+            }
+        }
+    }
+    out.sort();
+    out
 }
