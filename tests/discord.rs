@@ -6,12 +6,14 @@
 //! rate-limited send waits and goes through; a bad token says so; an
 //! approval card's buttons answer it, and only the owner's press counts;
 //! what the owner wrote while the daemon was killed is answered once after
-//! it starts again.
+//! it starts again; files the agent attaches follow the text as uploads,
+//! and one too large to send is named in the text.
 
 use std::time::{Duration, Instant};
 
 use hearth_tests::Hearth;
 use hearth_tests::fake_discord::FakeDiscord;
+use hearth_tests::fake_discord::SentFile;
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text, anthropic_tool_use};
 use serde_json::json;
 
@@ -38,11 +40,16 @@ fn setup(token: &str) -> Setup {
 /// As [`setup`]; with `exec_log`, the probe plugin too (its `probe_shell`
 /// asks before a guarded command, and logs what it ran there).
 fn setup_with(token: &str, exec_log: Option<&std::path::Path>) -> Setup {
+    setup_full(token, exec_log, "")
+}
+
+/// As [`setup_with`], with `extra` lines in `[plugins.discord]`.
+fn setup_full(token: &str, exec_log: Option<&std::path::Path>, extra: &str) -> Setup {
     let discord = FakeDiscord::start(TOKEN);
     let llm = FakeLlm::start();
     let config = format!(
         "[plugins.discord]\ntoken = {token:?}\napi_url = {:?}\ngateway_url = {:?}\n\
-         allowed_user_ids = [{OWNER:?}]\nallowed_channel_ids = [{CHANNEL:?}]\n\
+         allowed_user_ids = [{OWNER:?}]\nallowed_channel_ids = [{CHANNEL:?}]\n{extra}\
          [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_API_KEY\"\n",
         discord.api_url,
@@ -314,4 +321,65 @@ fn a_file_reaches_the_agent_and_one_over_the_cap_is_named_with_why() {
         asked.contains("huge.bin was not downloaded") && asked.contains("over the"),
         "{asked}"
     );
+}
+
+#[test]
+fn files_the_agent_attaches_follow_the_text_and_one_too_large_is_named() {
+    // Over the plugin's limit: never uploaded. Under it but over the
+    // fake's: refused with a 413, then named, and the rest go.
+    let s = setup_full(TOKEN, None, "max_upload_bytes = 5000\n");
+    let chart = s.home.write("out/chart.png", "not really a png");
+    let report = s.home.write("out/q3; \"final\".pdf", "%PDF-1.4 report");
+    let big = s.home.write("out/big.csv", &"1,2,3\n".repeat(400));
+    let huge = s.home.write("out/huge.bin", &"x".repeat(6000));
+    for (id, path) in [("t1", &chart), ("t2", &report), ("t3", &big), ("t4", &huge)] {
+        s.llm.push(anthropic_tool_use(
+            None,
+            id,
+            "attach_file",
+            &json!({ "path": path.display().to_string() }),
+        ));
+    }
+    s.llm.push(anthropic_text("Here they are."));
+    let _daemon = daemon(&s);
+    assert!(s.discord.wait_connected(WAIT));
+    s.discord.max_upload(1000);
+    // A 429 first: the upload waits its turn and is sent again whole.
+    s.discord.rate_limit_next(1);
+    s.discord.dm(OWNER, "send me the files");
+    let sent = s.discord.wait_sent(1, WAIT);
+    assert_eq!(sent[0].channel, format!("dm-{OWNER}"));
+    assert_eq!(
+        sent[0].content,
+        "Here they are.\n\n(huge.bin was too large to send)\n(big.csv was too large to send)"
+    );
+    assert_eq!(
+        sent[0].files,
+        [
+            SentFile {
+                name: "chart.png".into(),
+                content_type: Some("image/png".into()),
+                bytes: b"not really a png".to_vec(),
+            },
+            SentFile {
+                name: "q3; \"final\".pdf".into(),
+                content_type: Some("application/pdf".into()),
+                bytes: b"%PDF-1.4 report".to_vec(),
+            },
+        ]
+    );
+    assert_eq!(s.discord.limited(), 1);
+    // big.csv went once (refused); huge.bin never did.
+    assert_eq!(
+        s.discord.uploads(),
+        [
+            "chart.png",
+            "q3; \"final\".pdf",
+            "big.csv",
+            "chart.png",
+            "q3; \"final\".pdf"
+        ]
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(s.discord.wait_sent(2, Duration::from_millis(10)).len(), 1);
 }

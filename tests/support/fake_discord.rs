@@ -2,13 +2,16 @@
 //! documented opcodes: Hello, Identify, Ready, heartbeats and their acks,
 //! Resume with the missed events replayed, close code 4004 for a bad token)
 //! and the REST routes the channel uses (`GET /gateway/bot`, `POST
-//! /channels/{id}/messages` with the rate-limit headers and 429s, `PATCH`
-//! of a message, `POST /users/@me/channels`, an interaction's callback).
+//! /channels/{id}/messages` with the rate-limit headers and 429s, as JSON
+//! or as `multipart/form-data` with `payload_json` and `files[n]` parts
+//! and an upload limit answered 413, `PATCH` of a message, `POST
+//! /users/@me/channels`, an interaction's callback).
 //!
 //! A test makes users write (`dm`, `say_in_guild`), drops the connection
 //! (`drop_connection`), makes the next sends rate-limited
-//! (`rate_limit_next`), presses a card's button (`press`), and reads what
-//! the bot sent (`wait_sent`).
+//! (`rate_limit_next`), lowers the upload limit (`max_upload`), presses a
+//! card's button (`press`), and reads what the bot sent (`wait_sent`, with
+//! each message's files) and tried to upload (`uploads`).
 
 use std::io::{self, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -28,6 +31,10 @@ pub const BOT_ID: &str = "900000000000000001";
 const FIRST_MESSAGE_ID: u64 = 1_300_000_000_000_000_000;
 /// How often the fake asks for heartbeats.
 const HEARTBEAT_MS: u64 = 500;
+/// The largest file Discord takes from a bot in a server without boosts.
+const DEFAULT_MAX_UPLOAD: usize = 10 << 20;
+/// The most files one message may carry.
+const MAX_FILES: usize = 10;
 
 /// A message the bot sent.
 #[derive(Debug, Clone, PartialEq)]
@@ -44,6 +51,20 @@ pub struct Sent {
     pub edits: u32,
     /// When the request that made it arrived.
     pub received: Instant,
+    /// The files attached to it, in the order of its `attachments`.
+    pub files: Vec<SentFile>,
+}
+
+/// A file attached to a message the bot sent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentFile {
+    /// Its name as Discord shows it: the payload's `filename`, else the
+    /// part's.
+    pub name: String,
+    /// The part's `content-type`, if it had one.
+    pub content_type: Option<String>,
+    /// Its bytes.
+    pub bytes: Vec<u8>,
 }
 
 /// The running fake.
@@ -94,6 +115,10 @@ struct State {
     written: Vec<(u64, Instant)>,
     /// Files served at `/files/<name>`, as Discord's CDN serves attachments.
     files: Vec<(String, Vec<u8>)>,
+    /// The largest file part taken; `None`: Discord's default.
+    max_upload: Option<usize>,
+    /// The file name of every file part that arrived, taken or not.
+    uploads: Vec<String>,
     connected: bool,
 }
 
@@ -267,6 +292,18 @@ impl FakeDiscord {
         self.lock().rate_limited = n;
     }
 
+    /// Files over `bytes` are refused with a 413, as Discord refuses a
+    /// file over the server's upload limit.
+    pub fn max_upload(&self, bytes: usize) {
+        self.lock().max_upload = Some(bytes);
+    }
+
+    /// The file name of every file part the bot uploaded, taken or
+    /// refused, in arrival order.
+    pub fn uploads(&self) -> Vec<String> {
+        self.lock().uploads.clone()
+    }
+
     /// How many 429s were answered.
     pub fn limited(&self) -> u32 {
         self.lock().limited
@@ -412,7 +449,32 @@ fn answer(
                     json!({ "message": "You are being rate limited.", "retry_after": 0.3, "global": false }),
                 );
             }
-            let body: Value = serde_json::from_slice(&request.body).unwrap_or(Value::Null);
+            let (body, files) = match message_body(request) {
+                Ok(body) => body,
+                Err(why) => {
+                    return (
+                        400,
+                        Vec::new(),
+                        json!({ "message": "Invalid Form Body", "code": 50035, "detail": why }),
+                    );
+                }
+            };
+            state.uploads.extend(
+                files
+                    .iter()
+                    .map(|(_, part)| part.filename.clone().unwrap_or_default()),
+            );
+            // A file over the limit is refused before anything else looks
+            // at the message.
+            let max = state.max_upload.unwrap_or(DEFAULT_MAX_UPLOAD);
+            if files.iter().any(|(_, part)| part.data.len() > max) {
+                shared.changed.notify_all();
+                return (
+                    413,
+                    Vec::new(),
+                    json!({ "code": 40005, "message": "Request entity too large" }),
+                );
+            }
             let content = body["content"].as_str().unwrap_or_default().to_owned();
             // `enforce_nonce`: the same nonce again returns the message
             // made the first time, and makes none.
@@ -435,7 +497,14 @@ fn answer(
                     );
                 }
             }
-            if content.is_empty() || content.chars().count() > 2000 {
+            if content.is_empty() && files.is_empty() {
+                return (
+                    400,
+                    Vec::new(),
+                    json!({ "message": "Cannot send an empty message", "code": 50006 }),
+                );
+            }
+            if content.chars().count() > 2000 {
                 return (
                     400,
                     Vec::new(),
@@ -454,6 +523,14 @@ fn answer(
                 components: body["components"].clone(),
                 edits: 0,
                 received: Instant::now(),
+                files: files
+                    .into_iter()
+                    .map(|(name, part)| SentFile {
+                        name,
+                        content_type: part.content_type,
+                        bytes: part.data,
+                    })
+                    .collect(),
             });
             shared.changed.notify_all();
             (
@@ -506,6 +583,239 @@ fn answer(
             json!({ "message": "404: Not Found", "code": 0 }),
         ),
     }
+}
+
+/// One part of a `multipart/form-data` body.
+struct FormPart {
+    /// The field's name (`payload_json`, `files[0]`).
+    name: String,
+    /// The file name, for a file field.
+    filename: Option<String>,
+    /// Its `content-type`, when given.
+    content_type: Option<String>,
+    /// Its bytes.
+    data: Vec<u8>,
+}
+
+/// A message create's JSON and its files (each with the name Discord
+/// shows), from a JSON body or, as Discord takes uploads, from
+/// `multipart/form-data` with the JSON in `payload_json` and the files in
+/// `files[n]` parts that the JSON's `attachments` name by `id: n`.
+fn message_body(request: &HttpRequest) -> Result<(Value, Vec<(String, FormPart)>), String> {
+    let content_type = request.header("content-type").unwrap_or_default();
+    if !content_type
+        .to_ascii_lowercase()
+        .starts_with("multipart/form-data")
+    {
+        let body = serde_json::from_slice(&request.body).map_err(|e| format!("not JSON: {e}"))?;
+        return Ok((body, Vec::new()));
+    }
+    let mut payload = None;
+    let mut files = Vec::new();
+    for part in parse_form(content_type, &request.body)? {
+        if part.name == "payload_json" {
+            let json = serde_json::from_slice(&part.data)
+                .map_err(|e| format!("payload_json is not JSON: {e}"))?;
+            payload = Some(json);
+        } else if let Some(n) = part
+            .name
+            .strip_prefix("files[")
+            .and_then(|rest| rest.strip_suffix(']'))
+        {
+            let n: u64 = n
+                .parse()
+                .map_err(|_| format!("bad part name {}", part.name))?;
+            if part.filename.is_none() {
+                return Err(format!("{} has no filename", part.name));
+            }
+            files.push((n, part));
+        } else {
+            return Err(format!("unknown part {}", part.name));
+        }
+    }
+    let payload: Value = payload.ok_or("no payload_json part")?;
+    if files.len() > MAX_FILES {
+        return Err(format!("{} files, more than {MAX_FILES}", files.len()));
+    }
+    let described = payload["attachments"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    for entry in &described {
+        let id = entry["id"]
+            .as_u64()
+            .or_else(|| entry["id"].as_str().and_then(|id| id.parse().ok()));
+        if !files.iter().any(|(n, _)| Some(*n) == id) {
+            return Err(format!("attachment {entry} has no files[n] part"));
+        }
+    }
+    let named = files
+        .into_iter()
+        .map(|(n, part)| {
+            let name = described
+                .iter()
+                .find(|e| e["id"].as_u64() == Some(n) || e["id"] == n.to_string().as_str())
+                .and_then(|e| e["filename"].as_str().map(str::to_owned))
+                .or_else(|| part.filename.clone())
+                .unwrap_or_default();
+            (name, part)
+        })
+        .collect();
+    Ok((payload, named))
+}
+
+/// The parts of a `multipart/form-data` body (RFC 7578), read as a server
+/// reads them: the boundary from `content_type` (quoted or not), parts
+/// between `CRLF--boundary` delimiters up to the closing `--boundary--`,
+/// and `content-disposition` parameters as quoted strings (with their
+/// backslash escapes, and `;` inside them) or RFC 8187 `name*=` values.
+fn parse_form(content_type: &str, body: &[u8]) -> Result<Vec<FormPart>, String> {
+    let boundary = parameters(content_type)
+        .into_iter()
+        .find(|(key, _)| key == "boundary")
+        .map(|(_, value)| value)
+        .filter(|b| !b.is_empty())
+        .ok_or("no boundary")?;
+    let delimiter = format!("\r\n--{boundary}").into_bytes();
+    // The first delimiter may start the body, with no line break before.
+    let mut rest: &[u8] = if body.starts_with(&delimiter[2..]) {
+        &body[delimiter.len() - 2..]
+    } else {
+        let at = find(body, &delimiter).ok_or("no opening boundary")?;
+        &body[at + delimiter.len()..]
+    };
+    let mut parts = Vec::new();
+    loop {
+        if rest.starts_with(b"--") {
+            return Ok(parts);
+        }
+        // Transport padding, then the line break that ends the delimiter.
+        while rest.first().is_some_and(|b| *b == b' ' || *b == b'\t') {
+            rest = &rest[1..];
+        }
+        rest = rest
+            .strip_prefix(b"\r\n")
+            .ok_or("a boundary not followed by a line break")?;
+        let end = find(rest, &delimiter).ok_or("no closing boundary")?;
+        let part = &rest[..end];
+        rest = &rest[end + delimiter.len()..];
+        let (head, data) = if let Some(data) = part.strip_prefix(b"\r\n") {
+            (&b""[..], data)
+        } else {
+            let split = find(part, b"\r\n\r\n").ok_or("a part without a blank line")?;
+            (&part[..split], &part[split + 4..])
+        };
+        let head = std::str::from_utf8(head).map_err(|_| "a part's head is not UTF-8")?;
+        let mut disposition = None;
+        let mut content_type = None;
+        for line in head.split("\r\n") {
+            let (key, value) = line.split_once(':').ok_or("a malformed part header")?;
+            match key.trim().to_ascii_lowercase().as_str() {
+                "content-disposition" => disposition = Some(value.trim().to_owned()),
+                "content-type" => content_type = Some(value.trim().to_owned()),
+                _ => {}
+            }
+        }
+        let disposition = disposition.ok_or("a part without content-disposition")?;
+        if !disposition.to_ascii_lowercase().starts_with("form-data") {
+            return Err(format!("a part that is not form-data: {disposition}"));
+        }
+        let params = parameters(&disposition);
+        let param = |key: &str| {
+            params
+                .iter()
+                .find(|(k, _)| k == key)
+                .map(|(_, v)| v.clone())
+        };
+        let name = param("name")
+            .or_else(|| param("name*").and_then(|v| ext_value(&v)))
+            .ok_or("a part without a name")?;
+        parts.push(FormPart {
+            name,
+            filename: param("filename"),
+            content_type,
+            data: data.to_vec(),
+        });
+    }
+}
+
+/// The `key=value` parameters after a header's first `;`, keys
+/// lowercased, quoted values unquoted and unescaped.
+fn parameters(header: &str) -> Vec<(String, String)> {
+    let mut params = Vec::new();
+    let mut chars = header.chars().peekable();
+    // The value before the first `;` (`form-data`, the media type).
+    for c in chars.by_ref() {
+        if c == ';' {
+            break;
+        }
+    }
+    loop {
+        while chars.peek().is_some_and(|c| c.is_whitespace() || *c == ';') {
+            chars.next();
+        }
+        let key: String = chars
+            .by_ref()
+            .take_while(|c| *c != '=')
+            .collect::<String>()
+            .trim()
+            .to_ascii_lowercase();
+        if key.is_empty() {
+            return params;
+        }
+        let mut value = String::new();
+        if chars.peek() == Some(&'"') {
+            chars.next();
+            while let Some(c) = chars.next() {
+                match c {
+                    '\\' => value.extend(chars.next()),
+                    '"' => break,
+                    c => value.push(c),
+                }
+            }
+            // Up to the next parameter.
+            for c in chars.by_ref() {
+                if c == ';' {
+                    break;
+                }
+            }
+        } else {
+            value = chars
+                .by_ref()
+                .take_while(|c| *c != ';')
+                .collect::<String>()
+                .trim()
+                .to_owned();
+        }
+        params.push((key, value));
+    }
+}
+
+/// An RFC 8187 value (`utf-8''files%5B0%5D`), decoded.
+fn ext_value(value: &str) -> Option<String> {
+    let (charset, rest) = value.split_once('\'')?;
+    let (_, encoded) = rest.split_once('\'')?;
+    if !charset.eq_ignore_ascii_case("utf-8") {
+        return None;
+    }
+    let bytes = encoded.as_bytes();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%' {
+            let hex = std::str::from_utf8(bytes.get(i + 1..i + 3)?).ok()?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            i += 3;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 fn serve_gateway(stream: TcpStream, shared: &Shared, url: &str) {
@@ -649,6 +959,38 @@ fn serve_gateway(stream: TcpStream, shared: &Shared, url: &str) {
                 live = true;
             }
             _ => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_form_is_read_as_a_server_reads_it() {
+        let body = b"--b0\r\n\
+            Content-Disposition: form-data; name=\"payload_json\"\r\n\r\n\
+            {\"content\":\"hi\"}\r\n\
+            --b0  \r\n\
+            Content-Disposition: form-data; name*=utf-8''files%5B0%5D; filename=\"a; \\\"b\\\".txt\"\r\n\
+            Content-Type: text/plain\r\n\r\n\
+            line one\r\nline two\r\n\r\n\
+            --b0--\r\n";
+        let parts = parse_form("multipart/form-data; boundary=\"b0\"", body).unwrap();
+        assert_eq!(parts.len(), 2);
+        assert_eq!(parts[0].name, "payload_json");
+        assert_eq!(parts[0].data, b"{\"content\":\"hi\"}");
+        assert_eq!(parts[1].name, "files[0]");
+        assert_eq!(parts[1].filename.as_deref(), Some("a; \"b\".txt"));
+        assert_eq!(parts[1].content_type.as_deref(), Some("text/plain"));
+        assert_eq!(parts[1].data, b"line one\r\nline two\r\n");
+        for bad in [
+            &b"--b0\r\nno blank line"[..],
+            b"nothing",
+            b"--b0\r\n\r\nunclosed",
+        ] {
+            assert!(parse_form("multipart/form-data; boundary=b0", bad).is_err());
         }
     }
 }

@@ -7,6 +7,7 @@
 //! allowed_channel_ids = []               # guild channels where a mention gets in
 //! unknown_sender = "silent"              # or "pairing", as for Telegram
 //! # max_file_bytes = 26214400            # attachments over this are not downloaded
+//! # max_upload_bytes = 10485760          # files the agent sends over this are named instead
 //! # api_url = "https://discord.com/api/v10"
 //! # gateway_url = "wss://gateway.discord.gg"   # default: asked of the API
 //! ```
@@ -26,6 +27,10 @@ pub const DEFAULT_API_URL: &str = "https://discord.com/api/v10";
 /// The largest attachment downloaded by default: Discord's own limit for
 /// a bot's uploads, 25 MiB.
 pub const DEFAULT_MAX_FILE_BYTES: u64 = 25 << 20;
+/// The largest file sent by default: what Discord takes from a bot in a
+/// server without boosts, 10 MiB. A boosted server takes more, and says
+/// so only by refusing; set higher, a refused file is named all the same.
+pub const DEFAULT_MAX_UPLOAD_BYTES: u64 = 10 << 20;
 
 /// The settings of a configured Discord channel.
 #[derive(Clone, Debug, PartialEq)]
@@ -43,6 +48,9 @@ pub struct Settings {
     pub unknown_sender: UnknownSender,
     /// Attachments over this size are not downloaded.
     pub max_file_bytes: u64,
+    /// Files the agent sends over this size are not uploaded: the text
+    /// names them instead.
+    pub max_upload_bytes: u64,
 }
 
 #[derive(Deserialize)]
@@ -57,6 +65,7 @@ struct Raw {
     allowed_channel_ids: Vec<String>,
     unknown_sender: Option<Value>,
     max_file_bytes: Option<u64>,
+    max_upload_bytes: Option<u64>,
 }
 
 /// Reads the table; `Ok(None)` means not configured.
@@ -130,6 +139,16 @@ pub fn parse(config: Value) -> Result<Option<Settings>, String> {
             Some(n @ 1..=4_294_967_296) => n,
             Some(n) => return Err(bad("max_file_bytes", format!("{n} is not 1 to 4294967296"))),
         },
+        max_upload_bytes: match raw.max_upload_bytes {
+            None => DEFAULT_MAX_UPLOAD_BYTES,
+            Some(n @ 1..=4_294_967_296) => n,
+            Some(n) => {
+                return Err(bad(
+                    "max_upload_bytes",
+                    format!("{n} is not 1 to 4294967296"),
+                ));
+            }
+        },
     }))
 }
 
@@ -162,6 +181,7 @@ mod tests {
         assert_eq!(settings.gate.users, ["123"]);
         assert_eq!(settings.gate.channels, ["456"]);
         assert_eq!(settings.unknown_sender, UnknownSender::Pairing);
+        assert_eq!(settings.max_upload_bytes, DEFAULT_MAX_UPLOAD_BYTES);
     }
 
     #[test]
@@ -192,6 +212,10 @@ mod tests {
             (
                 json!({ "token": "t", "max_file_bytes": 0 }),
                 "max_file_bytes",
+            ),
+            (
+                json!({ "token": "t", "max_upload_bytes": 0 }),
+                "max_upload_bytes",
             ),
         ] {
             let why = parse(table.clone()).unwrap_err();

@@ -13,6 +13,8 @@
 //! - `gate`: which messages reach the host: direct messages from allowed
 //!   users, mentions in allowed channels;
 //! - `split`: replies cut to 2,000 characters on sensible boundaries;
+//! - `outbound`: a reply as messages: its pieces, then the files the agent
+//!   attached, ten a message, or named in the text when they cannot go;
 //! - `cards`: approval cards and their buttons.
 //!
 //! Architecture invariant: a message counts as seen (its sequence number
@@ -23,6 +25,7 @@ pub mod config;
 pub mod connection;
 pub mod gate;
 pub mod gateway;
+pub mod outbound;
 pub mod rest;
 pub mod split;
 
@@ -187,9 +190,13 @@ impl Plugin for Discord {
             .running
             .as_ref()
             .ok_or_else(|| PluginError::failed("discord is not configured ([plugins.discord])"))?;
+        let (files, notes) = outbound::read(
+            &message.attachments,
+            running.shared.settings.max_upload_bytes,
+        );
         let mut last = None;
-        for (n, piece) in split::split(&message.text, split::MAX_CHARS)
-            .iter()
+        for (n, planned) in outbound::plan(&message.text, files, &notes)
+            .into_iter()
             .enumerate()
         {
             // The outbox may send a reply again (after a crash between the
@@ -197,9 +204,7 @@ impl Plugin for Discord {
             let nonce = message.key.as_ref().map(|key| format!("{key}.{n}"));
             let id = running
                 .shared
-                .rest
-                .send_message(&message.chat, piece, None, nonce.as_deref())
-                .map_err(|e| PluginError::Failed(e.to_string()))?;
+                .send_planned(&message.chat, planned, nonce.as_deref())?;
             last = Some(id);
         }
         Ok(SendReceipt { message_id: last })
@@ -325,6 +330,67 @@ impl Shared {
             self.advance(&channel, &id);
         }
         stored
+    }
+
+    /// Sends one message of a reply. When Discord refuses it as too large
+    /// (it does not say which file), the biggest file is named in the text
+    /// instead and the rest are tried again, until it goes through. The
+    /// message was not made, so the same nonce still makes it once.
+    fn send_planned(
+        &self,
+        chat: &str,
+        planned: outbound::Planned,
+        nonce: Option<&str>,
+    ) -> Result<String, PluginError> {
+        let outbound::Planned {
+            mut content,
+            mut files,
+        } = planned;
+        // Notes that would take the text over Discord's limit: sent after.
+        let mut later = Vec::new();
+        let id = loop {
+            match self.rest.send_files(chat, &content, &files, nonce) {
+                Ok(id) => break id,
+                Err(e) if e.too_large() && !files.is_empty() => {
+                    let biggest = (0..files.len())
+                        .max_by_key(|&n| files[n].bytes.len())
+                        .unwrap_or_default();
+                    let file = files.remove(biggest);
+                    tracing::warn!(
+                        file = %file.name,
+                        size = file.bytes.len(),
+                        "discord: a file was refused as too large: {e}"
+                    );
+                    let note = outbound::too_large(&file.name);
+                    let joined = if content.is_empty() {
+                        note.clone()
+                    } else {
+                        format!("{content}\n{note}")
+                    };
+                    if joined.chars().count() <= split::MAX_CHARS {
+                        content = joined;
+                    } else {
+                        later.push(note);
+                    }
+                }
+                Err(e) => return Err(PluginError::Failed(e.to_string())),
+            }
+        };
+        if later.is_empty() {
+            return Ok(id);
+        }
+        let mut last = id;
+        for (n, piece) in split::split(&later.join("\n"), split::MAX_CHARS)
+            .iter()
+            .enumerate()
+        {
+            let nonce = nonce.map(|key| format!("{key}+{n}"));
+            last = self
+                .rest
+                .send_message(chat, piece, None, nonce.as_deref())
+                .map_err(|e| PluginError::Failed(e.to_string()))?;
+        }
+        Ok(last)
     }
 
     /// Saves attachment `n` of message `id` under the attachments folder.

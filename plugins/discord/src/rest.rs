@@ -8,9 +8,15 @@
 //! the global one; the request waits that long and is sent again. A
 //! server error is tried again a few times; any other refusal is returned
 //! with Discord's own message.
+//!
+//! A message with files goes as `multipart/form-data`: the message itself
+//! in a `payload_json` part, each file in a `files[n]` part that the
+//! payload's `attachments` names by `id: n`. The form is built again for
+//! each try, from bytes shared rather than copied.
 
 use std::collections::HashMap;
-use std::sync::Mutex;
+use std::io::Cursor;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
@@ -19,6 +25,13 @@ use serde_json::{Value, json};
 const TRIES: u32 = 5;
 /// The longest wait a 429 may ask for before the request fails instead.
 const MOST_WAIT: Duration = Duration::from_secs(60);
+/// The time any request gets; an upload gets more, by its size.
+const TIMEOUT: Duration = Duration::from_secs(30);
+/// The slowest upload allowed to finish, in bytes a second: a slow uplink
+/// still gets a 10 MiB file through, a stalled one still ends.
+const SLOWEST_UPLOAD: u64 = 64 << 10;
+/// Discord's error code for a request over its size limit.
+const TOO_LARGE: u64 = 40005;
 
 /// Why a request failed.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -30,6 +43,8 @@ pub enum RestError {
         what: String,
         /// The HTTP status.
         status: u16,
+        /// Discord's error code (`40005`), when the answer had one.
+        code: Option<u64>,
         /// Discord's message.
         message: String,
     },
@@ -41,6 +56,42 @@ pub enum RestError {
         /// Why.
         why: String,
     },
+}
+
+impl RestError {
+    /// Whether Discord refused the request as too large (413, or error
+    /// 40005): the same request will never go through.
+    pub fn too_large(&self) -> bool {
+        matches!(
+            self,
+            RestError::Refused { status: 413, .. }
+                | RestError::Refused {
+                    code: Some(TOO_LARGE),
+                    ..
+                }
+        )
+    }
+}
+
+/// A file to send with a message.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Upload {
+    /// The name Discord shows (and saves it under).
+    pub name: String,
+    /// Its media type.
+    pub mime: String,
+    /// Its bytes, shared by every try of the request.
+    pub bytes: Arc<[u8]>,
+}
+
+/// What a request carries.
+enum Body<'a> {
+    /// Nothing.
+    Empty,
+    /// A JSON body.
+    Json(&'a Value),
+    /// `payload_json` and its files, as `multipart/form-data`.
+    Form(&'a Value, &'a [Upload]),
 }
 
 /// A client of one bot.
@@ -60,7 +111,7 @@ impl Rest {
         let client = reqwest::blocking::Client::builder()
             .tls_backend_rustls()
             .connect_timeout(Duration::from_secs(10))
-            .timeout(Duration::from_secs(30))
+            .timeout(TIMEOUT)
             .user_agent(concat!(
                 "DiscordBot (hearth, ",
                 env!("CARGO_PKG_VERSION"),
@@ -89,16 +140,39 @@ impl Rest {
         components: Option<&Value>,
         nonce: Option<&str>,
     ) -> Result<String, RestError> {
-        let path = format!("/channels/{channel}/messages");
-        let mut body = json!({ "content": content, "allowed_mentions": { "parse": [] } });
+        let mut body = message_payload(content, nonce);
         if let Some(components) = components {
             body["components"] = components.clone();
         }
-        if let Some(nonce) = nonce {
-            body["nonce"] = Value::String(nonce.chars().take(25).collect());
-            body["enforce_nonce"] = Value::Bool(true);
+        self.create_message(channel, &Body::Json(&body))
+    }
+
+    /// As [`Rest::send_message`] without buttons, with `files` (at most
+    /// ten) attached after `content`, which may then be empty. A file
+    /// over Discord's limit fails the whole message
+    /// ([`RestError::too_large`]).
+    pub fn send_files(
+        &self,
+        channel: &str,
+        content: &str,
+        files: &[Upload],
+        nonce: Option<&str>,
+    ) -> Result<String, RestError> {
+        let mut payload = message_payload(content, nonce);
+        if files.is_empty() {
+            return self.create_message(channel, &Body::Json(&payload));
         }
-        let answer = self.request(reqwest::Method::POST, &path, Some(body))?;
+        payload["attachments"] = files
+            .iter()
+            .enumerate()
+            .map(|(n, file)| json!({ "id": n, "filename": file.name }))
+            .collect();
+        self.create_message(channel, &Body::Form(&payload, files))
+    }
+
+    fn create_message(&self, channel: &str, body: &Body) -> Result<String, RestError> {
+        let path = format!("/channels/{channel}/messages");
+        let answer = self.request(reqwest::Method::POST, &path, body)?;
         Ok(answer["id"].as_str().unwrap_or_default().to_owned())
     }
 
@@ -106,7 +180,7 @@ impl Rest {
     /// most 100: what a day away leaves in a direct message).
     pub fn messages_after(&self, channel: &str, after: &str) -> Result<Vec<Value>, RestError> {
         let path = format!("/channels/{channel}/messages?after={after}&limit=100");
-        let answer = self.request(reqwest::Method::GET, &path, None)?;
+        let answer = self.request(reqwest::Method::GET, &path, &Body::Empty)?;
         let mut messages = answer.as_array().cloned().unwrap_or_default();
         // Ids grow with time; as numbers, a longer id is a later one.
         messages.sort_by_key(|m| {
@@ -152,7 +226,7 @@ impl Rest {
     pub fn edit_message(&self, channel: &str, id: &str, content: &str) -> Result<(), RestError> {
         let path = format!("/channels/{channel}/messages/{id}");
         let body = json!({ "content": content, "components": [] });
-        self.request(reqwest::Method::PATCH, &path, Some(body))
+        self.request(reqwest::Method::PATCH, &path, &Body::Json(&body))
             .map(|_| ())
     }
 
@@ -161,7 +235,7 @@ impl Rest {
         let answer = self.request(
             reqwest::Method::POST,
             "/users/@me/channels",
-            Some(json!({ "recipient_id": user })),
+            &Body::Json(&json!({ "recipient_id": user })),
         )?;
         answer["id"]
             .as_str()
@@ -176,20 +250,25 @@ impl Rest {
     /// with "deferred update": the card stays until it is edited.
     pub fn acknowledge(&self, id: &str, token: &str) -> Result<(), RestError> {
         let path = format!("/interactions/{id}/{token}/callback");
-        self.request(reqwest::Method::POST, &path, Some(json!({ "type": 6 })))
-            .map(|_| ())
+        self.request(
+            reqwest::Method::POST,
+            &path,
+            &Body::Json(&json!({ "type": 6 })),
+        )
+        .map(|_| ())
     }
 
     /// Shows "typing…" in `channel` for ten seconds.
     pub fn typing(&self, channel: &str) -> Result<(), RestError> {
         let path = format!("/channels/{channel}/typing");
-        self.request(reqwest::Method::POST, &path, None).map(|_| ())
+        self.request(reqwest::Method::POST, &path, &Body::Empty)
+            .map(|_| ())
     }
 
     /// The Gateway's address (`GET /gateway/bot`), which also checks the
     /// token.
     pub fn gateway_url(&self) -> Result<String, RestError> {
-        let answer = self.request(reqwest::Method::GET, "/gateway/bot", None)?;
+        let answer = self.request(reqwest::Method::GET, "/gateway/bot", &Body::Empty)?;
         answer["url"]
             .as_str()
             .map(str::to_owned)
@@ -203,7 +282,7 @@ impl Rest {
         &self,
         method: reqwest::Method,
         path: &str,
-        body: Option<Value>,
+        body: &Body,
     ) -> Result<Value, RestError> {
         let what = format!("{method} {path}");
         let mut last = String::new();
@@ -213,8 +292,15 @@ impl Rest {
                 .client
                 .request(method.clone(), format!("{}{path}", self.base))
                 .header("Authorization", &self.auth);
-            if let Some(body) = &body {
-                request = request.json(body);
+            match body {
+                Body::Empty => {}
+                Body::Json(body) => request = request.json(body),
+                Body::Form(payload, files) => {
+                    let size: u64 = files.iter().map(|f| f.bytes.len() as u64).sum();
+                    request = request
+                        .timeout(TIMEOUT + Duration::from_secs(size / SLOWEST_UPLOAD))
+                        .multipart(form(payload, files));
+                }
             }
             let response = match request.send() {
                 Ok(response) => response,
@@ -266,6 +352,7 @@ impl Rest {
                     return Err(RestError::Refused {
                         what,
                         status,
+                        code: answer["code"].as_u64(),
                         message: answer["message"]
                             .as_str()
                             .map(str::to_owned)
@@ -303,6 +390,38 @@ impl Rest {
                 .insert(route.to_owned(), until);
         }
     }
+}
+
+/// A new message's JSON: `content`, pinging nobody, and the `nonce` that
+/// makes Discord create it once.
+fn message_payload(content: &str, nonce: Option<&str>) -> Value {
+    let mut body = json!({ "content": content, "allowed_mentions": { "parse": [] } });
+    if let Some(nonce) = nonce {
+        body["nonce"] = Value::String(nonce.chars().take(25).collect());
+        body["enforce_nonce"] = Value::Bool(true);
+    }
+    body
+}
+
+/// The `multipart/form-data` body of a message with files: `payload_json`,
+/// then `files[n]` for each.
+fn form(payload: &Value, files: &[Upload]) -> reqwest::blocking::multipart::Form {
+    use reqwest::blocking::multipart::{Form, Part};
+    let mut form = Form::new().text("payload_json", payload.to_string());
+    for (n, file) in files.iter().enumerate() {
+        let length = file.bytes.len() as u64;
+        let part = Part::reader_with_length(Cursor::new(Arc::clone(&file.bytes)), length)
+            .file_name(file.name.clone());
+        // A media type reqwest cannot parse is sent as plain bytes rather
+        // than not at all.
+        let part = match part.mime_str(&file.mime) {
+            Ok(part) => part,
+            Err(_) => Part::reader_with_length(Cursor::new(Arc::clone(&file.bytes)), length)
+                .file_name(file.name.clone()),
+        };
+        form = form.part(format!("files[{n}]"), part);
+    }
+    form
 }
 
 /// Whether `url` is one of Discord's file hosts, or (for a test's fake)
@@ -362,6 +481,25 @@ mod tests {
         let fake = "http://127.0.0.1:4000/api/v10";
         assert!(serves_files(fake, "http://127.0.0.1:4000/files/a.txt"));
         assert!(!serves_files(fake, "http://127.0.0.1:8080/files/a.txt"));
+    }
+
+    #[test]
+    fn a_413_or_error_40005_is_too_large_and_nothing_else_is() {
+        let refused = |status, code| RestError::Refused {
+            what: "POST /channels/1/messages".into(),
+            status,
+            code,
+            message: String::new(),
+        };
+        assert!(refused(413, None).too_large());
+        assert!(refused(400, Some(TOO_LARGE)).too_large());
+        assert!(!refused(400, Some(50035)).too_large());
+        assert!(!refused(403, None).too_large());
+        let unreachable = RestError::Unreachable {
+            what: String::new(),
+            why: "413".into(),
+        };
+        assert!(!unreachable.too_large());
     }
 
     #[test]
