@@ -37,17 +37,24 @@ impl TelegramHome {
 
     /// As [`TelegramHome::new`], with `allowed` as the allow-list.
     pub fn allowing(allowed: &[i64], telegram_keys: &str, extra: &str) -> TelegramHome {
-        TelegramHome::build(None, allowed, telegram_keys, extra)
+        TelegramHome::build(None, TOKEN, allowed, telegram_keys, extra)
     }
 
     /// As [`TelegramHome::new`], with the home made inside `parent` (a
     /// small file system a test fills, say).
     pub fn inside(parent: &Path, telegram_keys: &str, extra: &str) -> TelegramHome {
-        TelegramHome::build(Some(parent), &[OWNER, 2002], telegram_keys, extra)
+        TelegramHome::build(Some(parent), TOKEN, &[OWNER, 2002], telegram_keys, extra)
+    }
+
+    /// As [`TelegramHome::new`], with `token` in the config: the fake Bot
+    /// API still takes only [`TOKEN`], so another one is refused (401).
+    pub fn with_token(token: &str, telegram_keys: &str, extra: &str) -> TelegramHome {
+        TelegramHome::build(None, token, &[OWNER, 2002], telegram_keys, extra)
     }
 
     fn build(
         parent: Option<&Path>,
+        token: &str,
         allowed: &[i64],
         telegram_keys: &str,
         extra: &str,
@@ -56,7 +63,7 @@ impl TelegramHome {
         let telegram = FakeTelegram::start(TOKEN);
         let llm = FakeLlm::start();
         let config = format!(
-            "[plugins.telegram]\ntoken = {TOKEN:?}\napi_url = {:?}\n\
+            "[plugins.telegram]\ntoken = {token:?}\napi_url = {:?}\n\
              allowed_chat_ids = [{}]\npoll_timeout_s = 1\npace_chat_ms = 0\n{telegram_keys}\n\
              [owner]\nname = \"Sam\"\n[owner.identities]\ntelegram = [\"{OWNER}\"]\n\
              [llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\

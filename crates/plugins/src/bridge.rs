@@ -26,15 +26,16 @@ use std::time::Duration;
 use crossbeam_channel::{Receiver, Sender, bounded, select};
 use hearth_sdk::abi::{self, HearthStr, HostApi, status};
 use hearth_sdk::protocol::{
-    ChannelSpec, ChannelStatus, ConfirmationAnswer, HostInfo, InboundMessage, Submission, ToolSpec,
-    service,
+    ChannelSpec, ChannelState, ChannelStatus, ConfirmationAnswer, HostInfo, InboundMessage,
+    Submission, ToolSpec, service,
 };
 
+use super::activity::{Activity, Change, Health};
 use super::running::Running;
 use super::services;
 use super::views::Views;
 use hearth_base::queue::{self, BoundedSender, SendTimeoutError};
-use hearth_base::store::Cold;
+use hearth_base::store::{Cold, now_ms};
 use hearth_data::router::Admission;
 use hearth_data::router::Router;
 use hearth_data::router::inbox::{self, Route, StoreJob, Stored};
@@ -87,7 +88,8 @@ pub struct PluginContext {
     bridge: Arc<Bridge>,
     /// Set once `describe` has answered: the channel it serves, if any.
     channel: OnceLock<Option<ChannelSpec>>,
-    status: Mutex<Option<ChannelStatus>>,
+    /// The channel's last reported health and what it did last.
+    health: Mutex<Health>,
     /// The calls the plugin runs in turns now (`tool.output` finds them).
     running: Running,
     /// The tool list the plugin set at run time (`tools.set`), replacing
@@ -168,7 +170,7 @@ impl Bridge {
             plugin: plugin.into(),
             bridge: Arc::clone(self),
             channel: OnceLock::new(),
-            status: Mutex::new(None),
+            health: Mutex::default(),
             running: Running::default(),
             tools: Mutex::new(None),
         }));
@@ -287,7 +289,49 @@ impl PluginContext {
 
     /// The last health the plugin's channel reported.
     pub fn channel_status(&self) -> Option<ChannelStatus> {
-        lock(&self.status).clone()
+        lock(&self.health).status.clone()
+    }
+
+    /// What the plugin's channel did last.
+    pub fn channel_activity(&self) -> Activity {
+        lock(&self.health).activity
+    }
+
+    /// Notes that the channel just took a reply (`channel.send` answered).
+    pub fn sent(&self) {
+        lock(&self.health).activity.last_out_ms = Some(now_ms());
+    }
+
+    /// Takes a health report: kept for `hearth status` and the doctor, and
+    /// logged by what it means. A channel that goes down is an error in
+    /// the log (a refused token at start is one), because the owner
+    /// cannot be reached on it until someone acts or it recovers; a retry
+    /// that only changes the detail is a warning, a repeat is debug.
+    fn report(&self, status: ChannelStatus) {
+        let change = lock(&self.health).report(status.clone(), now_ms());
+        let (plugin, state, detail) = (&*self.plugin, status.state, &status.detail);
+        let word = super::activity::state_word(state);
+        // While the daemon stops, channels report themselves stopped:
+        // that is no fault.
+        let stopping = self.bridge.closed.load(Ordering::SeqCst);
+        match (change, state) {
+            (Change::Same, _) => {
+                tracing::debug!(plugin, state = word, detail, "channel status (unchanged)")
+            }
+            (_, ChannelState::Up) => tracing::info!(plugin, state = word, detail, "channel up"),
+            (_, ChannelState::Down) if stopping => {
+                tracing::info!(plugin, state = word, detail, "channel down (stopping)")
+            }
+            (Change::State, ChannelState::Down) => {
+                tracing::error!(plugin, state = word, detail, "channel down: {detail}")
+            }
+            (_, ChannelState::Down) => {
+                tracing::warn!(plugin, state = word, detail, "channel still down: {detail}")
+            }
+            (_, ChannelState::Degraded) => {
+                tracing::warn!(plugin, state = word, detail, "channel degraded: {detail}")
+            }
+        }
     }
 
     /// The calls the plugin runs in turns now.
@@ -352,8 +396,7 @@ impl PluginContext {
         };
         match submission {
             Submission::ChannelStatus(s) => {
-                tracing::info!(plugin = %self.plugin, state = ?s.state, detail = %s.detail, "channel status");
-                *lock(&self.status) = Some(s);
+                self.report(s);
                 status::OK
             }
             Submission::Message(m) => self.submit_message(m),
@@ -406,7 +449,15 @@ impl PluginContext {
             from_agent: None,
             hops: 0,
         };
-        self.bridge.store(message, route)
+        let code = self.bridge.store(message, route);
+        if code == status::OK {
+            // Stored (or stored before, and submitted again): either way
+            // the channel brought it in. A stranger's message, dropped
+            // above, does not count: "last in" is the last message an
+            // agent got from this channel.
+            lock(&self.health).activity.last_in_ms = Some(now_ms());
+        }
+        code
     }
 
     fn call(&self, service: &[u8], request: &[u8]) -> (i32, String) {

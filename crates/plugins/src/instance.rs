@@ -15,6 +15,7 @@ use hearth_sdk::protocol::{
 };
 use serde_json::Value;
 
+use super::activity::Activity;
 use super::bridge::{Bridge, PluginContext};
 use super::loader::Library;
 use super::running::Tracked;
@@ -210,6 +211,12 @@ impl ActivePlugin {
         self.ctx.channel_status()
     }
 
+    /// What its channel did last (messages in, replies out, the age of
+    /// its health).
+    pub fn channel_activity(&self) -> Activity {
+        self.ctx.channel_activity()
+    }
+
     /// Tracks a call about to be made in `scope`: gives it an id, routes
     /// its output to the scope, and asks the plugin to stop it when the
     /// scope is cancelled.
@@ -348,6 +355,12 @@ impl hearth_base::channels::Channel for ActivePlugin {
     }
 
     fn call(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
-        self.invoke(method, payload).map_err(|e| e.to_string())
+        let answer = self.invoke(method, payload).map_err(|e| e.to_string());
+        // Every reply the outbox delivers passes here; a send the plugin
+        // refused (and the outbox retries) is not one that went out.
+        if answer.is_ok() && method == hearth_sdk::protocol::method::CHANNEL_SEND {
+            self.ctx.sent();
+        }
+        answer
     }
 }

@@ -3,8 +3,10 @@
 //! `discovery` lists the candidates, `built_in` holds the plugins linked
 //! into the binary, `loader` opens a file and checks its header,
 //! `instance` wraps an initialised plugin, `bridge` implements the callbacks
-//! the host offers, `running` the calls a plugin runs in a turn (stopped
-//! by `tool.cancel`, their output routed by `tool.output`), `views` the
+//! the host offers, `activity` what each channel did last (how long its
+//! health has been what it is, its last message in and reply out),
+//! `running` the calls a plugin runs in a turn (stopped by
+//! `tool.cancel`, their output routed by `tool.output`), `views` the
 //! live views plugins show the owner (`view.show`, `view.input`), and
 //! `sink` the buffers plugins write answers into. This
 //! file ties them together as a [`PluginSet`]: every plugin that was found,
@@ -13,6 +15,7 @@
 //! A plugin that fails is reported and skipped; the daemon goes on, unless
 //! its config table says `required = true`.
 
+mod activity;
 mod bridge;
 mod built_in;
 mod discovery;
@@ -29,6 +32,7 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+pub use activity::{Activity, state_word};
 pub use bridge::{Bridge, BridgeError, MAX_SUBMISSION_BYTES, Served};
 pub use discovery::FILE_PREFIX;
 pub use instance::{ActivePlugin, InvokeError};

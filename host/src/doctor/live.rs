@@ -1,5 +1,6 @@
 //! The doctor's checks of a running set of plugins and a model: the
-//! plugins that loaded or failed, each channel's live health, the MCP
+//! plugins that loaded or failed, each channel's live health (with why it
+//! is down, and its last message in and reply out), the MCP
 //! servers, the scripts that do not load, and whether the model answers.
 //! The daemon runs them on its own plugins for the control socket's
 //! `doctor` request; the CLI runs them on a one-shot runtime when no
@@ -11,7 +12,7 @@ use hearth_sdk::protocol::{ChannelState, PartState};
 use super::Finding;
 use hearth_agent::tools::ToolRegistry;
 use hearth_model::llm::{Llm, LlmError, ModelCheck};
-use hearth_plugins::{PluginSet, PluginState};
+use hearth_plugins::{PluginSet, PluginState, state_word};
 use hearth_script::describe_problem;
 
 /// What the config says about the model.
@@ -25,7 +26,8 @@ pub enum ModelSetup<'a> {
 }
 
 /// One line per plugin found, and, when `live`, one per channel with its
-/// health as the channel last reported it.
+/// health as the channel last reported it and its last activity; a
+/// channel that is down fails, with its reason.
 pub fn plugins(set: &PluginSet, live: bool) -> Vec<Finding> {
     let mut findings: Vec<Finding> = set
         .reports()
@@ -55,20 +57,22 @@ pub fn plugins(set: &PluginSet, live: bool) -> Vec<Finding> {
         })
         .collect();
     if live {
+        let now = hearth_base::store::now_ms();
         findings.extend(set.active().iter().filter(|p| p.description().channel.is_some()).map(
             |p| {
                 let check = format!("channel {}", p.name);
+                let activity = p.channel_activity().text(now);
                 match p.channel_status() {
                     None => Finding::warn(
                         check,
-                        "has not reported its health yet",
+                        format!("has not reported its health yet; {activity}"),
                         "wait a minute; if it stays silent, read the daemon's log for the plugin",
                     ),
                     Some(h) => {
                         let detail = if h.detail.is_empty() {
-                            state_word(h.state).to_owned()
+                            format!("{} {activity}", state_word(h.state))
                         } else {
-                            format!("{} ({})", state_word(h.state), h.detail)
+                            format!("{} ({}) {activity}", state_word(h.state), h.detail)
                         };
                         match h.state {
                             ChannelState::Up => Finding::ok(check, detail),
@@ -212,13 +216,5 @@ pub fn model_fix(e: &LlmError) -> &'static str {
             "the API cannot be reached: check [llm] base_url, the network and DNS"
         }
         _ => "check [llm] in the config and the provider's status page",
-    }
-}
-
-fn state_word(state: ChannelState) -> &'static str {
-    match state {
-        ChannelState::Up => "up",
-        ChannelState::Degraded => "degraded",
-        ChannelState::Down => "down",
     }
 }

@@ -156,6 +156,11 @@ impl Shared {
         }
     }
 
+    /// Whether the channel has reported its health since it started.
+    pub fn has_reported(&self) -> bool {
+        lock(&self.status).is_some()
+    }
+
     /// Reports the channel's health to the host when it changed.
     pub fn report(&self, state: ChannelState, detail: impl Into<String>) {
         let detail = detail.into();

@@ -33,7 +33,8 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
     let mut offset: i64 = 0;
     let mut backoff = FIRST_BACKOFF;
     let mut webhook_cleared = false;
-    shared.report(ChannelState::Down, "connecting to Telegram");
+    // Nothing is reported while connecting: a channel down is an error in
+    // the host's log, and starting is none. The first answer says which.
     while !*stop.borrow() {
         if !webhook_cleared {
             // A webhook left from another setup makes every getUpdates fail
@@ -43,6 +44,11 @@ pub async fn run(shared: Arc<Shared>, mut stop: watch::Receiver<bool>) {
                 .call("deleteWebhook", &json!({}), CALL_DEADLINE)
                 .await
                 .is_ok();
+            // Its answer proves the token and the address, at once; the
+            // first long poll may take its whole timeout to answer.
+            if webhook_cleared && !shared.has_reported() {
+                shared.report(ChannelState::Up, "long polling");
+            }
         }
         learn_username(&shared).await;
         let params = json!({

@@ -75,7 +75,8 @@ pub async fn register(
         "allowed_updates": ["message", "callback_query"],
     });
     let mut backoff = Duration::from_millis(500);
-    shared.report(ChannelState::Down, "setting the webhook");
+    // Nothing is reported before `setWebhook` answers (at once): a
+    // channel down is an error in the host's log, and starting is none.
     loop {
         match shared.api.call("setWebhook", &params, CALL_DEADLINE).await {
             Ok(_) => break,

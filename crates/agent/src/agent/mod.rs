@@ -37,14 +37,15 @@ pub use tool_defs::ToolDefs;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use hearth_sdk::protocol::{ChannelEvent, ChannelState};
+use hearth_sdk::protocol::ChannelEvent;
 
 use crate::tools::ToolRegistry;
 use hearth_base::channels::events::ChannelEvents;
 use hearth_base::config::AgentConfig;
+use hearth_base::store::now_ms;
 use hearth_data::router::{AgentSignals, Router};
 use hearth_model::llm::Llm;
-use hearth_plugins::ActivePlugin;
+use hearth_plugins::{ActivePlugin, state_word};
 use history::Conversations;
 use profiles::Profile;
 
@@ -209,14 +210,20 @@ impl Agent {
     pub fn status_text(&self) -> String {
         let s = self.status();
         let uptime = s["uptime_s"].as_u64().unwrap_or(0);
+        let now = now_ms();
+        // One line each: a down channel's reason can be long, and the
+        // owner reads it here first.
         let channels: Vec<String> = self
             .base
             .channels
             .iter()
-            .map(|p| match p.channel_status() {
-                Some(h) if h.detail.is_empty() => format!("{} {}", p.name, state_name(h.state)),
-                Some(h) => format!("{} {} ({})", p.name, state_name(h.state), h.detail),
-                None => format!("{} (no report)", p.name),
+            .map(|p| {
+                let health = match p.channel_status() {
+                    Some(h) if h.detail.is_empty() => format!("{} {}", p.name, state_word(h.state)),
+                    Some(h) => format!("{} {} ({})", p.name, state_word(h.state), h.detail),
+                    None => format!("{} (no report yet)", p.name),
+                };
+                format!("\n  {health} {}", p.channel_activity().text(now))
             })
             .collect();
         let servers: Vec<String> = s["servers"]
@@ -250,7 +257,7 @@ impl Agent {
             }
         }
         format!(
-            "model: {}\nprompt: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels: {}{servers}\ntools: {}\nqueue: {}\nfloor: {}",
+            "model: {}\nprompt: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels:{}{servers}\ntools: {}\nqueue: {}\nfloor: {}",
             s["model"].as_str().unwrap_or("?"),
             cache_line(&self.base.usage.cache_figures()),
             uptime / 3600,
@@ -258,9 +265,9 @@ impl Agent {
             uptime % 60,
             self.base.plugins.join(", "),
             if channels.is_empty() {
-                "none".to_owned()
+                " none".to_owned()
             } else {
-                channels.join(", ")
+                channels.concat()
             },
             s["tools"],
             s["queue"],
@@ -301,18 +308,23 @@ impl Agent {
             .collect()
     }
 
-    /// Each channel plugin's last reported health.
+    /// Each channel plugin's last reported health and activity (Unix
+    /// milliseconds; `null` for what has not happened since the start).
     fn channel_health(&self) -> Vec<serde_json::Value> {
         self.base
             .channels
             .iter()
             .map(|p| {
                 let health = p.channel_status();
+                let activity = p.channel_activity();
                 serde_json::json!({
                     "plugin": p.name,
                     "channel": p.description().channel.as_ref().map(|c| c.name.clone()),
-                    "state": health.as_ref().map(|h| state_name(h.state)),
+                    "state": health.as_ref().map(|h| state_word(h.state)),
                     "detail": health.map(|h| h.detail),
+                    "since_ms": activity.since_ms,
+                    "last_in_ms": activity.last_in_ms,
+                    "last_out_ms": activity.last_out_ms,
                 })
             })
             .collect()
@@ -348,12 +360,4 @@ fn cache_line(c: &hearth_model::usage::CacheFigures) -> String {
         c.cached_tokens * 100 / c.prompt_tokens,
         c.prompt_tokens
     )
-}
-
-fn state_name(state: ChannelState) -> &'static str {
-    match state {
-        ChannelState::Up => "up",
-        ChannelState::Degraded => "degraded",
-        ChannelState::Down => "down",
-    }
 }
