@@ -291,7 +291,7 @@ impl Shared {
             backoff = Duration::from_secs(1);
             if !up {
                 up = true;
-                self.health(ChannelState::Up, format!("syncing as {me}"));
+                self.health(ChannelState::Up, format!("syncing as {me}; unencrypted rooms only (end-to-end encryption is not supported)"));
             }
             let batch = sync::read(&answer, &me, &self.settings.allowed);
             let mut done = true;
