@@ -96,7 +96,8 @@ struct State {
     legacy_media: bool,
     /// The download requests answered with a file, by path.
     downloads: Vec<String>,
-    /// When the last `/sync` answer that carried events was written.
+    /// When the last `/sync` answer that carried a user's event was
+    /// written.
     last_written: Option<Instant>,
 }
 
@@ -189,8 +190,8 @@ impl FakeMatrix {
         self.lock().downloads.clone()
     }
 
-    /// When the last `/sync` answer that carried events was written to
-    /// the bot.
+    /// When the last `/sync` answer that carried a user's event was
+    /// written to the bot.
     pub fn last_written(&self) -> Option<Instant> {
         self.lock().last_written
     }
@@ -295,10 +296,14 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
             Reply::Json(status, body) => {
                 write_json(&mut out, status, &[], &body.to_string())?;
                 // The benchmark's clock starts when the bot could read
-                // the message: its sync answer is written.
+                // the message: its sync answer is written. The bot's own
+                // replies come back in later answers; those do not count.
                 let carried = body["rooms"]["join"]
                     .as_object()
-                    .is_some_and(|j| !j.is_empty());
+                    .into_iter()
+                    .flat_map(|rooms| rooms.values())
+                    .flat_map(|room| room["timeline"]["events"].as_array().into_iter().flatten())
+                    .any(|event| event["sender"] != BOT);
                 if request.target.starts_with("/_matrix/client/v3/sync") && carried {
                     lock(shared).last_written = Some(Instant::now());
                 }
