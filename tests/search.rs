@@ -1,12 +1,23 @@
 //! Search over past conversations: the real store with 100,000 messages,
 //! the tools called through the registry as each kind of caller, and the
 //! index checked against the table after the daemon is killed mid-turn.
+//!
+//! And `web_search` with no setup: DuckDuckGo's HTML page, the default
+//! when no SearXNG or Brave is configured, against a fake of that page on
+//! 127.0.0.1 (`fake_search`): results parsed (titles, links unwrapped from
+//! DuckDuckGo's redirect, snippets, ads skipped), its bot check said
+//! plainly and backed off from, no results said plainly, the egress guard
+//! applied to its address, configured backends taking precedence, and the
+//! bundled config searching with no key.
 
+use std::net::TcpListener;
 use std::time::Duration;
 
 use hearth::caller::{Caller, ToolScope};
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text_paced};
-use hearth_tests::{Hearth, call_err};
+use hearth_tests::fake_search::{Doc, FakeSearch};
+use hearth_tests::scenarios::bundled_config;
+use hearth_tests::{Hearth, call_err, plugin};
 use serde_json::{Value, json};
 
 /// Sessions of the main agent with the owner, and one sub-agent's.
@@ -253,4 +264,300 @@ fn the_index_matches_the_messages_after_a_kill_mid_turn() {
             [],
         )
         .unwrap();
+}
+
+// ---- web_search through DuckDuckGo, with no setup ---------------------
+
+/// What the model is told when DuckDuckGo suspects a bot.
+const RATE_LIMITED: &str =
+    "DuckDuckGo is rate limiting; try again in a minute or configure SearXNG/Brave";
+/// Said with DuckDuckGo's results.
+const CAVEAT: &str = "Key-less DuckDuckGo: rougher results, no dates.";
+
+fn web_corpus() -> Vec<Doc> {
+    vec![
+        Doc::new(
+            "Async Rust: a tour",
+            "https://rust.example/async-tour?lang=en&v=2",
+            "Futures, executors and async/await in Rust, step by step.",
+            2,
+        ),
+        Doc::new(
+            "Rust & async I/O",
+            "https://blog.example/rust-io",
+            "Why async Rust needs a runtime: it's about waking tasks.",
+            20,
+        ),
+        Doc::new(
+            "The Rust async book",
+            "https://book.example/async",
+            "The official guide to async programming in Rust.",
+            300,
+        ),
+        Doc::new(
+            "Gardening in spring",
+            "https://garden.example/spring",
+            "Plant peas early.",
+            1,
+        ),
+    ]
+}
+
+/// `[plugins.web]` with DuckDuckGo at `fake`, allow-listed: the egress
+/// guard judges DuckDuckGo's address like any other, and the fake is on
+/// loopback.
+fn ddg_web(fake: &FakeSearch) -> String {
+    format!(
+        "[plugins.web]\nduckduckgo_url = \"{}\"\nallow_hosts = [\"127.0.0.1:{}\"]\n",
+        fake.duckduckgo_url(),
+        fake.port()
+    )
+}
+
+fn web_search(rt: &hearth::runtime::Runtime, args: Value) -> Result<Value, String> {
+    rt.tools.call("web_search", args).map_err(|e| e.to_string())
+}
+
+/// `hearth tool call web_search ARGS`.
+fn web_search_cli(h: &Hearth, args: &Value) -> hearth_tests::Run {
+    h.cmd(&["tool", "call", "web_search", &args.to_string()])
+}
+
+#[test]
+fn duckduckgo_results_are_parsed_with_links_unwrapped_and_ads_skipped() {
+    let fake = FakeSearch::duckduckgo(web_corpus());
+    let h = Hearth::with_plugins(&[plugin("web")], &ddg_web(&fake));
+    let rt = h.runtime();
+    let got = web_search(&rt, json!({"query": "async  rust", "count": 2})).unwrap();
+    assert_eq!(
+        got,
+        json!({
+            "query": "async rust",
+            "backend": "duckduckgo",
+            "results": [
+                {
+                    // The <b> marks are gone; the link is the page itself,
+                    // not DuckDuckGo's /l/?uddg= redirect, its query intact.
+                    "title": "Async Rust: a tour",
+                    "url": "https://rust.example/async-tour?lang=en&v=2",
+                    "snippet": "Futures, executors and async/await in Rust, step by step.",
+                },
+                {
+                    "title": "Rust & async I/O",
+                    "url": "https://blog.example/rust-io",
+                    "snippet": "Why async Rust needs a runtime: it's about waking tasks.",
+                },
+            ],
+            "note": CAVEAT,
+        })
+    );
+    // Without count, the default of 5; the ad the page opens with is not
+    // among them, nor any link of DuckDuckGo's own.
+    let all = web_search(&rt, json!({"query": "async rust"})).unwrap();
+    let urls: Vec<&str> = all["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["url"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        urls,
+        [
+            "https://rust.example/async-tour?lang=en&v=2",
+            "https://blog.example/rust-io",
+            "https://book.example/async",
+        ]
+    );
+    // What went over the wire: the form its page posts, no region chosen.
+    let sent = fake.requests();
+    assert_eq!(sent.len(), 2);
+    assert_eq!(
+        (sent[0].method.as_str(), sent[0].path.as_str()),
+        ("POST", "/html/")
+    );
+    assert_eq!(sent[0].param("q"), Some("async rust"));
+    assert_eq!(sent[0].param("kl"), Some("wt-wt"));
+    assert_eq!(sent[0].param("df"), None);
+    assert_eq!(
+        sent[0].header("content-type"),
+        Some("application/x-www-form-urlencoded")
+    );
+    // freshness is DuckDuckGo's df, and the note says it is approximate.
+    let week = web_search(&rt, json!({"query": "async rust", "freshness": "week"})).unwrap();
+    assert_eq!(week["results"].as_array().unwrap().len(), 1, "{week}");
+    assert_eq!(fake.requests()[2].param("df"), Some("w"));
+    assert_eq!(
+        week["note"],
+        "Key-less DuckDuckGo: rougher results, no dates, an approximate time filter."
+    );
+    // A region, when the owner sets one, is its kl.
+    let h = Hearth::with_plugins(
+        &[plugin("web")],
+        &format!("{}duckduckgo_region = \"de-de\"\n", ddg_web(&fake)),
+    );
+    web_search(&h.runtime(), json!({"query": "gardening"})).unwrap();
+    assert_eq!(fake.requests()[3].param("kl"), Some("de-de"));
+}
+
+#[test]
+fn duckduckgo_rate_limiting_is_said_plainly_and_backed_off() {
+    let fake = FakeSearch::duckduckgo(web_corpus());
+    let h = Hearth::with_plugins(&[plugin("web")], &ddg_web(&fake));
+    let rt = h.runtime();
+    let label = format!("duckduckgo (127.0.0.1:{})", fake.port());
+    fake.limit_per_window(1, Duration::from_secs(600));
+    web_search(&rt, json!({"query": "async rust"})).unwrap();
+    // The second search gets the bot check (HTTP 202, the anomaly page).
+    let err = web_search(&rt, json!({"query": "async rust"})).unwrap_err();
+    assert_eq!(
+        err,
+        format!("web_search failed: {label} answered its bot check (HTTP 202). {RATE_LIMITED}")
+    );
+    assert_eq!(fake.requests().len(), 2);
+    // Then hearth asks nothing for a while: asking again at once would
+    // prolong the block. The answer says so, in the same plain words.
+    let err = web_search(&rt, json!({"query": "gardening"})).unwrap_err();
+    assert!(
+        err.starts_with(&format!(
+            "web_search failed: {label} was not asked: it answered its bot check "
+        )) && err.ends_with(RATE_LIMITED),
+        "{err}"
+    );
+    assert_eq!(
+        fake.requests().len(),
+        2,
+        "a request went out while backing off"
+    );
+
+    // The same page with 200 is the same block.
+    let fake = FakeSearch::duckduckgo(web_corpus());
+    fake.anomaly_with_200(true);
+    fake.limit_per_window(0, Duration::from_secs(600));
+    let h = Hearth::with_plugins(&[plugin("web")], &ddg_web(&fake));
+    let err = web_search(&h.runtime(), json!({"query": "async rust"})).unwrap_err();
+    assert!(
+        err.contains("answered its bot check (HTTP 200). ") && err.ends_with(RATE_LIMITED),
+        "{err}"
+    );
+}
+
+#[test]
+fn duckduckgo_finding_nothing_says_so_plainly() {
+    let fake = FakeSearch::duckduckgo(web_corpus());
+    let h = Hearth::with_plugins(&[plugin("web")], &ddg_web(&fake));
+    let rt = h.runtime();
+    let got = web_search(&rt, json!({"query": "quantum knitting"})).unwrap();
+    assert_eq!(
+        got,
+        json!({
+            "query": "quantum knitting",
+            "backend": "duckduckgo",
+            "results": [],
+            "note": "No results for \"quantum knitting\". Try other or fewer words.",
+        })
+    );
+    let got = web_search(&rt, json!({"query": "rust book", "freshness": "day"})).unwrap();
+    assert_eq!(
+        got["note"],
+        "No results for \"rust book\" from the past day. Try other or fewer words, or a longer freshness."
+    );
+    assert_eq!(fake.requests().len(), 2);
+}
+
+#[test]
+fn the_bundled_config_searches_with_no_key() {
+    let fake = FakeSearch::duckduckgo(web_corpus());
+    // The bundled config as it ships, with only DuckDuckGo's address put
+    // in (the fake's, allow-listed): no key, no search backend.
+    let h = Hearth::exact(&format!("{}\n{}", bundled_config(), ddg_web(&fake)));
+    let got = web_search_cli(&h, &json!({"query": "async rust", "count": 1})).json();
+    assert_eq!(got["backend"], "duckduckgo", "{got}");
+    assert_eq!(
+        got["results"],
+        json!([{
+            "title": "Async Rust: a tour",
+            "url": "https://rust.example/async-tour?lang=en&v=2",
+            "snippet": "Futures, executors and async/await in Rust, step by step.",
+        }])
+    );
+    // Its description says nothing of setting up: the model just searches.
+    let tools = h.cmd(&["tools", "--json"]).json();
+    let spec = tools["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|t| t["spec"]["name"] == "web_search")
+        .map(|t| t["spec"].clone())
+        .expect("web_search is offered");
+    assert_eq!(
+        spec["description"],
+        "Searches the web; read a result with web_fetch."
+    );
+    assert_eq!(fake.requests().len(), 1);
+}
+
+#[test]
+fn duckduckgos_address_goes_through_the_egress_guard() {
+    let fake = FakeSearch::duckduckgo(web_corpus());
+    // Pointed at loopback and not allow-listed: refused before anything
+    // is sent, with how to allow it.
+    let h = Hearth::exact(&format!(
+        "{}\n[plugins.web]\nduckduckgo_url = \"{}\"\n",
+        bundled_config(),
+        fake.duckduckgo_url()
+    ));
+    let out = web_search_cli(&h, &json!({"query": "async rust"})).fails();
+    assert!(
+        out.contains(&format!(
+            "web_search failed: duckduckgo (127.0.0.1:{port}) was not asked: 127.0.0.1 is a loopback \
+             address; allow it with [plugins.web] allow_hosts = [\"127.0.0.1:{port}\"]",
+            port = fake.port()
+        )),
+        "{out}"
+    );
+    assert!(fake.requests().is_empty());
+}
+
+#[test]
+fn a_configured_backend_replaces_duckduckgo_or_falls_back_to_it() {
+    let ddg = FakeSearch::duckduckgo(web_corpus());
+    let searxng = FakeSearch::searxng(web_corpus());
+    let h = Hearth::with_plugins(
+        &[plugin("web")],
+        &format!(
+            "{}[plugins.web.search]\nbackend = \"searxng\"\nbase_url = \"{}\"\n",
+            ddg_web(&ddg),
+            searxng.base_url()
+        ),
+    );
+    let got = web_search(&h.runtime(), json!({"query": "async rust"})).unwrap();
+    assert_eq!(got["backend"], "searxng");
+    assert!(ddg.requests().is_empty());
+
+    // Listed after a SearXNG that is down, DuckDuckGo answers instead,
+    // and the answer names the one that failed.
+    let down = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let h = Hearth::with_plugins(
+        &[plugin("web")],
+        &format!(
+            "{}[[plugins.web.search]]\nbackend = \"searxng\"\nbase_url = \"http://127.0.0.1:{down}\"\n\
+             [[plugins.web.search]]\nbackend = \"duckduckgo\"\n",
+            ddg_web(&ddg)
+        ),
+    );
+    let got = web_search(&h.runtime(), json!({"query": "async rust"})).unwrap();
+    assert_eq!(got["backend"], "duckduckgo");
+    assert_eq!(got["results"].as_array().unwrap().len(), 3);
+    assert!(
+        got["failed_backends"][0]
+            .as_str()
+            .unwrap()
+            .starts_with(&format!("searxng (127.0.0.1:{down}) cannot be reached")),
+        "{got}"
+    );
+    assert_eq!(ddg.requests().len(), 1);
 }

@@ -1,7 +1,7 @@
-//! Fake search backends for the integration tests: a SearXNG instance and
-//! the Brave Search API, each a real HTTP/1.1 server on 127.0.0.1 that
-//! searches a small corpus of [`Doc`]s and answers in the service's own
-//! wire format, errors included.
+//! Fake search backends for the integration tests: a SearXNG instance,
+//! the Brave Search API and DuckDuckGo's HTML page, each a real HTTP/1.1
+//! server on 127.0.0.1 that searches a small corpus of [`Doc`]s and
+//! answers in the service's own wire format, errors included.
 //!
 //! SearXNG ([`FakeSearch::searxng`]), as its `webapp.py` answers:
 //! - `GET|POST /search` with `q`, `format`, `time_range`, `pageno`: with
@@ -30,6 +30,26 @@
 //!   empty query, more than 400 characters or 50 words, `count` out of
 //!   range, an unknown `freshness`), the plan's rate exceeded 429
 //!   `RATE_LIMITED` with `X-RateLimit-Reset`.
+//!
+//! DuckDuckGo ([`FakeSearch::duckduckgo`]), as `html.duckduckgo.com`
+//! answers its no-JavaScript form:
+//! - `POST /html/` with the form `q`, `b`, `kl` (region), `df` (`d`, `w`,
+//!   `m`, `y`; anything else is ignored, as there), or `GET /html/?q=`:
+//!   the results page, an ad first (`<div class="result results_links
+//!   results_links_deep result--ad ...">`, its links through
+//!   `duckduckgo.com/y.js`), then up to ten `<div class="result
+//!   results_links results_links_deep web-result ">` blocks, each an
+//!   `<h2 class="result__title"><a rel="nofollow" class="result__a"
+//!   href="//duckduckgo.com/l/?uddg=<percent-encoded URL>&amp;rut=...">`
+//!   (the query's words in `<b>`), a `result__url` and an `<a
+//!   class="result__snippet">`; nothing found is `<div
+//!   class="no-results">No results.</div>`;
+//! - no `q`: its search form alone; `/html` 301 to `/html/`; other paths
+//!   404;
+//! - a suspected bot (past [`FakeSearch::limit_per_window`], or
+//!   `Fault::Status(202)`): HTTP 202 with its anomaly page, the CAPTCHA
+//!   in an `anomaly-modal` under "Unfortunately, bots use DuckDuckGo
+//!   too."; [`FakeSearch::anomaly_with_200`] sends the same page with 200.
 //!
 //! A document matches when every word of the query is in its title or
 //! text (case-insensitive), and a time range keeps documents no older
@@ -134,6 +154,7 @@ impl Request {
 enum Service {
     Searxng,
     Brave { key: String },
+    DuckDuckGo,
 }
 
 /// A fake search service on 127.0.0.1. Dropping it stops it, and ends
@@ -163,6 +184,8 @@ struct State {
     limit: Option<(usize, Duration)>,
     /// When searches were answered, for the limit.
     answered: Vec<Instant>,
+    /// DuckDuckGo: its bot check comes with 200, not 202.
+    anomaly_200: bool,
 }
 
 impl Shared {
@@ -186,6 +209,12 @@ impl FakeSearch {
         FakeSearch::start(Service::Brave { key: key.into() }, docs)
     }
 
+    /// DuckDuckGo's HTML endpoint with `docs`; [`FakeSearch::duckduckgo_url`]
+    /// is the `duckduckgo_url` to configure.
+    pub fn duckduckgo(docs: Vec<Doc>) -> FakeSearch {
+        FakeSearch::start(Service::DuckDuckGo, docs)
+    }
+
     fn start(service: Service, docs: Vec<Doc>) -> FakeSearch {
         let listener = TcpListener::bind("127.0.0.1:0").expect("fake search: bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("fake search: local address");
@@ -199,6 +228,7 @@ impl FakeSearch {
                 unresponsive: Vec::new(),
                 limit: None,
                 answered: Vec::new(),
+                anomaly_200: false,
             }),
             changed: Condvar::new(),
             stopping: AtomicBool::new(false),
@@ -223,6 +253,16 @@ impl FakeSearch {
     /// Its port.
     pub fn port(&self) -> u16 {
         self.addr.port()
+    }
+
+    /// DuckDuckGo: `http://127.0.0.1:PORT/html/`, its endpoint.
+    pub fn duckduckgo_url(&self) -> String {
+        format!("{}/html/", self.base_url())
+    }
+
+    /// DuckDuckGo: its bot check comes with status 200 instead of 202.
+    pub fn anomaly_with_200(&self, on: bool) {
+        self.shared.lock().anomaly_200 = on;
     }
 
     /// Every request so far.
@@ -251,7 +291,7 @@ impl FakeSearch {
 
     /// Answers at most `n` searches per `window`, and 429 past that:
     /// Brave's plan rate (1 per second on the free plan), SearXNG's
-    /// limiter.
+    /// limiter; DuckDuckGo answers its bot check instead.
     pub fn limit_per_window(&self, n: usize, window: Duration) {
         self.shared.lock().limit = Some((n, window));
     }
@@ -314,6 +354,7 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
         let answer = match &shared.service {
             Service::Searxng => searxng(shared, &request),
             Service::Brave { key } => brave(shared, key, &request),
+            Service::DuckDuckGo => duckduckgo(shared, &request),
         };
         let Some(answer) = answer else {
             // Hang: hold the connection, answering nothing, until dropped.
@@ -364,7 +405,11 @@ fn write(out: &mut TcpStream, answer: &Answer) -> io::Result<()> {
     let head = format!(
         "HTTP/1.1 {} {}\r\ncontent-type: {}\r\ncontent-length: {}\r\n{extra}\r\n",
         answer.status,
-        reason(answer.status),
+        match answer.status {
+            202 => "Accepted",
+            301 => "Moved Permanently",
+            other => reason(other),
+        },
         answer.content_type,
         answer.body.len()
     );
@@ -378,6 +423,7 @@ fn write(out: &mut TcpStream, answer: &Answer) -> io::Result<()> {
 fn faulted(shared: &Shared) -> Option<Option<Answer>> {
     let fault = shared.lock().fault.clone()?;
     let brave = matches!(shared.service, Service::Brave { .. });
+    let ddg = matches!(shared.service, Service::DuckDuckGo);
     Some(match fault {
         Fault::Hang => None,
         Fault::NotJson => Some(Answer::html(
@@ -394,6 +440,15 @@ fn faulted(shared: &Shared) -> Option<Option<Answer>> {
         }
         Fault::Redirect(to) => Some(Answer::html(302, "").header("location", &to)),
         Fault::Status(status) if brave => Some(brave_status(status)),
+        Fault::Status(202) if ddg => Some(Answer::html(202, &ddg_anomaly(""))),
+        Fault::Status(status) if ddg => Some(Answer::html(
+            status,
+            &format!(
+                "<!DOCTYPE html><html><head><title>{status} {}</title></head><body><h1>{}</h1></body></html>",
+                reason(status),
+                reason(status)
+            ),
+        )),
         Fault::Status(status) => Some(searxng_status(status)),
     })
 }
@@ -805,6 +860,289 @@ fn validation(field: &str, kind: &str, msg: &str, input: &str) -> Value {
 fn is_date_range(text: &str) -> bool {
     text.split_once("to").is_some_and(|(from, to)| {
         from.parse::<jiff::civil::Date>().is_ok() && to.parse::<jiff::civil::Date>().is_ok()
+    })
+}
+
+// ---- DuckDuckGo -------------------------------------------------------
+
+/// Results on one page, as DuckDuckGo's HTML page shows.
+const DDG_PAGE: usize = 10;
+
+fn duckduckgo(shared: &Shared, request: &Request) -> Option<Answer> {
+    match (request.method.as_str(), request.path.as_str()) {
+        ("GET" | "POST", "/html") => {
+            return Some(Answer::html(301, DDG_MOVED).header("location", "/html/"));
+        }
+        ("GET" | "POST", "/html/") => {}
+        _ => return Some(Answer::html(404, DDG_404)),
+    }
+    let q = request.param("q").unwrap_or_default().trim().to_owned();
+    if q.is_empty() {
+        return Some(Answer::html(200, &ddg_page("", "", "")));
+    }
+    if over_limit(shared) {
+        let status = if shared.lock().anomaly_200 { 200 } else { 202 };
+        return Some(Answer::html(status, &ddg_anomaly(&q)));
+    }
+    if let Some(answer) = faulted(shared) {
+        return answer;
+    }
+    // DuckDuckGo ignores a df it does not know.
+    let df = request.param("df").unwrap_or_default();
+    let max_days = match df {
+        "d" => Some(1),
+        "w" => Some(7),
+        "m" => Some(31),
+        "y" => Some(365),
+        _ => None,
+    };
+    let words: Vec<String> = q.split_whitespace().map(str::to_lowercase).collect();
+    let found = matching(shared, &q, max_days);
+    let links = if found.is_empty() {
+        "<div class=\"no-results\">No results.</div>\n".to_owned()
+    } else {
+        let mut blocks = ddg_ad(&q);
+        for doc in found.iter().take(DDG_PAGE) {
+            blocks.push_str(&ddg_result(doc, &words));
+        }
+        blocks
+    };
+    Some(Answer::html(200, &ddg_page(&q, df, &links)))
+}
+
+/// The page around the results: the header's form (the query echoed,
+/// the region and time selects), the results, the next-page form.
+fn ddg_page(q: &str, df: &str, links: &str) -> String {
+    let title = if q.is_empty() {
+        "DuckDuckGo".to_owned()
+    } else {
+        format!("{} at DuckDuckGo", escape(q))
+    };
+    let selected = |v: &str| if v == df { " selected" } else { "" };
+    format!(
+        r#"<!DOCTYPE html PUBLIC "-//W3C//DTD HTML 4.01 Transitional//EN" "http://www.w3.org/TR/html4/loose.dtd">
+<!--[if IE 6]><html class="ie6" xmlns="http://www.w3.org/1999/xhtml"><![endif]-->
+<!--[if !IE]><!--><html xmlns="http://www.w3.org/1999/xhtml"><!--<![endif]-->
+<head>
+  <meta http-equiv="content-type" content="text/html; charset=UTF-8">
+  <meta name="viewport" content="width=device-width, initial-scale=1.0, maximum-scale=3.0, user-scalable=1" />
+  <meta name="referrer" content="origin" />
+  <meta name="robots" content="noindex, nofollow" />
+  <title>{title}</title>
+  <link title="DuckDuckGo (HTML)" type="application/opensearchdescription+xml" rel="search" href="//duckduckgo.com/opensearch_html_v2.xml" />
+  <link rel="stylesheet" href="//duckduckgo.com/dist/h.css" type="text/css"/>
+</head>
+<body class="body--html">
+  <a name="top" id="top"></a>
+  <form action="/html/" method="post">
+    <input type="text" name="state_hidden" id="state_hidden" />
+  </form>
+  <div>
+    <div class="site-wrapper-border"></div>
+    <div id="header" class="header cw header--html">
+      <a title="DuckDuckGo" href="/html/" class="header__logo-wrap" tabindex="-1"><span class="header__logo">DuckDuckGo</span></a>
+      <form name="x" class="header__form" action="/html/" method="post">
+        <div class="search search--header">
+          <input name="q" autocomplete="off" class="search__input" id="search_form_input_homepage" type="text" value="{q}" />
+          <input name="b" id="search_button_homepage" class="search__button search__button--html" value="" title="Search" alt="Search" type="submit" />
+        </div>
+        <div class="frm__select">
+          <select name="kl">
+            <option value="" >All Regions</option>
+            <option value="de-de" >Germany</option>
+            <option value="us-en" >US (English)</option>
+            <option value="wt-wt" >No region</option>
+          </select>
+        </div>
+        <div class="frm__select frm__select--last">
+          <select class="" name="df">
+            <option value=""{any}>Any Time</option>
+            <option value="d"{d}>Past Day</option>
+            <option value="w"{w}>Past Week</option>
+            <option value="m"{m}>Past Month</option>
+            <option value="y"{y}>Past Year</option>
+          </select>
+        </div>
+      </form>
+    </div>
+    <!-- Web results are present -->
+    <div>
+      <div class="serp__results">
+        <div id="links" class="results">
+{links}
+          <div class="nav-link">
+            <form action="/html/" method="post">
+              <input type="submit" class='btn btn--alt' value="Next" />
+              <input type="hidden" name="q" value="{q}" />
+              <input type="hidden" name="s" value="10" />
+              <input type="hidden" name="dc" value="11" />
+              <input type="hidden" name="v" value="l" />
+              <input type="hidden" name="o" value="json" />
+              <input type="hidden" name="api" value="d.js" />
+              <input type="hidden" name="vqd" value="4-123456789012345678901234567890" />
+              <input name="kl" value="wt-wt" type="hidden" />
+            </form>
+          </div>
+        </div>
+      </div>
+    </div>
+  </div>
+  <div id="bottom_spacing2"></div>
+  <img src="//duckduckgo.com/t/sl_h"/>
+</body>
+</html>
+"#,
+        q = escape(q),
+        any = selected(""),
+        d = selected("d"),
+        w = selected("w"),
+        m = selected("m"),
+        y = selected("y"),
+    )
+}
+
+/// The ad DuckDuckGo puts above the results, its links through `y.js`.
+fn ddg_ad(q: &str) -> String {
+    let click = format!(
+        "https://duckduckgo.com/y.js?ad_domain=shop.example&amp;ad_provider=bingv7aa&amp;ad_type=txad&amp;rut=f00&amp;u3={}",
+        uddg(&format!("https://shop.example/?q={q}"))
+    );
+    format!(
+        r#"          <div class="result results_links results_links_deep result--ad result--ad--small">
+            <div class="links_main links_deep result__body">
+              <h2 class="result__title">
+                <a rel="nofollow" class="result__a" href="{click}">Buy {q} today - Great Deals</a>
+              </h2>
+              <div class="result__extras">
+                <div class="result__extras__url">
+                  <a class="result__url" href="{click}">shop.example</a>
+                  <button class="badge--ad__tooltip-wrap"><span class="badge--ad">Ad</span></button>
+                </div>
+              </div>
+              <a class="result__snippet" href="{click}">Shop {q} deals. Free shipping on orders over $50.</a>
+              <div class="clear"></div>
+            </div>
+          </div>
+"#,
+        q = escape(q),
+    )
+}
+
+/// One organic result: the link wrapped in DuckDuckGo's `/l/?uddg=`, the
+/// query's words in `<b>` in the title and the snippet.
+fn ddg_result(doc: &Doc, words: &[String]) -> String {
+    let href = format!(
+        "//duckduckgo.com/l/?uddg={}&amp;rut={:016x}",
+        uddg(&doc.url),
+        rut(&doc.url)
+    );
+    let (_, rest) = doc.url.split_once("://").unwrap_or(("https", &doc.url));
+    let shown = rest.trim_end_matches('/');
+    let host = shown.split('/').next().unwrap_or(shown);
+    format!(
+        r#"          <div class="result results_links results_links_deep web-result ">
+            <div class="links_main links_deep result__body"> <!-- This is the visible part -->
+              <h2 class="result__title">
+                <a rel="nofollow" class="result__a" href="{href}">{title}</a>
+              </h2>
+              <div class="result__extras">
+                <div class="result__extras__url">
+                  <span class="result__icon">
+                    <a rel="nofollow" href="{href}">
+                      <img class="result__icon__img" width="16" height="16" alt="" src="//external-content.duckduckgo.com/ip3/{host}.ico" name="i15" />
+                    </a>
+                  </span>
+                  <a class="result__url" href="{href}">
+                    {shown}
+                  </a>
+                </div>
+              </div>
+              <a class="result__snippet" href="{href}">{snippet}</a>
+              <div class="clear"></div>
+            </div>
+          </div>
+"#,
+        title = bolded(&doc.title, words),
+        snippet = bolded(&doc.text, words),
+        shown = escape(shown),
+        host = escape(host),
+    )
+}
+
+/// The bot check: 202 (or 200), a CAPTCHA of ducks in an `anomaly-modal`.
+fn ddg_anomaly(q: &str) -> String {
+    format!(
+        r#"<!DOCTYPE html><html lang="en-US"><head><meta charset="utf-8"><title>DuckDuckGo</title>
+<link rel="stylesheet" href="/dist/a.css"></head>
+<body><div class="anomaly-modal__mask"><div class="anomaly-modal__modal" data-testid="anomaly-modal">
+<div class="anomaly-modal__title">Unfortunately, bots use DuckDuckGo too.</div>
+<div class="anomaly-modal__description">Please complete the following challenge to confirm this search was made by a human.</div>
+<div class="anomaly-modal__instructions">Select all squares containing a duck:</div>
+<form id="challenge-form" action="//duckduckgo.com/anomaly.js?sv=html&amp;cc=sre&amp;q={q}" method="POST">
+<div class="anomaly-modal__puzzle">{images}</div>
+<button class="btn btn--primary anomaly-modal__submit" type="submit">Submit</button>
+</form>
+<p class="anomaly-modal__footer">Images not loading? <a href="mailto:error-lite@duckduckgo.com">Please email us</a>.</p>
+</div></div></body></html>
+"#,
+        q = uddg(q),
+        images = (0..9)
+            .map(|i| format!("<div class=\"anomaly-modal__image\"><img src=\"/assets/anomaly/images/challenge/{i}.jpg\" alt=\"\"></div>"))
+            .collect::<String>(),
+    )
+}
+
+const DDG_MOVED: &str = "<html>\r\n<head><title>301 Moved Permanently</title></head>\r\n\
+    <body>\r\n<center><h1>301 Moved Permanently</h1></center>\r\n<hr><center>nginx</center>\r\n\
+    </body>\r\n</html>\r\n";
+
+const DDG_404: &str = "<html>\r\n<head><title>404 Not Found</title></head>\r\n\
+    <body>\r\n<center><h1>404 Not Found</h1></center>\r\n<hr><center>nginx</center>\r\n\
+    </body>\r\n</html>\r\n";
+
+/// `text` escaped, with the words of `words` in `<b>`.
+fn bolded(text: &str, words: &[String]) -> String {
+    text.split(' ')
+        .map(|w| {
+            let bare = w
+                .trim_matches(|c: char| !c.is_alphanumeric())
+                .to_lowercase();
+            if !bare.is_empty() && words.contains(&bare) {
+                format!("<b>{}</b>", escape(w))
+            } else {
+                escape(w)
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// HTML-escaped, as its templates escape text and attributes.
+fn escape(text: &str) -> String {
+    text.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+        .replace('"', "&quot;")
+        .replace('\'', "&#x27;")
+}
+
+/// Percent-encoded as `uddg` carries a URL: everything but letters,
+/// digits and `._~` (DuckDuckGo's pages encode even `-`, as `%2D`).
+fn uddg(text: &str) -> String {
+    text.bytes()
+        .map(|b| match b {
+            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' | b'.' | b'_' | b'~' => {
+                char::from(b).to_string()
+            }
+            b => format!("%{b:02X}"),
+        })
+        .collect()
+}
+
+/// A stand-in for `rut`, DuckDuckGo's hash of the click.
+fn rut(url: &str) -> u64 {
+    url.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3)
     })
 }
 

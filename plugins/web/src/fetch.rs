@@ -82,9 +82,49 @@ fn send(
 ) -> Result<reqwest::blocking::Response, String> {
     policy.check_url(url)?;
     let remaining = remaining(deadline, timeout, url)?;
+    let client = guarded_client(policy, url, remaining, timeout).map_err(|e| e.to_string())?;
+    client
+        .get(url.clone())
+        .header(
+            reqwest::header::ACCEPT,
+            "text/html, text/plain;q=0.9, */*;q=0.5",
+        )
+        .send()
+        .map_err(|e| describe(&e, url, timeout))
+}
+
+/// Why no client could be made for a URL; each is the whole message.
+#[derive(Debug, thiserror::Error, PartialEq, Eq)]
+pub enum ClientError {
+    /// The policy refused the URL, or an address its name resolves to.
+    #[error("{0}")]
+    Refused(String),
+    /// The name did not resolve.
+    #[error("{0}")]
+    Resolve(String),
+    /// The lookup took longer than the time left.
+    #[error("{0}")]
+    TimedOut(String),
+    /// reqwest could not build the client.
+    #[error("{0}")]
+    Setup(String),
+}
+
+/// A client for `url` that can reach only the addresses `policy` allowed
+/// for its host: the URL checked, the name resolved here within
+/// `remaining` and every address judged, then pinned, with no proxy and no
+/// redirects. `web_fetch` makes one per hop; the DuckDuckGo backend one
+/// per search, so a changed DNS answer is judged again each time.
+pub fn guarded_client(
+    policy: &Policy,
+    url: &Url,
+    remaining: Duration,
+    timeout: Duration,
+) -> Result<reqwest::blocking::Client, ClientError> {
+    policy.check_url(url).map_err(ClientError::Refused)?;
     let port = url
         .port_or_known_default()
-        .ok_or_else(|| format!("refused: {url} has no port"))?;
+        .ok_or_else(|| ClientError::Refused(format!("refused: {url} has no port")))?;
     let mut builder = reqwest::blocking::Client::builder()
         .tls_backend_rustls()
         // A proxy would resolve the name itself, out of our sight; the
@@ -98,25 +138,17 @@ fn send(
     if let Some(Host::Domain(name)) = url.host() {
         let addrs = resolve(name, port, remaining, timeout)?;
         if let Err(refused) = policy.check_resolved(name, port, &addrs) {
-            return Err(if refused.starts_with("refused") {
+            return Err(ClientError::Refused(if refused.starts_with("refused") {
                 refused
             } else {
                 format!("refused: {refused}")
-            });
+            }));
         }
         builder = builder.resolve_to_addrs(name, &addrs);
     }
-    let client = builder
+    builder
         .build()
-        .map_err(|e| format!("cannot set up the HTTP client: {}", chain(&e)))?;
-    client
-        .get(url.clone())
-        .header(
-            reqwest::header::ACCEPT,
-            "text/html, text/plain;q=0.9, */*;q=0.5",
-        )
-        .send()
-        .map_err(|e| describe(&e, url, timeout))
+        .map_err(|e| ClientError::Setup(format!("cannot set up the HTTP client: {}", chain(&e))))
 }
 
 /// Reads the body, up to the cap and the deadline, and shapes the result.
@@ -283,7 +315,7 @@ fn resolve(
     port: u16,
     remaining: Duration,
     timeout: Duration,
-) -> Result<Vec<SocketAddr>, String> {
+) -> Result<Vec<SocketAddr>, ClientError> {
     let (tx, rx) = mpsc::channel();
     let host = name.to_owned();
     std::thread::Builder::new()
@@ -295,14 +327,14 @@ fn resolve(
             // The caller may have stopped waiting; then nobody needs this.
             let _ = tx.send(answer);
         })
-        .map_err(|e| format!("cannot start a DNS lookup: {e}"))?;
+        .map_err(|e| ClientError::Setup(format!("cannot start a DNS lookup: {e}")))?;
     match rx.recv_timeout(remaining) {
         Ok(Ok(addrs)) => Ok(addrs),
-        Ok(Err(e)) => Err(format!("cannot resolve {name}: {e}")),
-        Err(_) => Err(format!(
+        Ok(Err(e)) => Err(ClientError::Resolve(format!("cannot resolve {name}: {e}"))),
+        Err(_) => Err(ClientError::TimedOut(format!(
             "timed out after {} ms resolving {name}",
             timeout.as_millis()
-        )),
+        ))),
     }
 }
 

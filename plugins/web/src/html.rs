@@ -366,23 +366,105 @@ impl Output {
 }
 
 /// One start or end tag.
-struct Tag {
+pub struct Tag {
     /// Lowercased.
-    name: String,
-    closing: bool,
-    self_closing: bool,
+    pub name: String,
+    /// `</name>`.
+    pub closing: bool,
+    /// `<name/>`.
+    pub self_closing: bool,
     /// Attribute names (lowercased) and decoded values.
     attrs: Vec<(String, String)>,
     /// The offset just past the `>`.
-    end: usize,
+    pub end: usize,
 }
 
 impl Tag {
-    fn attr(&self, name: &str) -> Option<String> {
+    /// An attribute's decoded value.
+    pub fn attr(&self, name: &str) -> Option<String> {
         self.attrs
             .iter()
             .find(|(n, _)| n == name)
             .map(|(_, v)| v.clone())
+    }
+
+    /// Whether `class` is one of the words of the `class` attribute.
+    pub fn has_class(&self, class: &str) -> bool {
+        self.classes().any(|c| c == class)
+    }
+
+    /// The words of the `class` attribute.
+    pub fn classes(&self) -> impl Iterator<Item = &str> {
+        self.attrs
+            .iter()
+            .filter(|(n, _)| n == "class")
+            .flat_map(|(_, v)| v.split_ascii_whitespace())
+    }
+}
+
+/// The tags of a page in order, for a reader that picks elements out of
+/// a page it knows (DuckDuckGo's results) rather than converting it all.
+/// Like [`to_text`] it never builds a tree and reads each byte a bounded
+/// number of times: comments and declarations are passed over, and the
+/// content of `script`, `style` and the other [`SKIPPED`] elements is
+/// never read as tags.
+pub struct Tags<'a> {
+    html: &'a str,
+    /// `html` ASCII-lowercased: same byte offsets, for finding end tags.
+    lower: String,
+    at: usize,
+}
+
+impl<'a> Tags<'a> {
+    /// Starts at the top of `html`.
+    pub fn new(html: &'a str) -> Tags<'a> {
+        Tags {
+            html,
+            lower: html.to_ascii_lowercase(),
+            at: 0,
+        }
+    }
+
+    /// The raw content of the element `tag` opened (the tag just
+    /// returned), up to its end tag, which the scan then moves past. An
+    /// element never closed runs to the end of the page.
+    pub fn content(&mut self, tag: &Tag) -> &'a str {
+        if tag.self_closing || tag.closing {
+            return "";
+        }
+        let (end, after) = find_close(&self.lower, tag.end, &tag.name);
+        self.at = after.max(self.at);
+        self.html.get(tag.end..end).unwrap_or_default()
+    }
+}
+
+impl Iterator for Tags<'_> {
+    type Item = Tag;
+
+    fn next(&mut self) -> Option<Tag> {
+        loop {
+            let lt = self.at + self.html.get(self.at..)?.find('<')?;
+            let rest = &self.lower[lt..];
+            if rest.starts_with("<!--") {
+                self.at = rest.find("-->").map_or(self.html.len(), |i| lt + i + 3);
+                continue;
+            }
+            if rest.starts_with("<!") || rest.starts_with("<?") {
+                self.at = rest.find('>').map_or(self.html.len(), |i| lt + i + 1);
+                continue;
+            }
+            let Some(tag) = parse_tag(self.html, lt) else {
+                self.at = lt + 1;
+                continue;
+            };
+            self.at = tag.end;
+            if !tag.closing && !tag.self_closing && SKIPPED.contains(&tag.name.as_str()) {
+                // Scripts hold strings that look like markup; they are not
+                // the page's elements.
+                self.at = find_close(&self.lower, tag.end, &tag.name).1;
+            }
+            return Some(tag);
+        }
     }
 }
 
@@ -660,6 +742,29 @@ mod tests {
         assert_eq!(text("<a href='x'>unclosed"), "unclosed");
         assert_eq!(text("<!-- open comment"), "");
         assert_eq!(text("x<p =a>y"), "x\n\ny");
+    }
+
+    #[test]
+    fn tags_are_read_in_order_with_their_content() {
+        let page = "<!doctype html><!-- <a class=\"x\"> --><div class=\"result  web-result\">\
+             <script>var s = '<a class=\"x\">';</script><a class=x href=\"/l/?a=1&amp;b=2\">T <b>b</b></a>\
+             <p>after</div>";
+        let mut tags = Tags::new(page);
+        let div = tags.next().unwrap();
+        assert!(div.has_class("result") && div.has_class("web-result") && !div.has_class("web"));
+        let script = tags.next().unwrap();
+        assert_eq!(script.name, "script");
+        let a = tags.next().unwrap();
+        assert_eq!(a.attr("href").as_deref(), Some("/l/?a=1&b=2"));
+        assert!(a.has_class("x"));
+        assert_eq!(tags.content(&a), "T <b>b</b>");
+        let names: Vec<_> = tags.map(|t| (t.name, t.closing)).collect();
+        assert_eq!(names, [("p".to_owned(), false), ("div".to_owned(), true)]);
+        // Unclosed, the content runs to the end.
+        let mut tags = Tags::new("<a>never closed");
+        let a = tags.next().unwrap();
+        assert_eq!(tags.content(&a), "never closed");
+        assert!(tags.next().is_none());
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The web plugin: `web_fetch` reads a web page and returns it as text;
-//! `web_search` asks the owner's search backends (SearXNG, Brave).
+//! `web_search` asks the owner's search backends (SearXNG, Brave), or
+//! DuckDuckGo's HTML page when none is configured.
 //!
 //! The agent picks the URL, and the pages it reads can suggest URLs, so the
 //! fetch is confined to http and https on public addresses: private,
@@ -11,7 +12,7 @@
 //! - `guard`: which URLs and addresses are allowed, and the messages;
 //! - `fetch`: one fetch, hop by hop, with the size cap and the deadline;
 //! - `html`: HTML to plain text;
-//! - `search`: `web_search`, its config and its two backends.
+//! - `search`: `web_search`, its config and its three backends.
 //!
 //! Config:
 //!
@@ -19,9 +20,11 @@
 //! [plugins.web]
 //! allow_hosts = ["127.0.0.1:8123", "router.lan"]  # host or host:port
 //! allow_private = false
+//! # duckduckgo_url = "https://html.duckduckgo.com/html/"  (the default backend)
+//! # duckduckgo_region = "de-de"
 //!
 //! [plugins.web.search]          # or [[plugins.web.search]], tried in order
-//! backend = "searxng"           # or "brave"
+//! backend = "searxng"           # or "brave", or "duckduckgo" (in a list)
 //! base_url = "http://127.0.0.1:8888"
 //! # api_key_env = "BRAVE_API_KEY"  (brave: the variable holding the key)
 //! # timeout_ms = 10000
@@ -42,6 +45,7 @@ use serde_json::{Value, json};
 
 use guard::{AllowEntry, Policy};
 use search::Search;
+use search::config::DuckDuckGo;
 
 /// The body size read when the call does not say: 1 MiB.
 pub const DEFAULT_MAX_BYTES: u64 = 1 << 20;
@@ -94,6 +98,12 @@ struct Config {
     allow_hosts: Vec<String>,
     #[serde(default)]
     allow_private: bool,
+    /// DuckDuckGo's HTML endpoint (the default backend); a test's fake.
+    #[serde(default)]
+    duckduckgo_url: Option<String>,
+    /// DuckDuckGo's region (`kl`), like "de-de".
+    #[serde(default)]
+    duckduckgo_region: Option<String>,
     /// `[plugins.web.search]`: read by `search::config`, which names its
     /// own keys in its errors.
     #[serde(default)]
@@ -128,26 +138,27 @@ impl Plugin for Web {
         // rustls needs one process-wide provider; ring, as in the host. If
         // one is already installed this fails, which is fine: it is used.
         let _ = rustls::crypto::ring::default_provider().install_default();
-        let search = Search::from_config(config.search.as_ref(), |name| std::env::var(name).ok())
-            .map_err(PluginError::failed)?;
+        let policy = Policy {
+            plugin: "web",
+            allow_hosts,
+            allow_private: config.allow_private,
+        };
+        let ddg = DuckDuckGo::parse(
+            config.duckduckgo_url.as_deref(),
+            config.duckduckgo_region.as_deref(),
+        )
+        .map_err(|e| PluginError::failed(e.to_string()))?;
+        let search = Search::from_config(config.search.as_ref(), &ddg, &policy, |name| {
+            std::env::var(name).ok()
+        })
+        .map_err(PluginError::failed)?;
         tracing::info!(
-            allowed = allow_hosts.len(),
-            allow_private = config.allow_private,
-            search = if search.is_set_up() {
-                search.describe_backends()
-            } else {
-                "not set up ([plugins.web.search])".to_owned()
-            },
+            allowed = policy.allow_hosts.len(),
+            allow_private = policy.allow_private,
+            search = search.describe_backends(),
             "web plugin started"
         );
-        Ok(Web {
-            policy: Policy {
-                plugin: "web",
-                allow_hosts,
-                allow_private: config.allow_private,
-            },
-            search,
-        })
+        Ok(Web { policy, search })
     }
 
     fn describe(&self) -> Description {

@@ -1,22 +1,29 @@
-//! One configured search backend: its HTTP client, the GET it sends, and
-//! every way that can fail, as a message that says what happened.
+//! One configured search backend: its HTTP client, the request it sends,
+//! and every way that can fail, as a message that says what happened.
 //!
-//! The backend's address is the owner's choice (SearXNG usually runs on
-//! 127.0.0.1), so it is not put through the private-address guard that
-//! `web_fetch` applies to addresses the model chooses. What it answers is
-//! still untrusted: the body read is capped, redirects are not followed
-//! (an instance must not be able to point hearth somewhere else), and the
-//! texts of its error bodies are shortened before they are shown.
+//! A SearXNG's or Brave's address is the owner's choice (SearXNG usually
+//! runs on 127.0.0.1), so it is not put through the private-address guard
+//! that `web_fetch` applies to addresses the model chooses. DuckDuckGo is
+//! the default nobody chose, reached by name on the public internet, so it
+//! goes through that guard (`guard`, via `fetch::guarded_client`): its name
+//! is resolved and judged for every search, and a DuckDuckGo pointed at a
+//! private address must be allow-listed like any other. What any backend
+//! answers is untrusted: the body read is capped, redirects are not
+//! followed (a backend must not be able to point hearth somewhere else),
+//! and the texts of its error bodies are shortened before they are shown.
 
 use std::io::Read;
 use std::time::{Duration, Instant};
 
 use reqwest::Url;
-use reqwest::header::{ACCEPT, LOCATION};
+use reqwest::header::{ACCEPT, CONTENT_TYPE, LOCATION, REFERER};
 
 use super::config::{ApiKey, BackendConfig, Kind};
+use super::duckduckgo::{self, BACKOFF, Backoff};
 use super::reply::{BackendError, Reply, shorten};
 use super::{Answer, Query, brave, searxng};
+use crate::fetch::{ClientError, guarded_client};
+use crate::guard::Policy;
 
 /// The most bytes read from one backend answer: a page of results is tens
 /// of kilobytes, so this leaves room without letting a broken or hostile
@@ -29,13 +36,24 @@ pub struct Backend {
     label: String,
     endpoint: Url,
     key: Option<ApiKey>,
+    region: Option<String>,
     timeout: Duration,
-    client: reqwest::blocking::Client,
+    how: Transport,
+}
+
+/// How a backend's requests go out.
+enum Transport {
+    /// One client, to the owner's own address.
+    Direct(reqwest::blocking::Client),
+    /// A client per request, through the egress guard, with the backoff
+    /// that follows DuckDuckGo's bot check.
+    Guarded { policy: Policy, backoff: Backoff },
 }
 
 impl Backend {
-    /// Sets up the client for `config`.
-    pub fn new(config: BackendConfig) -> Result<Backend, String> {
+    /// Sets up the client for `config`; `policy` is `[plugins.web]`'s
+    /// egress policy, which DuckDuckGo's requests go through.
+    pub fn new(config: BackendConfig, policy: &Policy) -> Result<Backend, String> {
         let label = format!(
             "{} ({})",
             config.kind.name(),
@@ -43,6 +61,20 @@ impl Backend {
         );
         let endpoint = endpoint(&config.base_url, config.kind)
             .map_err(|e| format!("{label}: base_url cannot take the API's path: {e}"))?;
+        if config.kind == Kind::DuckDuckGo {
+            return Ok(Backend {
+                kind: config.kind,
+                label,
+                endpoint,
+                key: None,
+                region: config.region,
+                timeout: config.timeout,
+                how: Transport::Guarded {
+                    policy: policy.clone(),
+                    backoff: Backoff::new(BACKOFF),
+                },
+            });
+        }
         let client = reqwest::blocking::Client::builder()
             .tls_backend_rustls()
             // The owner chose this address; an instance must not move it.
@@ -57,8 +89,9 @@ impl Backend {
             label,
             endpoint,
             key: config.api_key,
+            region: None,
             timeout: config.timeout,
-            client,
+            how: Transport::Direct(client),
         })
     }
 
@@ -74,33 +107,94 @@ impl Backend {
 
     /// Runs `query` and reads the results.
     pub fn search(&self, query: &Query) -> Result<Answer, BackendError> {
+        let deadline = Instant::now() + self.timeout;
+        let client = match &self.how {
+            Transport::Direct(client) => client,
+            Transport::Guarded { policy, backoff } => {
+                return self.search_guarded(query, policy, backoff, deadline);
+            }
+        };
         let mut url = self.endpoint.clone();
         match self.kind {
             Kind::Searxng => searxng::add_params(&mut url, query),
             Kind::Brave => brave::add_params(&mut url, query),
+            Kind::DuckDuckGo => {}
         }
-        let mut request = self.client.get(url).header(ACCEPT, "application/json");
+        let mut request = client.get(url).header(ACCEPT, "application/json");
         if let Some(key) = &self.key {
             request = request.header(brave::KEY_HEADER, key.expose());
         }
-        let reply = self.send(request)?;
-        if (300..400).contains(&reply.status) {
-            let to = reply
-                .headers
-                .get(LOCATION)
-                .and_then(|l| l.to_str().ok())
-                .map_or_else(|| "nowhere".to_owned(), shorten);
-            return Err(BackendError::Redirect(to));
-        }
+        let reply = self.send(request, deadline)?;
+        self.not_redirected(&reply)?;
         match self.kind {
             Kind::Searxng => searxng::read(&reply, query),
             Kind::Brave => brave::read(&reply, query),
+            Kind::DuckDuckGo => duckduckgo::read(&reply, query),
         }
     }
 
-    /// Sends `request` and reads the body, within the timeout and the cap.
-    fn send(&self, request: reqwest::blocking::RequestBuilder) -> Result<Reply, BackendError> {
-        let deadline = Instant::now() + self.timeout;
+    /// DuckDuckGo: the backoff, the guard, then the form posted as its
+    /// page posts it.
+    fn search_guarded(
+        &self,
+        query: &Query,
+        policy: &Policy,
+        backoff: &Backoff,
+        deadline: Instant,
+    ) -> Result<Answer, BackendError> {
+        backoff.check(Instant::now())?;
+        let left = deadline.saturating_duration_since(Instant::now());
+        let client =
+            guarded_client(policy, &self.endpoint, left, self.timeout).map_err(|e| match e {
+                ClientError::Refused(why) => {
+                    BackendError::Guarded(why.strip_prefix("refused: ").unwrap_or(&why).to_owned())
+                }
+                ClientError::Resolve(why) => BackendError::Unreachable(why),
+                ClientError::TimedOut(_) => BackendError::TimedOut(self.timeout.as_millis()),
+                ClientError::Setup(why) => BackendError::Transport(why),
+            })?;
+        let request = client
+            .post(self.endpoint.clone())
+            .header(CONTENT_TYPE, "application/x-www-form-urlencoded")
+            .header(ACCEPT, "text/html")
+            // Its own form posts from its own page; a post from nowhere
+            // looks more like a bot.
+            .header(REFERER, origin(&self.endpoint))
+            .body(duckduckgo::form(query, self.region.as_deref()));
+        let reply = self.send(request, deadline)?;
+        self.not_redirected(&reply)?;
+        let answer = duckduckgo::read(&reply, query);
+        if matches!(answer, Err(BackendError::BotCheck { .. })) {
+            backoff.start(Instant::now());
+        }
+        answer
+    }
+
+    /// A 3xx as the error naming the key that holds the address.
+    fn not_redirected(&self, reply: &Reply) -> Result<(), BackendError> {
+        if !(300..400).contains(&reply.status) {
+            return Ok(());
+        }
+        let to = reply
+            .headers
+            .get(LOCATION)
+            .and_then(|l| l.to_str().ok())
+            .map_or_else(|| "nowhere".to_owned(), shorten);
+        Err(BackendError::Redirect {
+            to,
+            key: match self.kind {
+                Kind::DuckDuckGo => "[plugins.web] duckduckgo_url",
+                Kind::Searxng | Kind::Brave => "base_url",
+            },
+        })
+    }
+
+    /// Sends `request` and reads the body, by `deadline` and within the cap.
+    fn send(
+        &self,
+        request: reqwest::blocking::RequestBuilder,
+        deadline: Instant,
+    ) -> Result<Reply, BackendError> {
         let response = request.send().map_err(|e| {
             if e.is_timeout() {
                 BackendError::TimedOut(self.timeout.as_millis())
@@ -151,8 +245,12 @@ impl Backend {
 }
 
 /// The API's endpoint under `base`: SearXNG's `search` next to its root
-/// (an instance may sit under a path), Brave's `res/v1/web/search`.
+/// (an instance may sit under a path), Brave's `res/v1/web/search`;
+/// DuckDuckGo's `duckduckgo_url` is the endpoint itself.
 fn endpoint(base: &Url, kind: Kind) -> Result<Url, url::ParseError> {
+    if kind == Kind::DuckDuckGo {
+        return Ok(base.clone());
+    }
     let mut base = base.clone();
     if !base.path().ends_with('/') {
         let path = format!("{}/", base.path());
@@ -161,7 +259,13 @@ fn endpoint(base: &Url, kind: Kind) -> Result<Url, url::ParseError> {
     base.join(match kind {
         Kind::Searxng => "search",
         Kind::Brave => "res/v1/web/search",
+        Kind::DuckDuckGo => "",
     })
+}
+
+/// `https://host/`: the page a form on `url`'s site is posted from.
+fn origin(url: &Url) -> String {
+    format!("{}/", url.origin().ascii_serialization())
 }
 
 fn host_port(url: &Url) -> Option<String> {

@@ -2,8 +2,10 @@
 //! every mistake is named by its key.
 //!
 //! One table is one backend; an array of tables (`[[plugins.web.search]]`)
-//! is several, tried in order. No table means search is not set up, which
-//! is not an error: `web_search` then tells the owner how to set it up.
+//! is several, tried in order. No table means the key-less default,
+//! DuckDuckGo's HTML page at `[plugins.web] duckduckgo_url`, so search
+//! works with no setup; a configured SearXNG or Brave replaces it (and
+//! `backend = "duckduckgo"` in the list keeps it as a fallback).
 //!
 //! The API key never appears in the config: `api_key_env` names the
 //! environment variable that holds it, and it is read once, here. A value
@@ -24,6 +26,9 @@ pub const MAX_TIMEOUT_MS: u64 = 60_000;
 pub const BRAVE_URL: &str = "https://api.search.brave.com";
 /// The variable the Brave key is read from when `api_key_env` is not given.
 pub const DEFAULT_BRAVE_KEY_ENV: &str = "BRAVE_API_KEY";
+/// DuckDuckGo's HTML endpoint, the page its no-JavaScript search form
+/// posts to: the default of `[plugins.web] duckduckgo_url`.
+pub const DUCKDUCKGO_URL: &str = "https://html.duckduckgo.com/html/";
 
 /// The keys a backend's table may hold.
 const KEYS: &[&str] = &["backend", "base_url", "api_key_env", "timeout_ms"];
@@ -35,6 +40,8 @@ pub enum Kind {
     Searxng,
     /// The Brave Search API (`/res/v1/web/search`), with a subscription key.
     Brave,
+    /// DuckDuckGo's HTML results page; no key, no account.
+    DuckDuckGo,
 }
 
 impl Kind {
@@ -43,6 +50,7 @@ impl Kind {
         match self {
             Kind::Searxng => "searxng",
             Kind::Brave => "brave",
+            Kind::DuckDuckGo => "duckduckgo",
         }
     }
 }
@@ -52,12 +60,43 @@ impl Kind {
 pub struct BackendConfig {
     /// The service.
     pub kind: Kind,
-    /// Where it is: SearXNG's root (it may sit under a path), or Brave's.
+    /// Where it is: SearXNG's root (it may sit under a path), Brave's, or
+    /// DuckDuckGo's endpoint itself.
     pub base_url: Url,
     /// Brave's key, read from the environment.
     pub api_key: Option<ApiKey>,
+    /// DuckDuckGo's region (`kl`), like "de-de"; `None` asks for none.
+    pub region: Option<String>,
     /// For one whole search: connecting, the answer, its body.
     pub timeout: Duration,
+}
+
+/// `[plugins.web] duckduckgo_url` and `duckduckgo_region`, checked.
+#[derive(Debug, Clone)]
+pub struct DuckDuckGo {
+    /// The endpoint the search form is posted to.
+    pub url: Url,
+    /// The region (`kl`), if the owner chose one.
+    pub region: Option<String>,
+}
+
+impl DuckDuckGo {
+    /// Checks the two keys as written (`None`: not given).
+    pub fn parse(url: Option<&str>, region: Option<&str>) -> Result<DuckDuckGo, ConfigError> {
+        let text = url.unwrap_or(DUCKDUCKGO_URL);
+        let url = parse_url(text, Kind::DuckDuckGo)
+            .map_err(|reason| ConfigError::BadDuckDuckGoUrl { reason })?;
+        let region = match region.map(str::trim) {
+            None | Some("") => None,
+            Some(r) if is_region(r) => Some(r.to_owned()),
+            Some(r) => {
+                return Err(ConfigError::BadRegion {
+                    value: r.to_owned(),
+                });
+            }
+        };
+        Ok(DuckDuckGo { url, region })
+    }
 }
 
 /// An API key. It is kept out of `Debug` output, so no log line or error
@@ -94,7 +133,9 @@ pub enum ConfigError {
         at: String,
     },
     /// `search = []`.
-    #[error("[plugins.web] search lists no backend; remove it to leave web search off, or add one")]
+    #[error(
+        "[plugins.web] search lists no backend; remove it to search through DuckDuckGo, or add one"
+    )]
     NoBackend,
     /// A key this table does not have.
     #[error("{at} unknown key `{key}`; known keys are {}", KEYS.join(", "))]
@@ -125,7 +166,9 @@ pub enum ConfigError {
         expected: &'static str,
     },
     /// `backend` names no service hearth knows.
-    #[error("{at} backend: {value:?} is not a search backend; use \"searxng\" or \"brave\"")]
+    #[error(
+        "{at} backend: {value:?} is not a search backend; use \"searxng\", \"brave\" or \"duckduckgo\""
+    )]
     UnknownBackend {
         /// The table.
         at: String,
@@ -178,6 +221,26 @@ pub enum ConfigError {
         /// The variable's name.
         name: String,
     },
+    /// `base_url` on DuckDuckGo, whose address has its own key.
+    #[error("{at} base_url: duckduckgo's address is [plugins.web] duckduckgo_url; set it there")]
+    DuckDuckGoBaseUrl {
+        /// The table.
+        at: String,
+    },
+    /// `[plugins.web] duckduckgo_url` is not an http(s) URL hearth can use.
+    #[error("[plugins.web] duckduckgo_url: {reason}")]
+    BadDuckDuckGoUrl {
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// `[plugins.web] duckduckgo_region` is not a region code.
+    #[error(
+        "[plugins.web] duckduckgo_region: {value:?} is not a DuckDuckGo region; write it like \"us-en\" or \"de-de\""
+    )]
+    BadRegion {
+        /// The value as written.
+        value: String,
+    },
     /// `timeout_ms` out of range.
     #[error("{at} timeout_ms: must be 1-{MAX_TIMEOUT_MS}, not {value}")]
     Timeout {
@@ -189,17 +252,26 @@ pub enum ConfigError {
 }
 
 /// Reads `search` (the value of `[plugins.web] search`, if any) into the
-/// backends in the order they are tried; empty means not set up. `env`
-/// reads an environment variable (a parameter so tests need not set any).
+/// backends in the order they are tried, never none: no table is
+/// DuckDuckGo at `ddg`. `env` reads an environment variable (a parameter
+/// so tests need not set any).
 pub fn parse(
     search: Option<&Value>,
+    ddg: &DuckDuckGo,
     env: impl Fn(&str) -> Option<String>,
 ) -> Result<Vec<BackendConfig>, ConfigError> {
     match search {
-        None | Some(Value::Null) => Ok(Vec::new()),
+        None | Some(Value::Null) => Ok(vec![BackendConfig {
+            kind: Kind::DuckDuckGo,
+            base_url: ddg.url.clone(),
+            api_key: None,
+            region: ddg.region.clone(),
+            timeout: Duration::from_millis(DEFAULT_TIMEOUT_MS),
+        }]),
         Some(Value::Object(table)) => Ok(vec![backend(
             table,
             "[plugins.web.search]".to_owned(),
+            ddg,
             &env,
         )?]),
         Some(Value::Array(entries)) if entries.is_empty() => Err(ConfigError::NoBackend),
@@ -209,7 +281,7 @@ pub fn parse(
             .map(|(i, entry)| {
                 let at = format!("[[plugins.web.search]] #{}", i + 1);
                 match entry {
-                    Value::Object(table) => backend(table, at, &env),
+                    Value::Object(table) => backend(table, at, ddg, &env),
                     _ => Err(ConfigError::EntryNotATable { at }),
                 }
             })
@@ -222,6 +294,7 @@ pub fn parse(
 fn backend(
     table: &Map<String, Value>,
     at: String,
+    ddg: &DuckDuckGo,
     env: &impl Fn(&str) -> Option<String>,
 ) -> Result<BackendConfig, ConfigError> {
     if let Some(key) = table.keys().find(|k| !KEYS.contains(&k.as_str())) {
@@ -235,11 +308,12 @@ fn backend(
             return Err(ConfigError::Missing {
                 at,
                 key: "backend",
-                hint: " (\"searxng\" or \"brave\")",
+                hint: " (\"searxng\", \"brave\" or \"duckduckgo\")",
             });
         }
         Some("searxng") => Kind::Searxng,
         Some("brave") => Kind::Brave,
+        Some("duckduckgo") => Kind::DuckDuckGo,
         Some(other) => {
             return Err(ConfigError::UnknownBackend {
                 value: other.to_owned(),
@@ -248,6 +322,8 @@ fn backend(
         }
     };
     let base_url = match (kind, string(table, &at, "base_url")?) {
+        (Kind::DuckDuckGo, Some(_)) => return Err(ConfigError::DuckDuckGoBaseUrl { at }),
+        (Kind::DuckDuckGo, None) => ddg.url.as_str(),
         (_, Some(url)) => url,
         (Kind::Brave, None) => BRAVE_URL,
         (Kind::Searxng, None) => {
@@ -264,7 +340,7 @@ fn backend(
     })?;
     let key_env = string(table, &at, "api_key_env")?;
     let api_key = match kind {
-        Kind::Searxng => {
+        Kind::Searxng | Kind::DuckDuckGo => {
             if key_env.is_some() {
                 return Err(ConfigError::KeyNotUsed {
                     at,
@@ -311,6 +387,9 @@ fn backend(
         kind,
         base_url,
         api_key,
+        region: (kind == Kind::DuckDuckGo)
+            .then(|| ddg.region.clone())
+            .flatten(),
         timeout: Duration::from_millis(timeout_ms),
     })
 }
@@ -372,6 +451,13 @@ fn is_loopback(url: &Url) -> bool {
     }
 }
 
+/// `xx-yy`, two lowercase letters each side: how DuckDuckGo writes its
+/// regions (`us-en`, `de-de`, `wt-wt` for none).
+fn is_region(text: &str) -> bool {
+    let b = text.as_bytes();
+    b.len() == 5 && b[2] == b'-' && [0, 1, 3, 4].iter().all(|&i| b[i].is_ascii_lowercase())
+}
+
 /// `[A-Za-z_][A-Za-z0-9_]*`: what a shell accepts as a variable name.
 fn is_env_name(name: &str) -> bool {
     let mut chars = name.chars();
@@ -386,6 +472,13 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn parse_with(
+        search: Option<&Value>,
+        env: impl Fn(&str) -> Option<String>,
+    ) -> Result<Vec<BackendConfig>, ConfigError> {
+        parse(search, &DuckDuckGo::parse(None, None).unwrap(), env)
+    }
+
     fn env(name: &str) -> Option<String> {
         match name {
             "BRAVE_API_KEY" => Some("default-key".into()),
@@ -397,14 +490,77 @@ mod tests {
     }
 
     #[test]
-    fn no_table_means_not_set_up() {
-        assert!(parse(None, env).unwrap().is_empty());
-        assert!(parse(Some(&Value::Null), env).unwrap().is_empty());
+    fn no_table_means_duckduckgo() {
+        for search in [None, Some(&Value::Null)] {
+            let got = parse_with(search, env).unwrap();
+            assert_eq!(got.len(), 1);
+            assert_eq!(got[0].kind, Kind::DuckDuckGo);
+            assert_eq!(got[0].base_url.as_str(), DUCKDUCKGO_URL);
+            assert!(got[0].api_key.is_none() && got[0].region.is_none());
+        }
+        // Its address and region come from [plugins.web].
+        let ddg = DuckDuckGo::parse(Some("http://127.0.0.1:9/html/"), Some("de-de")).unwrap();
+        let got = parse(None, &ddg, env).unwrap();
+        assert_eq!(got[0].base_url.as_str(), "http://127.0.0.1:9/html/");
+        assert_eq!(got[0].region.as_deref(), Some("de-de"));
+        // Listed after SearXNG, it is the fallback, at the same address.
+        let got = parse(
+            Some(&json!([
+                {"backend": "searxng", "base_url": "http://127.0.0.1:8888"},
+                {"backend": "duckduckgo", "timeout_ms": 500},
+            ])),
+            &ddg,
+            env,
+        )
+        .unwrap();
+        assert_eq!(got[1].kind, Kind::DuckDuckGo);
+        assert_eq!(got[1].base_url.as_str(), "http://127.0.0.1:9/html/");
+        assert_eq!(got[1].timeout, Duration::from_millis(500));
+        assert!(got[0].region.is_none());
+    }
+
+    #[test]
+    fn duckduckgo_keys_are_checked() {
+        let cases = [
+            (
+                Some("ftp://h/"),
+                None,
+                "[plugins.web] duckduckgo_url: \"ftp://h/\" must start with http",
+            ),
+            (
+                Some("https://h/html/?q=x"),
+                None,
+                "duckduckgo_url: \"https://h/html/?q=x\" must not have a query",
+            ),
+            (
+                Some("https://u:p@h/"),
+                None,
+                "duckduckgo_url: must not carry a user name",
+            ),
+            (
+                None,
+                Some("German"),
+                "duckduckgo_region: \"German\" is not a DuckDuckGo region",
+            ),
+            (None, Some("DE-de"), "is not a DuckDuckGo region"),
+        ];
+        for (url, region, wanted) in cases {
+            let err = DuckDuckGo::parse(url, region).unwrap_err().to_string();
+            assert!(
+                err.contains(wanted),
+                "{url:?} {region:?}: {err:?} lacks {wanted:?}"
+            );
+        }
+        assert_eq!(
+            DuckDuckGo::parse(None, Some(" ")).unwrap().region,
+            None,
+            "an empty region is none"
+        );
     }
 
     #[test]
     fn a_table_and_an_array_of_tables_are_read_in_order() {
-        let one = parse(
+        let one = parse_with(
             Some(&json!({"backend": "searxng", "base_url": "http://127.0.0.1:8888/searx/"})),
             env,
         )
@@ -415,7 +571,7 @@ mod tests {
         assert!(one[0].api_key.is_none());
         assert_eq!(one[0].timeout, Duration::from_millis(DEFAULT_TIMEOUT_MS));
 
-        let two = parse(
+        let two = parse_with(
             Some(&json!([
                 {"backend": "searxng", "base_url": "http://127.0.0.1:8888", "timeout_ms": 500},
                 {"backend": "brave", "api_key_env": "MY_KEY"},
@@ -430,7 +586,7 @@ mod tests {
         // The key never shows in debug output.
         assert!(!format!("{two:?}").contains("my-key"));
 
-        let default_env = parse(Some(&json!({"backend": "brave"})), env).unwrap();
+        let default_env = parse_with(Some(&json!({"backend": "brave"})), env).unwrap();
         assert_eq!(
             default_env[0].api_key.as_ref().unwrap().expose(),
             "default-key"
@@ -494,6 +650,14 @@ mod tests {
                 "the key in TWO_LINES holds spaces or characters",
             ),
             (
+                json!({"backend": "duckduckgo", "base_url": "https://h/"}),
+                "base_url: duckduckgo's address is [plugins.web] duckduckgo_url",
+            ),
+            (
+                json!({"backend": "duckduckgo", "api_key_env": "K"}),
+                "api_key_env: duckduckgo takes no API key",
+            ),
+            (
                 json!({"backend": "searxng", "base_url": "http://h", "timeout_ms": 0}),
                 "timeout_ms: must be 1-60000, not 0",
             ),
@@ -503,14 +667,14 @@ mod tests {
             ),
         ];
         for (config, wanted) in cases {
-            let err = parse(Some(&config), env).unwrap_err().to_string();
+            let err = parse_with(Some(&config), env).unwrap_err().to_string();
             assert!(err.contains(wanted), "{config}: {err:?} lacks {wanted:?}");
         }
     }
 
     #[test]
     fn a_key_pasted_as_the_variable_name_is_not_echoed() {
-        let err = parse(
+        let err = parse_with(
             Some(&json!({"backend": "brave", "api_key_env": "BSA-secret-key-value"})),
             env,
         )
@@ -527,7 +691,7 @@ mod tests {
             "http://[::1]:9000",
             "http://localhost:9000",
         ] {
-            parse(Some(&json!({"backend": "brave", "base_url": url})), env)
+            parse_with(Some(&json!({"backend": "brave", "base_url": url})), env)
                 .unwrap_or_else(|e| panic!("{url}: {e}"));
         }
     }

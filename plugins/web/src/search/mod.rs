@@ -3,22 +3,20 @@
 //!
 //! The backends are configured in `[plugins.web.search]` (`config`):
 //! SearXNG's JSON API (`searxng`), self-hosted and keyless, and the Brave
-//! Search API (`brave`). Several are tried in order: one that cannot be
-//! reached, fails or refuses hands over to the next, and the answer says
-//! which ones failed. Search does not fetch the pages it finds: the model
-//! reads a result with `web_fetch`, which applies its address checks to
-//! every URL, so a result pointing into the owner's network is refused
-//! there like any other URL.
-//!
-//! With no backend configured the tool is still offered, and says so in
-//! its description: asked anyway, it answers how the owner turns search
-//! on. A hidden tool would leave the agent to scrape search engines' pages
-//! with `web_fetch` instead, or to say nothing useful about why it cannot
-//! search.
+//! Search API (`brave`). With none configured, search goes to DuckDuckGo's
+//! HTML page (`duckduckgo`): no key and no setup, so a fresh hearth can
+//! search, at the price of rougher results, no dates and DuckDuckGo's rate
+//! limit, which the answers say. Several backends are tried in order: one
+//! that cannot be reached, fails or refuses hands over to the next, and
+//! the answer says which ones failed. Search does not fetch the pages it
+//! finds: the model reads a result with `web_fetch`, which applies its
+//! address checks to every URL, so a result pointing into the owner's
+//! network is refused there like any other URL.
 
 pub mod backend;
 pub mod brave;
 pub mod config;
+pub mod duckduckgo;
 pub mod reply;
 pub mod results;
 pub mod searxng;
@@ -28,7 +26,9 @@ use hearth_sdk::args::{Args, invalid};
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
+use crate::guard::Policy;
 use backend::Backend;
+use config::DuckDuckGo;
 use results::Hit;
 
 /// Results returned when the call does not say.
@@ -40,15 +40,10 @@ pub const MAX_QUERY_CHARS: usize = 400;
 /// The most words in a query (Brave's limit, applied to all).
 pub const MAX_QUERY_WORDS: usize = 50;
 
-/// The tool's answer when no backend is configured.
-pub const NOT_SET_UP: &str = "web search is not set up on this hearth. The owner can turn it on \
-    in hearth.toml with a [plugins.web.search] table: backend = \"searxng\" and the base_url of a \
-    SearXNG instance with its JSON format enabled, or backend = \"brave\" with the Brave Search \
-    API key in the environment variable named by api_key_env (docs/operations.md, \"Web \
-    search\"). Until then, web_fetch can read pages whose address is known.";
+/// The tool's description: one line, sent with every request to the model.
+pub const DESCRIPTION: &str = "Searches the web; read a result with web_fetch.";
 
-/// The configured backends, in the order they are tried; empty when
-/// search is not set up.
+/// The configured backends, in the order they are tried; never empty.
 pub struct Search {
     backends: Vec<Backend>,
 }
@@ -85,6 +80,9 @@ pub struct Answer {
     /// Engines behind the backend that did not answer (SearXNG's
     /// `unresponsive_engines`), as "engine (reason)".
     pub silent_engines: Vec<String>,
+    /// What the results cannot be trusted for (DuckDuckGo's: no dates,
+    /// rougher), said with them.
+    pub caveat: Option<&'static str>,
 }
 
 impl Freshness {
@@ -170,23 +168,21 @@ impl Query {
 }
 
 impl Search {
-    /// Sets up the backends of `[plugins.web] search` (`None`: not set up);
-    /// `env` reads the variables that hold API keys.
+    /// Sets up the backends of `[plugins.web] search` (`None`: DuckDuckGo
+    /// at `ddg`); `policy` is the egress guard DuckDuckGo's requests go
+    /// through; `env` reads the variables that hold API keys.
     pub fn from_config(
         search: Option<&Value>,
+        ddg: &DuckDuckGo,
+        policy: &Policy,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Search, String> {
-        let configs = config::parse(search, env).map_err(|e| e.to_string())?;
+        let configs = config::parse(search, ddg, env).map_err(|e| e.to_string())?;
         let backends = configs
             .into_iter()
-            .map(Backend::new)
+            .map(|c| Backend::new(c, policy))
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Search { backends })
-    }
-
-    /// Whether any backend is configured.
-    pub fn is_set_up(&self) -> bool {
-        !self.backends.is_empty()
     }
 
     /// How the log names the backends: "searxng (127.0.0.1:8888), brave (...)".
@@ -195,16 +191,11 @@ impl Search {
         labels.join(", ")
     }
 
-    /// The tool's description and schema; the description says when search
-    /// is not set up, so the model knows before it calls.
+    /// The tool's description and schema.
     pub fn spec(&self) -> ToolSpec {
-        let mut description = "Searches the web; read a result with web_fetch.".to_owned();
-        if !self.is_set_up() {
-            description.push_str(" NOT SET UP: tell the owner instead of calling it.");
-        }
         ToolSpec {
             name: "web_search".into(),
-            description,
+            description: DESCRIPTION.into(),
             parameters: json!({
                 "type": "object",
                 "properties": {
@@ -223,12 +214,9 @@ impl Search {
 
 /// Runs `web_search` on raw JSON arguments.
 pub fn web_search(search: &Search, args: Value) -> Result<Value, PluginError> {
-    if !search.is_set_up() {
-        return Err(PluginError::failed(NOT_SET_UP));
-    }
     let query = Query::parse(&args)?;
     let mut failed: Vec<String> = Vec::new();
-    let last = search.backends.len() - 1;
+    let last = search.backends.len().saturating_sub(1);
     for (i, backend) in search.backends.iter().enumerate() {
         match backend.search(&query) {
             // Nothing found while the instance's engines failed: likely an
@@ -283,6 +271,8 @@ fn shape(query: &Query, backend: &Backend, answer: Answer, failed: Vec<String>) 
             ));
         }
         out["note"] = json!(note);
+    } else if let Some(caveat) = answer.caveat {
+        out["note"] = json!(caveat);
     }
     if !failed.is_empty() {
         out["failed_backends"] = json!(failed);
@@ -361,14 +351,37 @@ mod tests {
     }
 
     #[test]
-    fn without_a_backend_the_tool_says_how_to_set_one_up() {
-        let search = Search::from_config(None, |_| None).unwrap();
-        assert!(!search.is_set_up());
-        assert!(search.spec().description.contains("NOT SET UP"));
+    fn without_a_backend_duckduckgo_searches_and_the_description_is_plain() {
+        let ddg = DuckDuckGo::parse(None, None).unwrap();
+        let search = Search::from_config(None, &ddg, &Policy::default(), |_| None).unwrap();
+        assert_eq!(
+            search.describe_backends(),
+            "duckduckgo (html.duckduckgo.com)"
+        );
+        assert_eq!(search.spec().description, DESCRIPTION);
+        // A configured backend replaces it. Its client needs the process's
+        // TLS provider, which the plugin installs in `init`.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+        let searxng = json!({"backend": "searxng", "base_url": "http://127.0.0.1:8888"});
+        let search =
+            Search::from_config(Some(&searxng), &ddg, &Policy::default(), |_| None).unwrap();
+        assert_eq!(search.describe_backends(), "searxng (127.0.0.1:8888)");
+    }
+
+    #[test]
+    fn duckduckgo_on_a_private_address_is_refused_by_the_guard_and_nothing_is_sent() {
+        // Nothing listens on port 9 of loopback; the guard refuses first.
+        let ddg = DuckDuckGo::parse(Some("http://127.0.0.1:9/html/"), None).unwrap();
+        let search = Search::from_config(None, &ddg, &Policy::default(), |_| None).unwrap();
         let err = web_search(&search, json!({"query": "x"}))
             .unwrap_err()
             .to_string();
-        assert!(err.contains("[plugins.web.search]"), "{err}");
-        assert!(err.contains("docs/operations.md"), "{err}");
+        assert!(
+            err.contains(
+                "duckduckgo (127.0.0.1:9) was not asked: 127.0.0.1 is a loopback address; \
+                 allow it with [plugins.web] allow_hosts = [\"127.0.0.1:9\"]"
+            ),
+            "{err}"
+        );
     }
 }

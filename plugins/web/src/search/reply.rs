@@ -1,11 +1,16 @@
 //! One answer from a search backend, read whole, and the ways it can
 //! fail: what the backend module (`backend`) and each API's reader
-//! (`brave`, `searxng`) share, so neither imports the other.
+//! (`brave`, `searxng`, `duckduckgo`) share, so none imports another.
 
 use reqwest::header::{HeaderMap, RETRY_AFTER};
 
 /// The longest piece of a backend's error text put in a message.
 const MAX_DETAIL_CHARS: usize = 200;
+
+/// What the model is told when DuckDuckGo suspects a bot: the limit, and
+/// the two ways past it.
+pub const DDG_RATE_LIMITED: &str =
+    "DuckDuckGo is rate limiting; try again in a minute or configure SearXNG/Brave";
 
 /// One HTTP answer, read whole (up to the cap).
 pub struct Reply {
@@ -30,8 +35,17 @@ pub enum BackendError {
     #[error("failed: {0}")]
     Transport(String),
     /// A 3xx: the configured address is not where the service answers.
-    #[error("answered with a redirect to {0}; set base_url to where the service answers")]
-    Redirect(String),
+    #[error("answered with a redirect to {to}; set {key} to where the service answers")]
+    Redirect {
+        /// The `Location`, shortened.
+        to: String,
+        /// The config key that holds the address.
+        key: &'static str,
+    },
+    /// The address checks of `[plugins.web]` refused the backend's address
+    /// (DuckDuckGo's, which goes through the same guard as `web_fetch`).
+    #[error("was not asked: {0}")]
+    Guarded(String),
     /// The answer was over [`MAX_RESPONSE_BYTES`].
     #[error("answered more than {0} bytes; the answer was not read")]
     TooLarge(usize),
@@ -75,6 +89,26 @@ pub enum BackendError {
         /// The backend's own words, if it gave any.
         detail: Option<String>,
     },
+    /// DuckDuckGo's bot check (its anomaly page, or a 202, 403 or 429):
+    /// it is rate limiting this address.
+    #[error("answered its bot check (HTTP {status}). {DDG_RATE_LIMITED}")]
+    BotCheck {
+        /// The status code.
+        status: u16,
+    },
+    /// DuckDuckGo was not asked: its bot check came recently, and asking
+    /// again at once would prolong the block.
+    #[error("was not asked: it answered its bot check {ago_s} s ago. {DDG_RATE_LIMITED}")]
+    BackingOff {
+        /// Seconds since the bot check.
+        ago_s: u64,
+    },
+    /// An HTML page with neither results nor the "No results." notice: not
+    /// DuckDuckGo's results page (a captive portal), or a changed one.
+    #[error(
+        "answered a page with no results and no \"No results\" notice ({0}); its page may have changed"
+    )]
+    UnexpectedPage(String),
     /// A success whose body is not JSON.
     #[error("answered with something that is not JSON ({0})")]
     InvalidJson(String),

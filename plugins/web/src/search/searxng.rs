@@ -51,6 +51,7 @@ pub fn read(reply: &Reply, query: &Query) -> Result<Answer, BackendError> {
     Ok(Answer {
         hits: first_distinct(hits, query.count),
         silent_engines: silent_engines(&answer),
+        caveat: None,
     })
 }
 
