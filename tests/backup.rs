@@ -542,3 +542,55 @@ fn backup_config_errors_name_the_file_line_and_key() {
         assert!(out.contains(expected), "{config}: {out}");
     }
 }
+
+/// What people sent and the agent made (photos, files, voice notes) is in
+/// the archive and comes back with a restore, unless the owner leaves it
+/// out; logs never go in.
+#[test]
+fn media_attachments_and_voice_notes_are_backed_up_unless_left_out() {
+    let files = [
+        "media/photo-1.jpg",
+        "attachments/telegram/42-0-plan.pdf",
+        "voice/reply-7.ogg",
+    ];
+    for (config, kept) in [("", true), ("[backup]\ninclude_media = false\n", false)] {
+        let h = stopped_home(config);
+        for file in files {
+            let path = h.home().join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("bytes of {file}")).unwrap();
+        }
+        std::fs::create_dir_all(h.home().join("logs")).unwrap();
+        std::fs::write(h.home().join("logs/hearth.log"), "a log line").unwrap();
+        let made = h.cmd(&["backup", "--json"]).json();
+        let listed: Vec<String> = made["manifest"]["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["path"].as_str().unwrap().to_owned())
+            .collect();
+        for file in files {
+            assert_eq!(
+                listed.contains(&file.to_owned()),
+                kept,
+                "{config:?}: {file} in {listed:?}"
+            );
+        }
+        assert!(!listed.iter().any(|f| f.starts_with("logs/")), "{listed:?}");
+        let fresh = tempfile::tempdir().unwrap();
+        h.cmd(&[
+            "restore",
+            made["path"].as_str().unwrap(),
+            "--home",
+            fresh.path().to_str().unwrap(),
+        ])
+        .ok();
+        for file in files {
+            let back = std::fs::read_to_string(fresh.path().join(file)).ok();
+            assert_eq!(back.is_some(), kept, "{config:?}: {file} restored");
+            if kept {
+                assert_eq!(back.unwrap(), format!("bytes of {file}"));
+            }
+        }
+    }
+}

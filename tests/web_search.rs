@@ -566,8 +566,10 @@ fn bad_arguments_are_refused_by_field_and_nothing_is_sent() {
 }
 
 #[test]
-fn without_a_backend_the_tool_says_how_to_set_one_up() {
-    let (_h, rt) = hearth("");
+fn without_a_backend_the_tool_searches_key_less_through_the_egress_guard() {
+    // The key-less default, pointed at an address the guard refuses, so
+    // the test never leaves the machine.
+    let (_h, rt) = hearth("duckduckgo_url = \"http://127.0.0.1:9/html/\"\n");
     let listed = rt.tools.list();
     let spec = &listed
         .iter()
@@ -575,17 +577,13 @@ fn without_a_backend_the_tool_says_how_to_set_one_up() {
         .expect("web_search is offered")
         .spec;
     assert!(
-        spec.description.contains("NOT SET UP"),
+        !spec.description.contains("NOT SET UP"),
         "{}",
         spec.description
     );
     let err = search(&rt, json!({"query": "x"})).unwrap_err();
-    assert!(
-        err.contains("web search is not set up")
-            && err.contains("[plugins.web.search]")
-            && err.contains("docs/operations.md"),
-        "{err}"
-    );
+    assert!(!err.contains("not set up"), "{err}");
+    assert!(err.contains("127.0.0.1") || err.contains("loopback"), "{err}");
     // The rest of the plugin is unaffected.
     let err = rt
         .tools

@@ -16,7 +16,7 @@ use flate2::write::GzEncoder;
 use jiff::Timestamp;
 
 use super::manifest::{self, FileEntry, Manifest};
-use super::{BackupError, DB_FILES, Made, SECRETS, Sources, TREES, names, snapshot};
+use super::{BackupError, DB_FILES, MEDIA_TREES, Made, SECRETS, Sources, TREES, names, snapshot};
 
 /// Makes an archive of `sources` in `dir`, named for `at`.
 pub fn make(sources: &Sources, dir: &Path, at: Timestamp) -> Result<Made, BackupError> {
@@ -76,7 +76,12 @@ pub fn make(sources: &Sources, dir: &Path, at: Timestamp) -> Result<Made, Backup
         stage_file(&sources.home.join(SECRETS), &partial.staging, SECRETS)?;
         staged.push(SECRETS.to_owned());
     }
-    for tree in TREES {
+    let media: &[&str] = if sources.include_media {
+        &MEDIA_TREES
+    } else {
+        &[]
+    };
+    for tree in TREES.iter().chain(media) {
         stage_tree(
             &sources.home,
             tree,

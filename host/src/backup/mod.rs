@@ -4,8 +4,10 @@
 //! of `hearth.db` and `agent_data.db` taken through SQLite's online backup
 //! API while the daemon runs (`snapshot`), the agent's files (`tools/`,
 //! `skills/`, `lib/`, `pages/`, `shared/`), the owner's `config/` folder
-//! (the guards file), the config file, and `secrets.json` unless
-//! `[backup] include_secrets = false`; `manifest.json`, its first entry,
+//! (the guards file), what people sent and the agent made (`media/`,
+//! `attachments/`, `voice/`) unless `[backup] include_media = false`, the
+//! config file, and `secrets.json` unless `[backup] include_secrets =
+//! false`; `manifest.json`, its first entry,
 //! lists each with its size and SHA-256 (`manifest`).
 //!
 //! - `create` makes one archive, atomically, mode 0600;
@@ -48,6 +50,10 @@ pub const DB_FILES: [&str; 2] = [hearth_base::store::FILE_NAME, "agent_data.db"]
 pub const SECRETS: &str = hearth_base::secrets::FILE_NAME;
 /// The folders under `$HEARTH_HOME` an archive holds.
 pub const TREES: [&str; 6] = ["tools", "skills", "lib", "pages", "shared", "config"];
+/// The folders of files people sent and the agent made, held unless
+/// `[backup] include_media = false`: a restore without them loses every
+/// photo and voice note.
+pub const MEDIA_TREES: [&str; 3] = ["media", "attachments", "voice"];
 
 /// What a backup is made of.
 #[derive(Clone, Debug)]
@@ -58,6 +64,8 @@ pub struct Sources {
     pub config_file: Option<PathBuf>,
     /// Whether `secrets.json` goes in.
     pub include_secrets: bool,
+    /// Whether [`MEDIA_TREES`] go in.
+    pub include_media: bool,
 }
 
 /// An archive made.
@@ -230,6 +238,7 @@ impl Backups {
                     .as_ref()
                     .map(|p| std::path::absolute(p).unwrap_or_else(|_| p.clone())),
                 include_secrets: config.backup.include_secrets,
+                include_media: config.backup.include_media,
             },
             dir: config.backup.dir_in(&config.home),
             retention: Retention::from_config(&config.backup),

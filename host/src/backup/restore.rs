@@ -17,7 +17,7 @@ use flate2::read::GzDecoder;
 use jiff::Timestamp;
 
 use super::manifest::{self, FileEntry, Manifest};
-use super::{DB_FILES, RestoreError, SECRETS, TREES};
+use super::{DB_FILES, MEDIA_TREES, RestoreError, SECRETS, TREES};
 use hearth_base::store::SCHEMA_VERSION;
 
 /// What a restore did.
@@ -394,12 +394,13 @@ fn check_path(path: &str) -> Result<(), String> {
     }
     let top = path.split('/').next().unwrap_or_default();
     let single = DB_FILES.contains(&path) || path == "hearth.toml" || path == SECRETS;
-    let in_tree = TREES.contains(&top) && path.len() > top.len();
+    let in_tree = (TREES.contains(&top) || MEDIA_TREES.contains(&top)) && path.len() > top.len();
     if !(single || in_tree) {
         return Err(format!(
-            "not a file a backup holds ({}, hearth.toml, {SECRETS}, or under {}/)",
+            "not a file a backup holds ({}, hearth.toml, {SECRETS}, or under {}/, {}/)",
             DB_FILES.join(", "),
-            TREES.join("/, ")
+            TREES.join("/, "),
+            MEDIA_TREES.join("/, ")
         ));
     }
     Ok(())

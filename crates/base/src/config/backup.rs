@@ -16,6 +16,9 @@ pub struct BackupConfig {
     pub dir: Option<PathBuf>,
     /// Whether `secrets.json` goes into the archive.
     pub include_secrets: bool,
+    /// Whether what people sent and the agent made (`media/`,
+    /// `attachments/`, `voice/`) goes into the archive.
+    pub include_media: bool,
     /// The newest archives kept whatever their age.
     pub keep_last: u32,
     /// Months (this one and the ones before) whose newest archive is kept.
@@ -34,6 +37,7 @@ impl Default for BackupConfig {
             schedule: DEFAULT_SCHEDULE.to_owned(),
             dir: None,
             include_secrets: true,
+            include_media: true,
             keep_last: 30,
             keep_monthly: 12,
             keep_yearly: true,
@@ -56,6 +60,7 @@ pub(super) struct RawBackup {
     schedule: Option<String>,
     dir: Option<String>,
     include_secrets: Option<bool>,
+    include_media: Option<bool>,
     keep_last: Option<u32>,
     keep_monthly: Option<u32>,
     keep_yearly: Option<bool>,
@@ -100,6 +105,7 @@ pub(super) fn build(
         schedule: schedule.trim().to_owned(),
         dir,
         include_secrets: raw.include_secrets.unwrap_or(defaults.include_secrets),
+        include_media: raw.include_media.unwrap_or(defaults.include_media),
         keep_last,
         keep_monthly,
         keep_yearly: raw.keep_yearly.unwrap_or(defaults.keep_yearly),
