@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
 use hearth_tests::fake_matrix::FakeMatrix;
-use hearth_tests::{Hearth, plugin};
+use hearth_tests::{Hearth, bench, plugin};
 
 const MESSAGES: usize = 1000;
 /// Users the messages rotate over, each in a room of their own (ten
@@ -117,25 +117,16 @@ fn main() {
         at(0.5)
     );
 
-    let (mut on, mut off) = (Vec::new(), Vec::new());
-    for _ in 0..PAIRS {
-        for (extra, samples) in [("", &mut on), ("enabled = false\n", &mut off)] {
-            let matrix = FakeMatrix::start(TOKEN);
-            let llm = FakeLlm::start();
-            let h = Hearth::with_plugins(&[plugin("matrix")], &config(&matrix, &llm, extra));
-            let mut daemon = h.bench_daemon();
-            if extra.is_empty() {
-                assert!(matrix.wait_syncs(2, Duration::from_secs(20)));
-            }
-            std::thread::sleep(IDLE);
-            samples.push(rss_kib(daemon.id()));
-            let _ = daemon.kill();
-            let _ = daemon.wait();
+    let (on, off) = bench::idle_rss_on_off(PAIRS, IDLE, |extra| {
+        let matrix = FakeMatrix::start(TOKEN);
+        let llm = FakeLlm::start();
+        let h = Hearth::with_plugins(&[plugin("matrix")], &config(&matrix, &llm, extra));
+        let daemon = h.bench_daemon();
+        if extra.is_empty() {
+            assert!(matrix.wait_syncs(2, Duration::from_secs(20)));
         }
-    }
-    on.sort();
-    off.sort();
-    let (on, off) = (on[PAIRS / 2], off[PAIRS / 2]);
+        (daemon, (matrix, llm, h))
+    });
     println!(
         "idle VmRSS: {:.2} MiB with Matrix syncing, {:.2} MiB with it switched off",
         on as f64 / 1024.0,
@@ -145,15 +136,4 @@ fn main() {
         "figure: idle VmRSS added by a syncing Matrix channel: {:.3} MB (target <= 5)",
         on.saturating_sub(off) as f64 * 1024.0 / 1e6
     );
-}
-
-/// The resident memory of process `pid`, in KiB.
-fn rss_kib(pid: u32) -> u64 {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the daemon runs");
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("VmRSS:"))
-        .and_then(|v| v.split_whitespace().next())
-        .and_then(|v| v.parse().ok())
-        .expect("VmRSS")
 }
