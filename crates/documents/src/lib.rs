@@ -3,8 +3,8 @@
 //! much is read and notes on what was cut or lost, so the agent can take
 //! a document a person sends it and never pass on half of one as whole.
 //!
-//! The kind is sniffed from the bytes ([`sniff`](crate::kind_of)), not
-//! taken from the name or MIME type a sender gives. Everything is pure
+//! The kind is sniffed from the bytes (see [`kind_of`]), not taken from
+//! the name or MIME type a sender gives. Everything is pure
 //! Rust and bounded on hostile input: no entry of a zip is unpacked past
 //! [`Caps::max_bytes`], no PDF stream inflates past a cap, and the
 //! readers never panic (a panic in a dependency becomes
