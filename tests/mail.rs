@@ -444,7 +444,8 @@ fn a_reply_the_smtp_server_defers_is_sent_again() {
     s.llm.push(anthropic_text("Got there in the end."));
     let _daemon = started(&s);
     s.smtp.fail_next(1, 451);
-    s.imap.deliver("INBOX", &owner_mail("r", "hello?", "r1@home.example"));
+    s.imap
+        .deliver("INBOX", &owner_mail("r", "hello?", "r1@home.example"));
     let sent = s.smtp.wait_received(1, WAIT);
     assert!(String::from_utf8_lossy(&sent[0].data).contains("in the end"));
     assert_eq!(header(&sent[0], "In-Reply-To"), Some("<r1@home.example>"));

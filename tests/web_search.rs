@@ -583,7 +583,10 @@ fn without_a_backend_the_tool_searches_key_less_through_the_egress_guard() {
     );
     let err = search(&rt, json!({"query": "x"})).unwrap_err();
     assert!(!err.contains("not set up"), "{err}");
-    assert!(err.contains("127.0.0.1") || err.contains("loopback"), "{err}");
+    assert!(
+        err.contains("127.0.0.1") || err.contains("loopback"),
+        "{err}"
+    );
     // The rest of the plugin is unaffected.
     let err = rt
         .tools
