@@ -26,8 +26,11 @@ fn main() {
     let home = tempfile::tempdir().expect("temp dir");
     fill(home.path());
     let config_path = home.path().join("hearth.toml");
-    std::fs::write(&config_path, "mode = \"production\"\n[backup]\nenabled = false\n")
-        .expect("config");
+    std::fs::write(
+        &config_path,
+        "mode = \"production\"\n[backup]\nenabled = false\n",
+    )
+    .expect("config");
     let config = hearth::config::load(Some(&config_path)).expect("config");
     let config = hearth::config::Config {
         home: home.path().to_owned(),

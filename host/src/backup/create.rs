@@ -281,7 +281,10 @@ fn write_archive(partial: &Partial, manifest: &Manifest, at: Timestamp) -> std::
         .create_new(true)
         .mode(0o600)
         .open(&partial.archive)?;
-    let gz = GzEncoder::new(BufWriter::new(file), Compression::default());
+    // The fastest level: most of an archive's bytes are photos and voice
+    // notes, already compressed, which a higher level only spends time on
+    // (docs/benchmarks.md, "Backups").
+    let gz = GzEncoder::new(BufWriter::new(file), Compression::fast());
     let mut tar = tar::Builder::new(gz);
     let mtime = at.as_second().max(0) as u64;
     let header = |size: u64| {
