@@ -11,6 +11,8 @@
 //! servers remove forged ones with their own id); without it, only the
 //! topmost one, which the last hop (the receiving server) added.
 
+use crate::letter::Letter;
+
 /// Why a mail was not let in (for the log, never for the sender).
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Refusal {
@@ -20,6 +22,9 @@ pub enum Refusal {
     /// The mail has no readable sender.
     #[error("the mail has no sender address")]
     NoSender,
+    /// The mail names more than one sender (see `Letter::several_senders`).
+    #[error("the mail names more than one sender ({0} among them)")]
+    SeveralSenders(String),
     /// No trusted header says the sender's domain passed.
     #[error("nothing vouches that it comes from {0} (no DKIM, SPF or DMARC pass for the domain)")]
     Unauthenticated(String),
@@ -36,6 +41,14 @@ pub struct Gate<'a> {
 }
 
 impl Gate<'_> {
+    /// Whether `letter` gets in: one sender, and `check` passes for it.
+    pub fn check_letter(&self, letter: &Letter) -> Result<(), Refusal> {
+        if letter.several_senders {
+            return Err(Refusal::SeveralSenders(letter.from.clone()));
+        }
+        self.check(&letter.from, &letter.authentication)
+    }
+
     /// Whether a mail from `from` with these `Authentication-Results`
     /// values (topmost first) gets in.
     pub fn check(&self, from: &str, authentication: &[String]) -> Result<(), Refusal> {
@@ -237,5 +250,35 @@ mod tests {
             Err(Refusal::Stranger("eve@evil.example".into()))
         );
         assert_eq!(check("", &[pass], None), Err(Refusal::NoSender));
+    }
+
+    #[test]
+    fn a_mail_naming_two_senders_stays_out() {
+        let vouched = "Authentication-Results: mx.example.org; dkim=pass header.d=example.org\r\n";
+        let allowed = vec!["anna@example.org".to_string()];
+        let gate = Gate {
+            allowed: &allowed,
+            require_authentication: true,
+            auth_server: None,
+        };
+        for (mail, several) in [
+            ("From: anna@example.org\r\n", false),
+            ("From: anna@example.org\r\nFrom: eve@evil.example\r\n", true),
+            ("From: eve@evil.example\r\nFrom: anna@example.org\r\n", true),
+            ("From: anna@example.org, eve@evil.example\r\n", true),
+        ] {
+            let raw = format!("{vouched}{mail}Subject: x\r\n\r\nhello\r\n");
+            let letter = crate::letter::read(raw.as_bytes()).unwrap();
+            assert_eq!(letter.several_senders, several, "{mail:?}");
+            let verdict = gate.check_letter(&letter);
+            if several {
+                assert!(
+                    matches!(verdict, Err(Refusal::SeveralSenders(_))),
+                    "{mail:?}: {verdict:?}"
+                );
+            } else {
+                assert_eq!(verdict, Ok(()), "{mail:?}");
+            }
+        }
     }
 }

@@ -203,7 +203,7 @@ fn take(account: &Account, validity: u32, uid: u32, letter: Letter) -> bool {
         require_authentication: settings.require_authentication,
         auth_server: settings.auth_server.as_deref(),
     };
-    if let Err(why) = gate.check(&letter.from, &letter.authentication) {
+    if let Err(why) = gate.check_letter(&letter) {
         tracing::info!(uid, "mail: dropped: {why}");
         return true;
     }
