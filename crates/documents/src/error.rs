@@ -45,3 +45,27 @@ pub enum DocumentError {
         what: String,
     },
 }
+
+/// Why a scanned PDF's first page could not be had as an image.
+#[derive(Debug, Error, Clone, PartialEq, Eq)]
+pub enum PictureError {
+    /// The PDF itself could not be read (damaged, encrypted, too large).
+    #[error("{0}")]
+    Document(#[from] DocumentError),
+    /// The first page holds no picture (its drawing is vector paths, or
+    /// its picture sits inside a form).
+    #[error("its first page has no picture hearth can find")]
+    NoPicture,
+    /// The picture is in an encoding or colour space hearth does not turn
+    /// into an image file (CCITT fax, JBIG2, JPEG 2000, CMYK).
+    #[error("its first page's picture is {0}, which hearth cannot show")]
+    Unsupported(String),
+    /// The picture declares more pixels than are ever decoded.
+    #[error("its first page's picture declares {width}x{height} pixels, more than hearth decodes")]
+    TooLarge {
+        /// The declared width.
+        width: u64,
+        /// The declared height.
+        height: u64,
+    },
+}

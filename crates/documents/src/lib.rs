@@ -39,7 +39,8 @@ mod testdata;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
 pub use document::{Caps, Document, Kind, Section};
-pub use error::DocumentError;
+pub use error::{DocumentError, PictureError};
+pub use pdf::{PageImage, first_page_image};
 
 use sniff::Sniffed;
 

@@ -14,7 +14,10 @@
 
 mod decode;
 mod guard;
+mod picture;
 mod repair;
+
+pub use picture::{PageImage, first_page_image};
 
 use std::cell::Cell;
 use std::panic::{AssertUnwindSafe, catch_unwind};

@@ -3,6 +3,7 @@
 //! bombs, a page that is its own parent, a form that draws itself).
 
 use super::*;
+use crate::error::PictureError;
 use crate::testdata::{pdf, pdf_pages, stream, text_pdf, zlib};
 
 fn caps() -> Caps {
@@ -248,4 +249,50 @@ fn deep_nesting_does_not_overflow_the_stack() {
             .join();
         assert!(result.is_ok(), "{open}");
     }
+}
+
+#[test]
+fn a_scanned_first_page_gives_its_picture_as_an_image_file() {
+    let page: &[u8] = b"q 612 0 0 792 0 0 cm /Im1 Do Q";
+    // A JPEG goes through as its bytes.
+    let bytes = pdf_pages(&[page], "/Im1 6 0 R", &[image_object()]);
+    let jpeg = first_page_image(&bytes, &caps()).unwrap();
+    assert_eq!((jpeg.mime, jpeg.width, jpeg.height), ("image/jpeg", 1, 1));
+    assert!(jpeg.bytes.starts_with(b"\xFF\xD8") && jpeg.bytes.ends_with(b"\xFF\xD9"));
+    // A Flate grey picture (2x2) becomes a PNG of the same size.
+    let grey = stream(
+        "/Type /XObject /Subtype /Image /Width 2 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode",
+        &zlib(&[0, 255, 255, 0]),
+    );
+    let bytes = pdf_pages(&[page], "/Im1 6 0 R", &[grey]);
+    let png = first_page_image(&bytes, &caps()).unwrap();
+    assert_eq!((png.mime, png.width, png.height), ("image/png", 2, 2));
+    assert!(png.bytes.starts_with(b"\x89PNG\r\n\x1a\n"));
+    assert_eq!(&png.bytes[16..24], &[0, 0, 0, 2, 0, 0, 0, 2]);
+    // Data that unpacks past what the picture declares is refused.
+    let bomb = stream(
+        "/Type /XObject /Subtype /Image /Width 2 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode",
+        &zlib(&[7; 100_000]),
+    );
+    let bytes = pdf_pages(&[page], "/Im1 6 0 R", &[bomb]);
+    assert!(matches!(
+        first_page_image(&bytes, &caps()),
+        Err(PictureError::Unsupported(_))
+    ));
+    // Fax-encoded scans, and pages without pictures, are said to be so.
+    let fax = stream(
+        "/Type /XObject /Subtype /Image /Width 8 /Height 8 /ImageMask true /Filter /CCITTFaxDecode",
+        b"\0\0",
+    );
+    let bytes = pdf_pages(&[page], "/Im1 6 0 R", &[fax]);
+    let e = first_page_image(&bytes, &caps()).unwrap_err().to_string();
+    assert_eq!(
+        e,
+        "its first page's picture is encoded with CCITTFaxDecode, which hearth cannot show"
+    );
+    let bytes = text_pdf(&["words"]);
+    assert_eq!(
+        first_page_image(&bytes, &caps()),
+        Err(PictureError::NoPicture)
+    );
 }
