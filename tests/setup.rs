@@ -144,6 +144,8 @@ fn at_a_terminal_the_questions_are_answered_and_the_key_is_not_shown() {
     terminal.type_line("");
     terminal.wait_for("Set up Signal", wait);
     terminal.type_line("");
+    terminal.wait_for("Turn on the heartbeat", wait);
+    terminal.type_line("y");
     let screen = terminal.wait_for("Install hearth as a service", Duration::from_secs(60));
     assert!(!screen.contains(KEY), "the key was shown:\n{screen}");
     terminal.type_line("n");
@@ -151,6 +153,14 @@ fn at_a_terminal_the_questions_are_answered_and_the_key_is_not_shown() {
     assert_eq!(code, Some(0), "{screen}");
     let text = std::fs::read_to_string(home.path().join("hearth.toml")).unwrap();
     assert!(text.contains("mode = \"production\""), "{text}");
+    // The heartbeat, turned on by its one question, with a checklist to
+    // start from.
+    assert!(
+        text.contains("[heartbeat]\n") && text.contains("enabled = true"),
+        "{text}"
+    );
+    let checklist = std::fs::read_to_string(home.path().join("HEARTBEAT.md")).unwrap();
+    assert!(checklist.contains("# Heartbeat checklist"), "{checklist}");
 }
 
 #[test]

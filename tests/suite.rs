@@ -38,6 +38,7 @@ mod groups;
 mod groups_browser;
 mod guards;
 mod hard_gate;
+mod heartbeat;
 mod hot_reload;
 mod images;
 mod kernel_floor;

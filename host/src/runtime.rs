@@ -274,6 +274,13 @@ impl Runtime {
                 config.scheduler.clone(),
                 zone,
             ));
+            // The heartbeat's job follows the config; a failure leaves
+            // it as it was and the daemon serving.
+            if let Err(e) =
+                hearth_agent::scheduler::heartbeat::sync(&jobs, &config.heartbeat, &config.home)
+            {
+                tracing::error!("cannot set the heartbeat ([heartbeat]): {e}");
+            }
             Some(Arc::new(Scheduler::new(
                 jobs,
                 Arc::clone(&router),

@@ -35,6 +35,7 @@ mod scripts;
 mod secret;
 mod service;
 mod setup;
+mod setup_heartbeat;
 mod setup_signal;
 mod setup_telegram;
 mod tool_call;

@@ -18,7 +18,7 @@ use std::process::ExitCode;
 
 use anyhow::{Context, bail};
 
-use super::{setup_signal, setup_telegram};
+use super::{setup_heartbeat, setup_signal, setup_telegram};
 use hearth_base::config::{self, Config};
 use hearth_base::secrets::Secrets;
 
@@ -77,6 +77,11 @@ pub struct SetupArgs {
     /// How long to wait for your first message on Signal, in seconds.
     #[arg(long, value_name = "SECS", default_value_t = 120)]
     pub signal_wait: u64,
+    /// Turn on the heartbeat: every morning the agent goes through
+    /// HEARTBEAT.md and speaks only when something needs you (asked at a
+    /// terminal).
+    #[arg(long)]
+    pub heartbeat: bool,
 }
 
 /// The providers setup knows, with their defaults.
@@ -257,6 +262,9 @@ pub fn run(args: SetupArgs) -> anyhow::Result<ExitCode> {
         false => None,
     };
 
+    let heartbeat =
+        args.heartbeat || (!args.yes && ask.confirm(setup_heartbeat::QUESTION, false)?);
+
     let mut text = config_text(&home, provider, &base_url, &model, &key, &mode, &zone);
     let mut identities = Vec::new();
     if let Some(learned) = &telegram {
@@ -282,6 +290,9 @@ pub fn run(args: SetupArgs) -> anyhow::Result<ExitCode> {
             toml_string(owner)
         ));
     }
+    if heartbeat {
+        text.push_str(&setup_heartbeat::config_table());
+    }
     let parsed = config::parse(&text, Some(&path))
         .context("the config setup wrote does not load (a bug: please report it)")?;
     if !args.no_check {
@@ -289,6 +300,9 @@ pub fn run(args: SetupArgs) -> anyhow::Result<ExitCode> {
     }
     write_config(&path, &text)?;
     eprintln!("setup: wrote {}", path.display());
+    if heartbeat {
+        setup_heartbeat::write_starter(&home)?;
+    }
 
     eprintln!("setup: hearth doctor:");
     let doctor = super::doctor::run(Some(&path), config::load(Some(&path)), false);

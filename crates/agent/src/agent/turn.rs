@@ -89,7 +89,7 @@ impl Agent {
         let last = last.as_ref().map(|(session, message)| (*session, message));
         let files = std::mem::take(&mut *self.attached_files());
         let reply_to = self.reply_route(&claimed, &reply);
-        let deliver_to = self.delivery(&claimed, &reply);
+        let deliver_to = self.delivery(&claimed, job.as_ref(), &reply);
         match self.base.conversations.finish(
             &claimed,
             last,
@@ -194,14 +194,25 @@ impl Agent {
     }
 
     /// Where the reply goes when not where the message came from: a
-    /// scheduled task's answer goes to the owner, or nowhere when the
+    /// scheduled task's answer goes to the owner (a heartbeat's to the
+    /// chat `[heartbeat]` names, if it names one), or nowhere when the
     /// model answers [`SILENT`].
-    fn delivery(&self, claimed: &Claimed, reply: &str) -> Option<(String, String)> {
+    fn delivery(
+        &self,
+        claimed: &Claimed,
+        job: Option<&Job>,
+        reply: &str,
+    ) -> Option<(String, String)> {
         if claimed.channel != SCHEDULER_CHANNEL {
             return None;
         }
         if reply.trim().eq_ignore_ascii_case(SILENT) {
             return Some((SCHEDULER_CHANNEL.to_owned(), claimed.chat.clone()));
+        }
+        if let Some(job) = job.filter(|j| j.kind == crate::scheduler::Kind::Heartbeat)
+            && let (Some(channel), Some(chat)) = (&job.channel, &job.chat)
+        {
+            return Some((channel.clone(), chat.clone()));
         }
         Some(self.base.reach.owner_address_or_later())
     }

@@ -235,6 +235,14 @@ fn job_text(job: &Job, due: i64, late: Option<&Late>) -> String {
              owner. If there is nothing worth telling them, answer exactly {SILENT}.",
             job.id, job.text
         ),
+        Kind::Heartbeat => format!(
+            "Heartbeat (job {}, due {when}): this is your regular heartbeat, not a message from \
+             the owner. Go through the checklist below, using your tools where it asks you to \
+             look something up. Your final answer is delivered to the owner only when something \
+             needs them: if nothing does, answer exactly {SILENT} and nothing else.\n\n{}",
+            job.id,
+            super::heartbeat::checklist_section(job)
+        ),
     };
     if let Some(late) = late {
         text.push_str(&format!(

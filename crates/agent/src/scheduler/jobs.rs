@@ -21,6 +21,10 @@ pub enum Kind {
     Reminder,
     /// Runs its prompt in a fresh session; the answer goes to the owner.
     Task,
+    /// The heartbeat (`[heartbeat]`): a task whose prompt is the owner's
+    /// checklist, read when it fires. Set by the config, not by tools
+    /// (`scheduler::heartbeat`).
+    Heartbeat,
 }
 
 /// What to do with runs missed while the daemon was down (or the clock
@@ -166,6 +170,13 @@ pub enum JobError {
         /// Jobs created in the last hour.
         count: i64,
     },
+    /// The job is the heartbeat, which only `[heartbeat]` in the config
+    /// changes.
+    #[error(
+        "job {0} is the heartbeat, set by [heartbeat] in hearth.toml; the owner changes or turns \
+         it off there (run_now still fires it)"
+    )]
+    Heartbeat(i64),
     /// SQLite failed.
     #[error("the jobs store failed: {0}")]
     Sqlite(#[from] rusqlite::Error),
@@ -303,7 +314,7 @@ impl Jobs {
 
     /// Changes a job; a new schedule recomputes its next run.
     pub fn update(&self, id: i64, changes: &JobChanges) -> Result<Job, JobError> {
-        let job = self.get(id)?;
+        let job = self.changeable(id)?;
         let now = self.clock.now_ms();
         if let Some(text) = &changes.text {
             check_text(text)?;
@@ -351,7 +362,7 @@ impl Jobs {
     /// Enables or disables a job. Enabling recomputes its next run from
     /// now: runs missed while it was off are not made up.
     pub fn set_enabled(&self, id: i64, enabled: bool) -> Result<Job, JobError> {
-        let job = self.get(id)?;
+        let job = self.changeable(id)?;
         let now = self.clock.now_ms();
         let next = if enabled {
             let next = next_run(&schedule_of(&job.when())?, now);
@@ -377,7 +388,7 @@ impl Jobs {
     /// Removes a job (kept as removed, so the creation limit still counts
     /// it).
     pub fn remove(&self, id: i64) -> Result<(), JobError> {
-        self.get(id)?;
+        self.changeable(id)?;
         let now = self.clock.now_ms();
         self.cold.lock().execute(
             "UPDATE jobs SET removed_at_ms = ?1, enabled = 0, updated_at_ms = ?1 WHERE id = ?2",
@@ -385,6 +396,17 @@ impl Jobs {
         )?;
         self.changed.notify_one();
         Ok(())
+    }
+
+    /// Job `id`, if tools and commands may change it: any but the
+    /// heartbeat, which the config owns (a change here would be undone
+    /// by the next start, so it is refused instead).
+    fn changeable(&self, id: i64) -> Result<Job, JobError> {
+        let job = self.get(id)?;
+        if job.kind == Kind::Heartbeat {
+            return Err(JobError::Heartbeat(id));
+        }
+        Ok(job)
     }
 
     /// One job that is not removed.
@@ -519,6 +541,7 @@ pub fn kind_name(kind: Kind) -> &'static str {
     match kind {
         Kind::Reminder => "reminder",
         Kind::Task => "task",
+        Kind::Heartbeat => "heartbeat",
     }
 }
 
@@ -527,6 +550,7 @@ pub fn parse_kind(name: &str) -> Option<Kind> {
     match name {
         "reminder" => Some(Kind::Reminder),
         "task" => Some(Kind::Task),
+        "heartbeat" => Some(Kind::Heartbeat),
         _ => None,
     }
 }
@@ -586,7 +610,7 @@ pub(super) fn row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Job> {
     })
 }
 
-fn schedule_of(when: &When) -> Result<Schedule, JobError> {
+pub(super) fn schedule_of(when: &When) -> Result<Schedule, JobError> {
     match when {
         When::Cron { expr, zone } => Schedule::checked_cron(expr, zone).map_err(|e| match e {
             ScheduleError::Zone { .. } => JobError::invalid("zone", e),
@@ -597,7 +621,7 @@ fn schedule_of(when: &When) -> Result<Schedule, JobError> {
 }
 
 /// The first run after `now` (ms), if any.
-fn next_run(schedule: &Schedule, now: i64) -> Option<i64> {
+pub(super) fn next_run(schedule: &Schedule, now: i64) -> Option<i64> {
     schedule
         .next_after(timestamp(now))
         .map(|t| t.as_millisecond())

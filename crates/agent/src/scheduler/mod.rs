@@ -5,6 +5,8 @@
 //!   rules stated and tested there;
 //! - `jobs`: the `jobs` table, its limits and validation;
 //! - `fire`: due jobs become inbox messages, exactly once;
+//! - `heartbeat`: the one job `[heartbeat]` keeps, whose prompt is the
+//!   owner's checklist;
 //! - `timer`: sleeping until a wall-clock instant, woken early when the
 //!   clock is set;
 //! - `clock`: the one source of "now", which tests can move.
@@ -17,6 +19,7 @@
 
 pub mod clock;
 pub mod fire;
+pub mod heartbeat;
 pub mod jobs;
 pub mod timer;
 

@@ -114,9 +114,15 @@ impl ScheduleTools {
     ) -> Result<NewJob, String> {
         let kind = match args["kind"].as_str() {
             None => Kind::Reminder,
-            Some(k) => parse_kind(k).ok_or_else(|| {
-                format!("field `kind`: {k:?} is not a kind; use \"reminder\" or \"task\"")
-            })?,
+            // The heartbeat is the config's, one of it at most.
+            Some(k) => parse_kind(k)
+                .filter(|k| *k != Kind::Heartbeat)
+                .ok_or_else(|| {
+                    format!(
+                        "field `kind`: {k:?} is not a kind; use \"reminder\" or \"task\" (the \
+                         heartbeat is set by [heartbeat] in hearth.toml)"
+                    )
+                })?,
         };
         let when = self
             .when(args)?
