@@ -11,6 +11,7 @@
 pub mod caller;
 pub mod channels;
 pub mod config;
+pub mod embed;
 pub mod helpers;
 pub mod hex;
 pub mod logging;

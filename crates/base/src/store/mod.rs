@@ -37,6 +37,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0015_usage.sql"),
     include_str!("migrations/0016_usage_summary.sql"),
     include_str!("migrations/0017_groups.sql"),
+    include_str!("migrations/0018_embeddings.sql"),
 ];
 
 /// The schema version this build writes and reads: the last migration's
