@@ -457,7 +457,7 @@ impl PluginSet {
         // A secret the table names that is not set is a mistake in the
         // config, like a bad value: "invalid arguments" stops the start.
         let settings = match secret_settings::resolve(&entry.settings, &self.home, &library.name) {
-            Ok(settings) => settings,
+            Ok(settings) => config.settings_of(&library.name, &settings),
             Err(why) => return self.fail(report, format!("invalid arguments: {why}")),
         };
         match ActivePlugin::start(library, bridge, &settings) {

@@ -1,7 +1,8 @@
 //! The fs plugin: file tools for the agent.
 //!
 //! - `read_file` (read): text, a line range, or base64, capped; an image
-//!   file is named for the host to show the model;
+//!   file is named for the host to show the model; a document (PDF, DOCX,
+//!   XLSX, ODS) is answered with its text;
 //! - `write_file` (write): atomic replace, optionally creating folders;
 //! - `list_directory` (read): entries, optionally recursive within bounds;
 //! - `delete_path` (write): a file, link or folder; never `/` or a home;
@@ -16,6 +17,7 @@
 //! to.
 
 pub mod args;
+pub mod document;
 pub mod list;
 pub mod patch;
 pub mod paths;
@@ -44,6 +46,8 @@ pub struct Fs {
     pub roots: Roots,
     /// The most bytes `read_file` returns.
     pub max_read_bytes: u64,
+    /// How much of a document `read_file` reads (`[documents]`).
+    pub documents: hearth_documents::Caps,
 }
 
 impl Fs {
@@ -86,6 +90,9 @@ impl Plugin for Fs {
                 hidden: Default::default(),
             },
             max_read_bytes,
+            documents: config
+                .documents
+                .map_or_else(hearth_documents::Caps::default, Into::into),
         })
     }
 
@@ -109,6 +116,7 @@ impl Plugin for Fs {
         let fs = Fs {
             roots: self.roots.confined(floor),
             max_read_bytes: self.max_read_bytes,
+            documents: self.documents.clone(),
         };
         fs.call(tool, &args)
     }
@@ -140,7 +148,8 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
             "read_file",
             format!(
                 "Reads a file (relative to $HEARTH_HOME unless absolute), or lines from \
-                 offset_line; an image is shown to you. At most {max_read_bytes} bytes."
+                 offset_line. An image is shown to you; a PDF, Word or spreadsheet file comes \
+                 as text. At most {max_read_bytes} bytes."
             ),
             Risk::Read,
             json!({
@@ -230,4 +239,6 @@ pub fn tools(max_read_bytes: u64) -> Vec<ToolSpec> {
 #[serde(deny_unknown_fields)]
 struct Config {
     max_read_bytes: Option<u64>,
+    /// Set by the host from `[documents]`.
+    documents: Option<document::CapsSetting>,
 }

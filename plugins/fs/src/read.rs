@@ -6,6 +6,8 @@
 //! (JPEG, PNG, GIF, WebP by its first bytes) read without `encoding` is
 //! answered with an `image` member naming it, which the host turns into an
 //! image the model sees (it reads, checks and downscales the file itself).
+//! A document (PDF, DOCX, XLSX, ODS by its bytes) read so is answered with
+//! its text and notes on what was cut (`document`).
 
 use std::fs::File;
 use std::io::{BufRead, BufReader, Read};
@@ -17,6 +19,7 @@ use serde_json::{Value, json};
 
 use crate::Fs;
 use crate::args::{Args, Encoding, encoding, invalid};
+use crate::document::read_document;
 use crate::paths::io_error;
 
 /// Runs `read_file`.
@@ -65,6 +68,13 @@ pub fn read_file(fs: &Fs, args: &Value) -> Result<Value, PluginError> {
             "size": size,
             "image": { "path": shown, "mime": mime },
         }));
+    }
+    if encoding == Encoding::Text
+        && offset.is_none()
+        && limit.is_none()
+        && let Some(document) = read_document(&mut file, &shown, size, &fs.documents)?
+    {
+        return Ok(document);
     }
     if encoding == Encoding::Base64 {
         let mut head = Vec::new();

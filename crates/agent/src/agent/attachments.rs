@@ -5,13 +5,15 @@
 //! small text: that answers "what does this say?" without a tool call. An
 //! audio file the turn transcribed is shown by what it says
 //! (`voice::heard`); an image is shown as an image (`images`), to a model
-//! that can see.
+//! that can see; a document (PDF, Word, spreadsheet, CSV) as its text, or
+//! a PDF as the file itself (`documents`).
 
 use std::path::Path;
 
 use hearth_sdk::protocol::Attachment;
 
-use super::{Agent, images};
+use super::{Agent, documents, images};
+use hearth_base::config::DocumentsConfig;
 use hearth_model::llm::{Block, Llm};
 use hearth_model::media::ImageSettings;
 
@@ -20,8 +22,8 @@ const INLINE_MAX: u64 = 16 * 1024;
 
 impl Agent {
     /// The text and image blocks of an incoming message: its text, a note
-    /// per attachment, and the images prepared for `llm` (decoded on a
-    /// blocking thread).
+    /// per attachment, and the images and documents prepared for `llm`
+    /// (decoded and read on a blocking thread).
     pub(super) async fn incoming(
         &self,
         llm: &Llm,
@@ -30,8 +32,9 @@ impl Agent {
     ) -> (String, Vec<Block>) {
         let owned = text.to_owned();
         let (settings, dir) = (llm.image_settings(), self.base.media_dir.clone());
+        let config = self.base.documents.clone();
         let work = tokio::task::spawn_blocking(move || {
-            with_attachments(&owned, &attachments, &settings, &dir)
+            with_attachments(&owned, &attachments, &settings, &config, &dir)
         });
         match work.await {
             Ok(shown) => shown,
@@ -47,12 +50,14 @@ impl Agent {
 }
 
 /// `text` followed by a note for each attachment, and the blocks of the
-/// images among them, prepared for `settings` and saved in `media_dir`.
-/// Decodes images: call it off the async threads.
+/// images and documents among them, prepared for `settings` and
+/// `documents` and saved in `media_dir`. Decodes images and reads
+/// documents: call it off the async threads.
 pub fn with_attachments(
     text: &str,
     attachments: &[Attachment],
     settings: &ImageSettings,
+    documents: &DocumentsConfig,
     media_dir: &Path,
 ) -> (String, Vec<Block>) {
     let mut out = text.to_owned();
@@ -63,6 +68,11 @@ pub fn with_attachments(
             continue;
         }
         if let Some(shown) = images::attachment(a, settings, media_dir) {
+            out.push_str(&shown.note);
+            blocks.extend(shown.blocks);
+            continue;
+        }
+        if let Some(shown) = documents::attachment(a, documents, settings, media_dir) {
             out.push_str(&shown.note);
             blocks.extend(shown.blocks);
             continue;
@@ -128,12 +138,14 @@ mod tests {
                 hearth_base::config::ProviderKind::Anthropic,
                 None,
             ),
+            pdfs: true,
         };
         for (mime, size, inlined) in cases {
             let (text, blocks) = with_attachments(
                 "look",
                 &[attachment(&path, mime, size)],
                 &settings,
+                &DocumentsConfig::default(),
                 dir.path(),
             );
             assert!(blocks.is_empty(), "{mime}: {blocks:?}");

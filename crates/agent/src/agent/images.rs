@@ -158,10 +158,40 @@ fn show(
     dir: &Path,
 ) -> Result<Showing, ImageError> {
     let bytes = media::read_image(Path::new(path))?;
+    show_bytes(name, &bytes, path, settings, dir)
+}
+
+/// A picture made from a document (a scanned PDF's first page), prepared
+/// and saved as a photo is: its image, or why it is not shown.
+pub fn document_picture(
+    name: &str,
+    bytes: &[u8],
+    source: &str,
+    settings: &ImageSettings,
+    dir: &Path,
+) -> Result<Image, String> {
     if !settings.vision {
-        return media::inspect(&bytes).map(Showing::Blind);
+        return Err("this model cannot see images".to_owned());
     }
-    let prepared = media::prepare(&bytes, &settings.limits)?;
+    match show_bytes(name, bytes, source, settings, dir) {
+        Ok(Showing::Image { image, .. }) => Ok(image),
+        Ok(Showing::Blind(_)) => Err("this model cannot see images".to_owned()),
+        Err(e) => Err(e.to_string()),
+    }
+}
+
+/// [`show`] on bytes already read from `source`.
+fn show_bytes(
+    name: &str,
+    bytes: &[u8],
+    source: &str,
+    settings: &ImageSettings,
+    dir: &Path,
+) -> Result<Showing, ImageError> {
+    if !settings.vision {
+        return media::inspect(bytes).map(Showing::Blind);
+    }
+    let prepared = media::prepare(bytes, &settings.limits)?;
     let (saved, sha256) = media::save(dir, &prepared)?;
     Ok(Showing::Image {
         image: Image {
@@ -171,7 +201,7 @@ fn show(
             sha256,
             width: prepared.width,
             height: prepared.height,
-            source: path.to_owned(),
+            source: source.to_owned(),
             data: None,
         },
         original: prepared.original,
@@ -252,6 +282,7 @@ mod tests {
             vision,
             turns,
             limits: Limits::for_provider(ProviderKind::Anthropic, None),
+            pdfs: vision,
         }
     }
 

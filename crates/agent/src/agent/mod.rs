@@ -18,6 +18,7 @@ pub mod activity;
 mod attachments;
 mod budget;
 mod context;
+mod documents;
 pub mod history;
 mod images;
 pub mod profiles;
@@ -119,6 +120,9 @@ pub struct AgentBase {
     /// Where the copies of images prepared for the model are saved
     /// (`$HEARTH_HOME/media`).
     pub media_dir: std::path::PathBuf,
+    /// `[documents]`: how much of a document is read, and when a PDF goes
+    /// to the model as the file.
+    pub documents: hearth_base::config::DocumentsConfig,
 }
 
 impl Agent {

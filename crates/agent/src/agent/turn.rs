@@ -576,7 +576,10 @@ impl Agent {
             system,
             context,
             cache_key: Some(cache_key(self.profile.id)),
-            messages: super::images::for_request(&history.messages, &llm.image_settings()),
+            messages: super::documents::for_request(
+                super::images::for_request(&history.messages, &llm.image_settings()),
+                &llm.image_settings(),
+            ),
             tools: tools.tools,
             max_tokens: llm.max_tokens(),
         })
@@ -769,6 +772,13 @@ fn render(m: &Message) -> String {
                 "{who} showed an image: {} ({}x{}), saved at {}\n",
                 image.name, image.width, image.height, image.source
             )),
+            Block::Document(pdf) => {
+                let text: String = pdf.text.chars().take(500).collect();
+                out.push_str(&format!(
+                    "{who} sent a PDF: {} ({} pages), saved at {}; it begins: {text}\n",
+                    pdf.name, pdf.pages, pdf.source
+                ))
+            }
         }
     }
     out

@@ -24,6 +24,50 @@ pub struct PluginsConfig {
     pub exe_dir: bool,
     /// `[plugins.<name>]` tables by plugin name.
     pub entries: BTreeMap<String, PluginEntry>,
+    /// Settings the host adds to a plugin's table from elsewhere in the
+    /// config, by plugin name: the fs plugin's `documents` is `[documents]`,
+    /// so one section bounds every way a document is read.
+    pub host_settings: BTreeMap<String, serde_json::Map<String, serde_json::Value>>,
+}
+
+impl PluginsConfig {
+    /// Adds `key` to what plugin `plugin` is given; refused (with the key)
+    /// when its own table sets `key` already, since the host's value
+    /// would win unseen.
+    pub fn add_host_setting(
+        &mut self,
+        plugin: &str,
+        key: &str,
+        value: serde_json::Value,
+    ) -> Result<(), (String, String)> {
+        if self
+            .entries
+            .get(plugin)
+            .is_some_and(|e| e.settings.get(key).is_some())
+        {
+            return Err((
+                format!("plugins.{plugin}.{key}"),
+                format!("is set by the host from [{key}]; set it there"),
+            ));
+        }
+        self.host_settings
+            .entry(plugin.to_owned())
+            .or_default()
+            .insert(key.to_owned(), value);
+        Ok(())
+    }
+
+    /// The settings plugin `name` is started with: its table, and what
+    /// the host adds.
+    pub fn settings_of(&self, name: &str, table: &serde_json::Value) -> serde_json::Value {
+        let mut settings = table.clone();
+        if let (Some(added), Some(object)) =
+            (self.host_settings.get(name), settings.as_object_mut())
+        {
+            object.extend(added.iter().map(|(k, v)| (k.clone(), v.clone())));
+        }
+        settings
+    }
 }
 
 impl Default for PluginsConfig {
@@ -33,6 +77,7 @@ impl Default for PluginsConfig {
             dirs: Vec::new(),
             exe_dir: true,
             entries: BTreeMap::new(),
+            host_settings: BTreeMap::new(),
         }
     }
 }
@@ -113,6 +158,7 @@ pub(super) fn build(raw: RawPlugins, base: &Path) -> Result<PluginsConfig, (Stri
         dirs: resolve_all("plugins.dirs", raw.dirs)?,
         exe_dir: raw.exe_dir.unwrap_or(true),
         entries,
+        host_settings: BTreeMap::new(),
     })
 }
 

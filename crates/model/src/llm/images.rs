@@ -5,13 +5,15 @@
 //! `image` block with a base64 `source`; OpenAI-compatible servers as an
 //! `image_url` content part holding a `data:` URI, in a user message (a
 //! tool message cannot carry one). An image without its bytes is sent as
-//! a note, so a request never fails for a missing file.
+//! a note, so a request never fails for a missing file. A PDF's block is
+//! shaped by `documents`.
 
 use serde::Serialize;
 use serde::ser::{SerializeSeq, SerializeStruct, Serializer};
 use serde_json::{Value, json};
 
 use super::cache::CacheControl;
+use super::documents;
 use super::types::{Block, Image, Message};
 
 /// The messages in Anthropic's shape: every block as it is stored, except
@@ -115,6 +117,15 @@ impl Serialize for AnthropicBlock<'_> {
                 };
                 &note
             }
+            Block::Document(pdf) => match &pdf.data {
+                Some(data) => return documents::anthropic_document(pdf, data, self.1, s),
+                None => {
+                    note = Block::Text {
+                        text: documents::as_text(pdf),
+                    };
+                    &note
+                }
+            },
             other => other,
         };
         match self.1 {
@@ -134,7 +145,16 @@ impl Serialize for AnthropicBlock<'_> {
 /// nothing to send.
 pub fn openai_user_content(message: &Message) -> Option<Value> {
     if !message.content.iter().any(|b| matches!(b, Block::Image(_))) {
-        let text = message.text();
+        // A PDF goes as its text: OpenAI-compatible servers take no PDF.
+        let text: String = message
+            .content
+            .iter()
+            .filter_map(|b| match b {
+                Block::Text { text } => Some(std::borrow::Cow::Borrowed(text.as_str())),
+                Block::Document(pdf) => Some(format!("\n\n{}", documents::as_text(pdf)).into()),
+                _ => None,
+            })
+            .collect();
         return (!text.is_empty()).then_some(Value::String(text));
     }
     let parts: Vec<Value> = message
@@ -151,6 +171,9 @@ pub fn openai_user_content(message: &Message) -> Option<Value> {
                 "image_url": { "url": format!("data:{media_type};base64,{data}") },
             })),
             Block::Image(image) => Some(json!({ "type": "text", "text": unsent(image) })),
+            Block::Document(pdf) => {
+                Some(json!({ "type": "text", "text": documents::as_text(pdf) }))
+            }
             Block::ToolUse { .. } | Block::ToolResult { .. } => None,
         })
         .collect();

@@ -15,6 +15,7 @@
 mod anthropic;
 pub mod cache;
 mod check;
+mod documents;
 #[cfg(test)]
 mod fuzz;
 mod images;
@@ -27,7 +28,7 @@ use std::time::Duration;
 use serde_json::Value;
 
 pub use check::ModelCheck;
-pub use types::{Block, ChatRequest, ChatResponse, Message, Role, StopReason, ToolDef, Usage};
+pub use types::{Block, ChatRequest, ChatResponse, Message, Pdf, Role, StopReason, ToolDef, Usage};
 
 use hearth_base::config::{LlmConfig, ProviderKind};
 

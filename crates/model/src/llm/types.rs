@@ -45,6 +45,39 @@ pub enum Block {
     /// An image for the model, by reference: stored as where its prepared
     /// copy is, never as its bytes, which are read for each request.
     Image(Image),
+    /// A PDF for a model that reads PDFs, by reference like an image; its
+    /// text goes instead wherever the file is not sent.
+    Document(Pdf),
+}
+
+/// A PDF in the conversation: a copy of the file saved under
+/// `$HEARTH_HOME/media` by its hash, and its text as hearth read it. A
+/// request to a provider that takes PDFs (Anthropic's `document` block)
+/// carries the file's bytes in `data`; any other carries `text`. Both are
+/// the same bytes in every request of the conversation, so the prompt's
+/// cached prefix holds.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Pdf {
+    /// What the sender called it.
+    pub name: String,
+    /// The saved copy.
+    pub path: String,
+    /// The saved copy's SHA-256, lowercase hex: a copy changed since is
+    /// not sent.
+    pub sha256: String,
+    /// Its pages.
+    pub pages: usize,
+    /// Its size in bytes.
+    pub bytes: usize,
+    /// The original: the saved attachment.
+    pub source: String,
+    /// Its text with the notes on what was cut, for a request that does
+    /// not carry the file.
+    pub text: String,
+    /// The file as base64, filled in only while a request is built (never
+    /// stored).
+    #[serde(skip)]
+    pub data: Option<std::sync::Arc<str>>,
 }
 
 /// An image in the conversation: a copy prepared for models (downscaled,

@@ -31,7 +31,7 @@ mod vision;
 
 pub use files::{kind_of, read_image};
 pub use prepare::{Info, Prepared, inspect, prepare};
-pub use saved::{encoded, save};
+pub use saved::{encoded, encoded_pdf, save, save_bytes};
 pub use sniff::{Kind, sniff};
 pub use vision::sees_images;
 
@@ -127,18 +127,23 @@ pub struct ImageSettings {
     pub turns: u32,
     /// The prepared copy's limits.
     pub limits: Limits,
+    /// Whether the model reads a PDF sent as the file (Anthropic's, when
+    /// they see images: each page as text and as a picture).
+    pub pdfs: bool,
 }
 
 impl ImageSettings {
     /// The settings for the model `config` names (a sub-agent's client
     /// carries its own model's name).
     pub fn for_model(config: &LlmConfig) -> ImageSettings {
+        let vision = config
+            .vision
+            .unwrap_or_else(|| sees_images(config.provider, &config.model));
         ImageSettings {
-            vision: config
-                .vision
-                .unwrap_or_else(|| sees_images(config.provider, &config.model)),
+            vision,
             turns: config.image_turns,
             limits: Limits::for_provider(config.provider, config.image_max_side),
+            pdfs: vision && config.provider == ProviderKind::Anthropic,
         }
     }
 }

@@ -1,6 +1,7 @@
 //! The prepared copies on disk: saved under `$HEARTH_HOME/media` by their
 //! hash (the same image twice is one file, and a retried turn writes
-//! nothing new), and read back as base64 for a request.
+//! nothing new), and read back as base64 for a request; the same for the
+//! PDFs sent to a model as files.
 //!
 //! Nothing is cached in memory: reading and encoding a copy costs about a
 //! millisecond, small beside a model call, while a cache would hold
@@ -14,23 +15,45 @@ use base64::Engine;
 use ring::digest::{SHA256, digest};
 
 use super::{ImageError, Limits, Prepared, prepare};
-use crate::llm::types::Image;
+use crate::llm::types::{Image, Pdf};
 
 /// Saves `prepared` in `dir`; returns its path and SHA-256 (hex).
 pub fn save(dir: &Path, prepared: &Prepared) -> Result<(PathBuf, String), ImageError> {
-    let sha256 = hex(digest(&SHA256, &prepared.bytes).as_ref());
     let extension = match prepared.media_type {
         "image/png" => "png",
         _ => "jpg",
     };
+    save_bytes(dir, &prepared.bytes, extension).map_err(ImageError::Io)
+}
+
+/// Saves `bytes` in `dir` as `<sha256>.<extension>`, once (a PDF sent as
+/// a file is kept as an image is); returns its path and SHA-256 (hex), or
+/// why not, naming the file.
+pub fn save_bytes(dir: &Path, bytes: &[u8], extension: &str) -> Result<(PathBuf, String), String> {
+    let sha256 = hex(digest(&SHA256, bytes).as_ref());
     let path = dir.join(format!("{sha256}.{extension}"));
-    let io = |e: std::io::Error| ImageError::Io(format!("cannot save {}: {e}", path.display()));
-    let same = std::fs::metadata(&path).is_ok_and(|m| m.len() == prepared.bytes.len() as u64);
+    let io = |e: std::io::Error| format!("cannot save {}: {e}", path.display());
+    let same = std::fs::metadata(&path).is_ok_and(|m| m.len() == bytes.len() as u64);
     if !same {
         std::fs::create_dir_all(dir).map_err(io)?;
-        write_atomically(&path, &prepared.bytes).map_err(io)?;
+        write_atomically(&path, bytes).map_err(io)?;
     }
     Ok((path, sha256))
+}
+
+/// Fills in `pdf.data` (for a request) from the saved copy it names, once
+/// its content is checked against its hash; else says why not.
+pub fn encoded_pdf(pdf: &mut Pdf) -> Result<(), String> {
+    let bytes = std::fs::read(&pdf.path).map_err(|e| format!("cannot read {}: {e}", pdf.path))?;
+    if hex(digest(&SHA256, &bytes).as_ref()) != pdf.sha256 {
+        return Err(format!("{} has changed since it was saved", pdf.path));
+    }
+    pdf.data = Some(
+        base64::engine::general_purpose::STANDARD
+            .encode(&bytes)
+            .into(),
+    );
+    Ok(())
 }
 
 /// Fills in `image.data` (for a request) from the prepared copy it names,
