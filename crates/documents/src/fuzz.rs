@@ -1,7 +1,8 @@
 //! Fuzzing every reader through [`crate::read`]: seeds of each format
 //! (built by `testdata`), mutated, truncated and spliced by the shared
 //! driver, plus zip bombs. Properties: no panic, an answer within the
-//! driver's hang limit, and a document that keeps to its caps.
+//! driver's hang limit, and a document that keeps to its caps; for a PDF,
+//! its first page's picture too (`first_page_image`).
 
 use hearth_fuzz::{Rng, Target};
 
@@ -38,6 +39,17 @@ fn seeds() -> Vec<(&'static str, Vec<u8>)> {
                 &[crate::testdata::stream(
                     "/Subtype /Image /Width 1 /Height 1 /Filter /FlateDecode",
                     &zlib(&[0]),
+                )],
+            ),
+        ),
+        (
+            "s.pdf",
+            pdf_pages(
+                &[image_page],
+                "/Im1 6 0 R",
+                &[crate::testdata::stream(
+                    "/Subtype /Image /Width 4 /Height 2 /ColorSpace /DeviceGray /BitsPerComponent 8 /Filter /FlateDecode",
+                    &zlib(&[9; 8]),
                 )],
             ),
         ),
@@ -88,6 +100,20 @@ fn check(input: &[u8], rng: &mut Rng) {
     }
     if let Err(crate::DocumentError::Unsupported { detected }) = &result {
         assert_ne!(detected, "a file whose kind could not be told");
+    }
+    // A scan's first page, as the agent asks for it: never a panic, and
+    // a picture no larger than the image path decodes.
+    if input.windows(5).any(|w| w == b"%PDF-") {
+        match crate::first_page_image(input, &caps) {
+            Ok(page) => {
+                assert!(u64::from(page.width) * u64::from(page.height) <= 64_000_000);
+                assert!(page.bytes.starts_with(b"\xFF\xD8") || page.bytes.starts_with(b"\x89PNG"));
+            }
+            Err(crate::PictureError::Document(crate::DocumentError::Corrupt { place, .. })) => {
+                assert_ne!(place, "the reader failed on it");
+            }
+            Err(_) => {}
+        }
     }
     if let Ok(doc) = result {
         let chars: usize = doc.sections.iter().map(|s| s.text.chars().count()).sum();

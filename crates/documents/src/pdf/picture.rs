@@ -42,6 +42,12 @@ pub struct PageImage {
 /// The largest picture on the first page of the PDF `bytes`, as an image
 /// file.
 pub fn first_page_image(bytes: &[u8], caps: &Caps) -> Result<PageImage, PictureError> {
+    // Written not to panic; this is for lopdf's lookups on hostile input.
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| picture_of(bytes, caps)))
+        .unwrap_or_else(|_| Err(corrupt("the reader failed on it").into()))
+}
+
+fn picture_of(bytes: &[u8], caps: &Caps) -> Result<PageImage, PictureError> {
     if bytes.len() > caps.max_bytes {
         return Err(PictureError::Document(DocumentError::TooLarge {
             format: "PDF",
