@@ -270,3 +270,75 @@ fn pages(n: usize) -> String {
         format!("{n} pages")
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use hearth_base::config::ProviderKind;
+    use hearth_model::llm::Role;
+    use hearth_model::media::Limits;
+
+    fn settings(pdfs: bool) -> ImageSettings {
+        ImageSettings {
+            vision: true,
+            turns: 3,
+            limits: Limits::for_provider(ProviderKind::Anthropic, None),
+            pdfs,
+        }
+    }
+
+    /// A user message holding one saved PDF of `pages` pages.
+    fn with_pdf(dir: &Path, name: &str, pages: usize) -> Message {
+        let bytes = format!("%PDF-1.4 {name}").into_bytes();
+        let (path, sha256) = media::save_bytes(dir, &bytes, "pdf").unwrap();
+        Message {
+            role: Role::User,
+            content: vec![Block::Document(Pdf {
+                name: name.into(),
+                path: path.display().to_string(),
+                sha256,
+                pages,
+                bytes: bytes.len(),
+                source: name.into(),
+                text: format!("the text of {name}"),
+                data: None,
+            })],
+        }
+    }
+
+    fn carried(messages: &[Message]) -> Vec<bool> {
+        messages
+            .iter()
+            .map(|m| matches!(&m.content[0], Block::Document(p) if p.data.is_some()))
+            .collect()
+    }
+
+    #[test]
+    fn a_request_carries_the_newest_pdfs_within_the_page_limit() {
+        let dir = tempfile::tempdir().unwrap();
+        let history = vec![
+            with_pdf(dir.path(), "old.pdf", 60),
+            with_pdf(dir.path(), "mid.pdf", 30),
+            with_pdf(dir.path(), "new.pdf", 50),
+        ];
+        // 50 + 30 fit in 100 pages; the oldest 60 do not.
+        let messages = for_request(history.clone(), &settings(true));
+        assert_eq!(carried(&messages), [false, true, true]);
+        // The same history gives the same request: the cache holds.
+        assert_eq!(for_request(history.clone(), &settings(true)), messages);
+        // A model that does not read PDFs gets none of the files.
+        assert_eq!(
+            carried(&for_request(history.clone(), &settings(false))),
+            [false; 3]
+        );
+        // A copy changed since it was saved is not sent, and leaves its
+        // room to the older one.
+        if let Block::Document(p) = &history[2].content[0] {
+            std::fs::write(&p.path, b"something else").unwrap();
+        }
+        assert_eq!(
+            carried(&for_request(history, &settings(true))),
+            [true, true, false]
+        );
+    }
+}
