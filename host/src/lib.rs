@@ -27,4 +27,5 @@ pub mod backup;
 pub mod cli;
 pub mod daemon;
 pub mod doctor;
+pub mod housekeeping;
 pub mod runtime;

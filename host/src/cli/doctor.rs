@@ -37,6 +37,7 @@ pub fn run(
             findings.extend(local::home(home));
             findings.extend(local::store(home));
             findings.push(local::disk(home));
+            findings.extend(crate::housekeeping::checks::findings(home, config.as_ref()));
         }
         None => findings.push(Finding::fail(
             "home",

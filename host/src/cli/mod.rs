@@ -25,6 +25,7 @@ mod chat;
 mod client;
 mod doctor;
 mod groups;
+mod housekeeping;
 mod identity;
 mod inventory;
 mod mcp;
@@ -273,6 +274,14 @@ enum Command {
         /// The folder to write it to [default: `[backup] dir`, else $HEARTH_HOME/backups].
         #[arg(long, value_name = "DIR")]
         to: Option<PathBuf>,
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove what `[housekeeping]` keeps no longer (old logs, media,
+    /// attachments, voice notes, workers' results, ended processes' records),
+    /// now; the daemon does it daily.
+    Housekeeping {
         /// Print JSON instead of text.
         #[arg(long)]
         json: bool,
@@ -824,6 +833,7 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             let mut daemon = Daemon::find(&config.home)?;
             backup::backup(&config, daemon.as_mut(), to.as_deref(), json)
         }
+        Command::Housekeeping { json } => housekeeping::run(&config, json),
         Command::Restore {
             archive,
             home,

@@ -1,6 +1,6 @@
 //! The daemon's long-running services: the agents' runners, the outbox,
-//! the control socket, the scheduler, the search indexer and the scheduled
-//! backups. Started after the runtime, stopped before it.
+//! the control socket, the scheduler, the search indexer, the scheduled
+//! backups and housekeeping. Started after the runtime, stopped before it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -168,6 +168,11 @@ impl Services {
         if let Some(task) = scheduled_backups(&runtime.config, backups) {
             tasks.push(task);
         }
+        // Old logs, media and the rest go by [housekeeping], in the
+        // background: shortly after start, then daily.
+        tasks.push(tokio::spawn(crate::housekeeping::daily::run(Arc::new(
+            runtime.config.clone(),
+        ))));
         Ok(Services {
             tasks,
             runners,
