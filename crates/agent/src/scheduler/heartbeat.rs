@@ -161,3 +161,24 @@ fn read_checklist(path: &std::path::Path) -> std::io::Result<String> {
         MAX_CHECKLIST_BYTES / 1024
     ))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_long_checklist_is_cut_at_a_line_with_a_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("HEARTBEAT.md");
+        let line = "- check something that matters today\n";
+        std::fs::write(&path, line.repeat(MAX_CHECKLIST_BYTES / line.len() + 10)).unwrap();
+        let text = read_checklist(&path).unwrap();
+        assert!(text.len() < MAX_CHECKLIST_BYTES + 200, "{}", text.len());
+        let (kept, note) = text.split_once("\n\n[hearth:").unwrap();
+        assert!(kept.ends_with("matters today"), "{kept:?}");
+        assert!(note.contains("longer than 16 KiB"), "{note}");
+        // A short one is read whole.
+        std::fs::write(&path, line).unwrap();
+        assert_eq!(read_checklist(&path).unwrap(), line);
+    }
+}
