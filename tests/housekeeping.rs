@@ -74,6 +74,9 @@ fn retention_removes_old_files_keeps_new_ones_and_forever_keeps_its_kind() {
     let recent = process(&h, "proc-2", "stopped", 3);
     let running = process(&h, "proc-3", "running", 40);
     age(&running.join("meta.json"), 40);
+    // The highest number stays, so the next process is never given an
+    // id an old conversation used.
+    let newest = process(&h, "proc-12", "gone", 40);
     // A link is never followed: what it points at stays.
     let outside = tempfile::tempdir().unwrap();
     let precious = outside.path().join("photo.jpg");
@@ -91,6 +94,7 @@ fn retention_removes_old_files_keeps_new_ones_and_forever_keeps_its_kind() {
         &old_worker,
         &recent,
         &running,
+        &newest,
         &precious,
     ] {
         assert!(kept.exists(), "{} was removed", kept.display());

@@ -184,12 +184,21 @@ fn top_files(dir: &Path) -> Vec<Entry> {
 /// The `proc-*` folders in `dir`, aged from when their process ended.
 /// A record that says it runs, or does not read, is kept: the shell
 /// plugin marks a dead one `gone` when it next looks, and it ages from
-/// then.
+/// then. The highest-numbered record is kept too: the shell plugin numbers
+/// a new process after the highest on disk, and an id the conversations
+/// once used must never name another process.
 fn processes(dir: &Path) -> Vec<Entry> {
     let Ok(read) = std::fs::read_dir(dir) else {
         return Vec::new();
     };
-    read.flatten()
+    let number = |path: &Path| {
+        path.file_name()
+            .and_then(|n| n.to_str())
+            .and_then(|n| n.strip_prefix("proc-"))
+            .and_then(|n| n.parse::<u64>().ok())
+    };
+    let mut entries: Vec<Entry> = read
+        .flatten()
         .filter(|e| e.file_name().to_string_lossy().starts_with("proc-"))
         .filter(|e| e.path().symlink_metadata().is_ok_and(|m| m.is_dir()))
         .map(|e| {
@@ -213,7 +222,14 @@ fn processes(dir: &Path) -> Vec<Entry> {
                 age_from_ms: ended,
             }
         })
-        .collect()
+        .collect();
+    let highest = entries.iter().filter_map(|e| number(&e.path)).max();
+    for entry in &mut entries {
+        if highest.is_some() && number(&entry.path) == highest {
+            entry.age_from_ms = None;
+        }
+    }
+    entries
 }
 
 fn modified_ms(meta: &std::fs::Metadata) -> Option<i64> {
