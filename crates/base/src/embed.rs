@@ -3,7 +3,42 @@
 //! model layer (`hearth-model`) implements it over HTTP. It sits here,
 //! below both, so neither depends on the other.
 
+use std::path::PathBuf;
 use std::time::Duration;
+
+/// `[memory.embeddings]`, validated (by `config`): the endpoint recall by
+/// meaning asks, and how.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EmbeddingsConfig {
+    /// The API base; `/embeddings` is appended.
+    pub base_url: String,
+    /// The model asked for, stored with every vector: changing it embeds
+    /// everything again.
+    pub model: String,
+    /// The environment variable holding the API key; `None` (a local
+    /// server) sends none.
+    pub api_key_env: Option<String>,
+    /// The secret holding the API key instead, by name.
+    pub api_key_secret: Option<String>,
+    /// `$HEARTH_HOME`, whose secret store holds `api_key_secret`.
+    pub secrets_home: PathBuf,
+    /// The vectors' length asked for (`dimensions`, for models that can
+    /// shorten theirs); `None`: the model's own, and every answer must
+    /// keep to the length of the first.
+    pub dimensions: Option<usize>,
+    /// The most texts in one request.
+    pub batch_size: usize,
+    /// One indexing request's timeout.
+    pub timeout_ms: u64,
+    /// How long a search waits for its query's vector before answering
+    /// by keyword only.
+    pub query_timeout_ms: u64,
+    /// The least cosine similarity a hit by meaning needs.
+    pub min_similarity: f32,
+}
+
+/// The longest vector taken (OpenAI's largest model has 3,072).
+pub const MAX_DIMENSIONS: usize = 8_192;
 
 /// Turns texts into vectors.
 pub trait Embed: Send + Sync {

@@ -1,5 +1,6 @@
 //! hearth's model side: everything between a turn and the model's answer.
 //!
+//! - `embeddings`: the `/embeddings` endpoint recall by meaning asks;
 //! - `llm`: the providers (Anthropic, OpenAI-compatible), streaming, retries
 //!   and the prompt-cache breakpoints;
 //! - `media`: images the owner sends or a tool reads, shrunk and saved for
@@ -13,6 +14,7 @@
 //! ffmpeg on a stranger's media confined as the policy's helpers are) and
 //! below the agent, which drives it.
 
+pub mod embeddings;
 pub mod llm;
 pub mod media;
 pub mod speech;

@@ -572,7 +572,10 @@ impl Builtin {
             Builtin::SendAgentMessage => people()?.send_agent_message(turn, args),
             Builtin::ManageAgentTemplates => people()?.manage_templates(args),
             Builtin::SpawnAgent => people()?.spawn_agent(caller, turn, args),
-            Builtin::SearchHistory => knowledge()?.search_history(caller, args),
+            Builtin::SearchHistory => {
+                let recall = context.notes.as_deref().and_then(Notes::recall);
+                knowledge()?.search_history(caller, args, recall.map(|r| &**r))
+            }
             Builtin::ReadHistory => knowledge()?.read_history(caller, args),
             Builtin::ManageSchedule => context
                 .schedule

@@ -3,6 +3,10 @@
 //! and scratchpad; the identity tools: the main agent's own text,
 //! versioned.
 //!
+//! With `[memory.embeddings]`, `search_history` searches by meaning too
+//! (`hybrid`), its query's vector fetched before the store is locked; a
+//! failure to get it answers by keyword and says so.
+//!
 //! Scoping: the main agent and the owner search every agent's sessions
 //! (the owner's conversations are the main agent's); a sub-agent searches
 //! its own sessions only, and reads no other session around a hit.
@@ -13,8 +17,10 @@ use crate::agent::profiles;
 use hearth_base::caller::Caller;
 use hearth_base::store::Cold;
 use hearth_base::store::MAIN_AGENT;
+use hearth_data::knowledge::hybrid;
 use hearth_data::knowledge::identity::Identity;
 use hearth_data::knowledge::notes::Notes;
+use hearth_data::knowledge::recall::Recall;
 use hearth_data::knowledge::search::{self, Query};
 
 /// What the history tools work on.
@@ -24,9 +30,21 @@ pub struct KnowledgeTools {
 }
 
 impl KnowledgeTools {
-    /// `search_history`.
-    pub fn search_history(&self, caller: &Caller, args: &Value) -> Result<Value, String> {
+    /// `search_history`; by meaning too through `recall`, when an
+    /// embeddings endpoint is configured.
+    pub fn search_history(
+        &self,
+        caller: &Caller,
+        args: &Value,
+        recall: Option<&Recall>,
+    ) -> Result<Value, String> {
         let scope = scope(caller)?;
+        let text = args["query"].as_str().unwrap_or_default();
+        // Before the lock: the endpoint may take its whole short timeout.
+        let vector = match recall {
+            Some(recall) if !text.trim().is_empty() => Some(recall.query(text)),
+            _ => None,
+        };
         let conn = self.cold.lock();
         let agent = match (args["agent"].as_str(), scope) {
             (None, scope) => scope,
@@ -41,15 +59,22 @@ impl KnowledgeTools {
             }
         };
         let query = Query {
-            text: args["query"].as_str().unwrap_or_default(),
+            text,
             agent,
             channel: args["channel"].as_str(),
             since_ms: instant(args, "since")?,
             until_ms: instant(args, "until")?,
             limit: args["limit"].as_u64().unwrap_or(10) as usize,
         };
-        let hits = search::search(&conn, &query).map_err(|e| e.to_string())?;
-        Ok(json!({ "hits": hits, "count": hits.len() }))
+        let found = hybrid::search(&conn, &query, recall, vector).map_err(|e| e.to_string())?;
+        let mut result = json!({ "hits": found.hits, "count": found.hits.len() });
+        if found.hybrid {
+            result["search"] = json!("hybrid");
+        } else if let Some(note) = found.fallback {
+            result["search"] = json!("keyword");
+            result["note"] = json!(note);
+        }
+        Ok(result)
     }
 
     /// `read_history`.
@@ -97,7 +122,7 @@ fn instant(args: &Value, key: &str) -> Result<Option<i64>, String> {
 const KNOWLEDGE_HELP: &str = "manage_knowledge, by tier:
 - memory (short facts, all in every prompt): add {text}, update {id, text}, remove {id}, list {query?}
 - scratchpad (title + body, titles in the prompt): add {title, body}, update {id, title?, body?}, \
-remove {id}, list, read {id}
+remove {id}, list {query?}, read {id}
 Memories over their budget are not cut: the prompt asks you to consolidate them.";
 
 /// `manage_knowledge` for agent `agent`'s notes.
@@ -122,7 +147,7 @@ pub fn manage(notes: &Notes, agent: i64, args: &Value) -> Result<Value, String> 
             notes.update_entry(agent, id()?, args["title"].as_str(), args["body"].as_str())
         }
         (Some("scratchpad"), "remove") => notes.remove_entry(agent, id()?),
-        (Some("scratchpad"), "list") => notes.list_entries(agent),
+        (Some("scratchpad"), "list") => notes.list_entries(agent, args["query"].as_str()),
         (Some("scratchpad"), "read") => notes.read_entry(agent, id()?),
         (Some("memory"), "read") => Err("field `action`: a memory has no body; use list".into()),
         (None, _) => Err("field `tier`: required, \"memory\" or \"scratchpad\"".into()),

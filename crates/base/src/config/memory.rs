@@ -10,41 +10,13 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use super::agent::SecretKey;
+pub use crate::embed::{EmbeddingsConfig, MAX_DIMENSIONS};
 
 /// `[memory]`, validated.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct MemoryConfig {
     /// `[memory.embeddings]`; `None`: keyword search only.
     pub embeddings: Option<EmbeddingsConfig>,
-}
-
-/// `[memory.embeddings]`, validated.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EmbeddingsConfig {
-    /// The API base; `/embeddings` is appended.
-    pub base_url: String,
-    /// The model asked for, stored with every vector: changing it embeds
-    /// everything again.
-    pub model: String,
-    /// The environment variable holding the API key; `None` (a local
-    /// server) sends none.
-    pub api_key_env: Option<String>,
-    /// The secret holding the API key instead.
-    pub api_key_secret: Option<SecretKey>,
-    /// The vectors' length asked for (`dimensions`, for models that can
-    /// shorten theirs); `None`: the model's own, and every answer must
-    /// keep to the length of the first.
-    pub dimensions: Option<usize>,
-    /// The most texts in one request.
-    pub batch_size: usize,
-    /// One indexing request's timeout.
-    pub timeout_ms: u64,
-    /// How long a search waits for its query's vector before answering
-    /// by keyword only.
-    pub query_timeout_ms: u64,
-    /// The least cosine similarity a hit by meaning needs.
-    pub min_similarity: f32,
 }
 
 /// `[memory]` as written.
@@ -68,9 +40,6 @@ struct RawEmbeddings {
     query_timeout_ms: Option<u64>,
     min_similarity: Option<f32>,
 }
-
-/// The longest vector taken (OpenAI's largest model has 3,072).
-pub const MAX_DIMENSIONS: usize = 8_192;
 
 /// Checks `[memory]`; the error names the key. `home` holds the secret
 /// store a key may come from.
@@ -128,17 +97,9 @@ pub(super) fn build(raw: RawMemory, home: &Path) -> Result<MemoryConfig, (String
         }
         other => other,
     };
-    let api_key_secret = match raw.api_key_secret {
-        Some(name) => {
-            crate::secrets::check_name(&name)
-                .map_err(|e| invalid("api_key_secret", e.to_string()))?;
-            Some(SecretKey {
-                name,
-                home: home.to_owned(),
-            })
-        }
-        None => None,
-    };
+    if let Some(name) = &raw.api_key_secret {
+        crate::secrets::check_name(name).map_err(|e| invalid("api_key_secret", e.to_string()))?;
+    }
     if let Some(d) = raw.dimensions
         && !(1..=MAX_DIMENSIONS).contains(&d)
     {
@@ -177,7 +138,8 @@ pub(super) fn build(raw: RawMemory, home: &Path) -> Result<MemoryConfig, (String
             base_url,
             model,
             api_key_env,
-            api_key_secret,
+            api_key_secret: raw.api_key_secret,
+            secrets_home: home.to_owned(),
             dimensions: raw.dimensions,
             batch_size,
             timeout_ms,

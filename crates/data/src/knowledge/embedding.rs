@@ -172,7 +172,8 @@ pub async fn run(recall: Arc<Recall>, cold: Cold) {
     let setup = {
         let (recall, cold) = (Arc::clone(&recall), cold.clone());
         tokio::task::spawn_blocking(move || {
-            configure(&cold.lock(), Some(recall.model()), recall.config.dimensions)
+            let queued = configure(&cold.lock(), Some(recall.model()), recall.config.dimensions)?;
+            recall.warm(&cold).map(|_| queued)
         })
         .await
     };
@@ -323,4 +324,133 @@ pub fn text_of(conn: &Connection, kind: &str, id: i64) -> rusqlite::Result<Optio
             None => t.to_owned(),
         })
     }))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+    use hearth_base::embed::{Embed, EmbeddingsConfig};
+
+    /// An endpoint that answers from a script, then with each text's
+    /// length as a 2-number vector; it records what it was sent.
+    struct Scripted {
+        next: Mutex<Vec<Result<(), EmbedError>>>,
+        sent: Mutex<Vec<Vec<String>>>,
+    }
+
+    impl Embed for Scripted {
+        fn model(&self) -> &str {
+            "m1"
+        }
+
+        fn embed(&self, texts: &[String], _: Duration) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.sent.lock().unwrap().push(texts.to_vec());
+            if let Some(Err(e)) = self.next.lock().unwrap().pop() {
+                return Err(e);
+            }
+            Ok(texts.iter().map(|t| vec![t.len() as f32, 1.0]).collect())
+        }
+    }
+
+    fn setup(
+        script: Vec<Result<(), EmbedError>>,
+    ) -> (tempfile::TempDir, Cold, Recall, Arc<Scripted>) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("hearth.db");
+        hearth_base::store::Store::open(&path).unwrap();
+        let cold = Cold::open(&path).unwrap();
+        let endpoint = Arc::new(Scripted {
+            next: Mutex::new(script),
+            sent: Mutex::new(Vec::new()),
+        });
+        let config = EmbeddingsConfig {
+            base_url: "http://127.0.0.1:1/v1".into(),
+            model: "m1".into(),
+            api_key_env: None,
+            api_key_secret: None,
+            secrets_home: std::path::PathBuf::new(),
+            dimensions: None,
+            batch_size: 2,
+            timeout_ms: 1_000,
+            query_timeout_ms: 1_000,
+            min_similarity: 0.0,
+        };
+        let recall = Recall::new(Arc::clone(&endpoint) as Arc<dyn Embed>, &config);
+        (dir, cold, recall, endpoint)
+    }
+
+    fn count(cold: &Cold, sql: &str) -> i64 {
+        cold.lock().query_row(sql, [], |r| r.get(0)).unwrap()
+    }
+
+    #[test]
+    fn what_was_stored_before_is_queued_and_a_failure_keeps_it_queued() {
+        let (_dir, cold, recall, endpoint) =
+            setup(vec![Err(EmbedError::Unreachable("refused".into()))]);
+        {
+            let conn = cold.lock();
+            for fact in ["tea with lemon", "a heron", "a third"] {
+                conn.execute(
+                    "INSERT INTO memory (agent_id, fact, created_at_ms) VALUES (1, ?1, 0)",
+                    [fact],
+                )
+                .unwrap();
+            }
+            // Without a model nothing was queued.
+            assert_eq!(configure(&conn, None, None).unwrap(), 0);
+            assert_eq!(configure(&conn, Some("m1"), None).unwrap(), 3);
+        }
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Failed(_)));
+        assert_eq!(count(&cold, "SELECT count(*) FROM embedding_queue"), 3);
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Done(2)));
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Done(1)));
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Idle(None)));
+        assert_eq!(count(&cold, "SELECT count(*) FROM embeddings"), 3);
+        // A change queues it again; a new model embeds everything again.
+        cold.lock()
+            .execute("UPDATE memory SET fact = 'tea, no sugar' WHERE id = 1", [])
+            .unwrap();
+        assert_eq!(count(&cold, "SELECT count(*) FROM embeddings"), 2);
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Done(1)));
+        assert_eq!(configure(&cold.lock(), Some("m2"), None).unwrap(), 3);
+        assert_eq!(count(&cold, "SELECT count(*) FROM embeddings"), 0);
+        cold.lock().execute("DELETE FROM memory", []).unwrap();
+        assert_eq!(count(&cold, "SELECT count(*) FROM embedding_queue"), 0);
+        assert_eq!(endpoint.sent.lock().unwrap()[0].len(), 2);
+    }
+
+    #[test]
+    fn a_refused_batch_is_tried_one_by_one_and_a_refused_text_waits() {
+        let refusal = || EmbedError::Refused {
+            status: 400,
+            message: "too long".into(),
+        };
+        // Popped from the end: the batch, then its first item alone.
+        let (_dir, cold, recall, endpoint) = setup(vec![Err(refusal()), Err(refusal())]);
+        {
+            let conn = cold.lock();
+            configure(&conn, Some("m1"), None).unwrap();
+            for fact in ["one", "two"] {
+                conn.execute(
+                    "INSERT INTO memory (agent_id, fact, created_at_ms) VALUES (1, ?1, 0)",
+                    [fact],
+                )
+                .unwrap();
+            }
+        }
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Done(0)));
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Done(0)));
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Done(1)));
+        // The one refused alone waits its turn, still queued.
+        assert!(matches!(step(&recall, &cold).unwrap(), Step::Idle(Some(_))));
+        assert_eq!(
+            count(&cold, "SELECT attempts FROM embedding_queue"),
+            2,
+            "{:?}",
+            endpoint.sent.lock().unwrap()
+        );
+        assert_eq!(count(&cold, "SELECT count(*) FROM embeddings"), 1);
+    }
 }

@@ -49,14 +49,9 @@ pub fn search(
         });
     };
     let limit = query.limit.clamp(1, MAX_HITS);
-    let pool = (limit * 3).clamp(20, MAX_HITS);
-    let mut words = search::search(
-        conn,
-        &Query {
-            limit: pool,
-            ..query.clone()
-        },
-    )?;
+    // A keyword hit past `limit` could only come back by meaning, and the
+    // meaning list finds it then; each keyword hit costs its snippet.
+    let mut words = search::search(conn, query)?;
     let vector = match vector {
         Ok(vector) => vector,
         Err(e) => {
@@ -71,6 +66,7 @@ pub fn search(
     // Filters other than the agent are applied to the details, after the
     // ranking: ask for more then.
     let filtered = query.channel.is_some() || query.since_ms.is_some() || query.until_ms.is_some();
+    let pool = (limit * 3).clamp(20, MAX_HITS);
     let k = if filtered { pool * 4 } else { pool };
     let near = recall.messages_like(conn, &vector, query.agent, k)?;
     let ids: Vec<i64> = words.iter().map(|h| h.message).collect();
@@ -79,18 +75,21 @@ pub fn search(
     let mut exact = Vec::new();
     let mut rest = Vec::new();
     for (id, matched, similarity) in fused {
-        let hit = match by_id.remove(&id) {
-            Some(hit) => Some(hit),
-            None => details(conn, id, query)?,
+        let mut hit = match by_id.remove(&id) {
+            Some(hit) => hit,
+            // Only the hits shown are read.
+            None if rest.len() >= limit => continue,
+            None => match details(conn, id, query)? {
+                Some(hit) => hit,
+                None => continue,
+            },
         };
-        if let Some(mut hit) = hit {
-            hit.matched = Some(matched);
-            hit.similarity = similarity.map(|s| (s * 1000.0).round() / 1000.0);
-            if hit.exact {
-                exact.push(hit);
-            } else if rest.len() < limit {
-                rest.push(hit);
-            }
+        hit.matched = Some(matched);
+        hit.similarity = similarity.map(|s| (s * 1000.0).round() / 1000.0);
+        if hit.exact {
+            exact.push(hit);
+        } else if rest.len() < limit {
+            rest.push(hit);
         }
     }
     exact.extend(rest);

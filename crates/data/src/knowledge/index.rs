@@ -8,11 +8,13 @@
 //! turns stop, and by every search before it reads, so a search always
 //! sees every stored message.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use rusqlite::Connection;
 use tokio::sync::Notify;
 
+use super::recall::Recall;
 use hearth_base::store::Cold;
 
 /// The most messages indexed in one transaction.
@@ -23,7 +25,7 @@ const SETTLE: Duration = Duration::from_secs(2);
 
 /// The text of message `m`'s content that is indexed: its text blocks and
 /// each tool result cut to 2,000 characters, one per line.
-const BODY: &str = "(SELECT group_concat(piece, char(10)) FROM (
+pub(super) const BODY: &str = "(SELECT group_concat(piece, char(10)) FROM (
         SELECT CASE json_extract(value, '$.type')
                    WHEN 'text' THEN json_extract(value, '$.text')
                    WHEN 'tool_result' THEN substr(json_extract(value, '$.content'), 1, 2000)
@@ -62,6 +64,9 @@ pub struct Indexer {
     cold: Cold,
     /// Poked after a turn stores messages.
     pub poke: Notify,
+    /// Woken after each drain: the embeddings' indexer, whose queue the
+    /// same turns filled.
+    recall: Option<Arc<Recall>>,
 }
 
 impl Indexer {
@@ -70,20 +75,30 @@ impl Indexer {
         Indexer {
             cold,
             poke: Notify::new(),
+            recall: None,
         }
+    }
+
+    /// The same, waking `recall`'s indexer after each drain.
+    pub fn waking(mut self, recall: Option<Arc<Recall>>) -> Indexer {
+        self.recall = recall;
+        self
     }
 
     /// Drains after each burst of turns, for as long as the daemon runs;
     /// first whatever a crash left queued.
-    pub async fn run(self: std::sync::Arc<Self>) {
+    pub async fn run(self: Arc<Self>) {
         loop {
-            let indexer = std::sync::Arc::clone(&self);
+            let indexer = Arc::clone(&self);
             let drained = tokio::task::spawn_blocking(move || drain(&indexer.cold.lock())).await;
             match drained {
                 Ok(Ok(0)) => {}
                 Ok(Ok(n)) => tracing::debug!(messages = n, "messages indexed for search"),
                 Ok(Err(e)) => tracing::warn!("cannot index messages for search: {e}"),
                 Err(e) => tracing::warn!("the indexer was lost: {e}"),
+            }
+            if let Some(recall) = &self.recall {
+                recall.wake();
             }
             self.poke.notified().await;
             // Every poke during the wait is the same burst.

@@ -4,15 +4,21 @@
 //! session's notepad (freeform working state, in that session's every
 //! prompt, untouched by compaction).
 //!
+//! With recall by meaning (`recall`), listing either tier with a query
+//! finds entries by their words and by their meaning (`hybrid::fuse`),
+//! and every change wakes the indexer that embeds it.
+//!
 //! Memories have a budget in characters. Going over it refuses nothing and
 //! drops nothing: the prompt says so, and asks the agent to consolidate.
 //! The hard limits below only stop a runaway.
 
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use rusqlite::{Connection, OptionalExtension, params};
 use serde_json::{Value, json};
 
+use super::hybrid;
+use super::recall::Recall;
 use hearth_base::store::now_ms;
 
 /// The most memories one agent keeps.
@@ -45,14 +51,72 @@ pub struct PromptNotes {
 /// The notes of every agent, on one connection.
 pub struct Notes {
     conn: Mutex<Connection>,
+    recall: Option<Arc<Recall>>,
 }
 
 impl Notes {
     /// The notes on `conn`.
     pub fn new(conn: Connection) -> Notes {
+        Notes::with_recall(conn, None)
+    }
+
+    /// The notes on `conn`, found by meaning too through `recall`.
+    pub fn with_recall(conn: Connection, recall: Option<Arc<Recall>>) -> Notes {
         Notes {
             conn: Mutex::new(conn),
+            recall,
         }
+    }
+
+    /// Recall by meaning, when configured: the history's searches use it
+    /// too.
+    pub fn recall(&self) -> Option<&Arc<Recall>> {
+        self.recall.as_ref()
+    }
+
+    /// Wakes the indexer after a change a trigger queued.
+    fn changed(&self) {
+        if let Some(recall) = &self.recall {
+            recall.wake();
+        }
+    }
+
+    /// Lists `entries` (`(id, text)`, oldest first) that match `query`:
+    /// by its words (`words`: the ids that hold it), and by meaning when
+    /// recall is configured; best first, each with how it was found. The
+    /// second value is the note a result carries about how it searched.
+    fn lookup(
+        &self,
+        kind: &str,
+        agent: i64,
+        query: &str,
+        words: Vec<i64>,
+    ) -> Result<Lookup, String> {
+        let Some(recall) = &self.recall else {
+            return Ok((words.into_iter().map(|id| (id, None)).collect(), None));
+        };
+        // Fetched before the lock: the endpoint may take its timeout.
+        let vector = recall.query(query);
+        let near = match vector {
+            Ok(vector) => recall
+                .notes_like(&self.conn(), kind, agent, &vector, 20)
+                .map_err(|e| e.to_string())?,
+            Err(e) => {
+                let note = json!(hybrid::fallback_note(&e));
+                return Ok((words.into_iter().map(|id| (id, None)).collect(), Some(note)));
+            }
+        };
+        let fused = hybrid::fuse(&words, &near)
+            .into_iter()
+            .map(|(id, matched, similarity)| {
+                let how = json!({
+                    "matched": matched,
+                    "similarity": similarity.map(|s| (s * 1000.0).round() / 1000.0),
+                });
+                (id, Some(how))
+            })
+            .collect();
+        Ok((fused, Some(json!("hybrid"))))
     }
 
     /// What agent `agent`'s prompt shows.
@@ -89,7 +153,10 @@ impl Notes {
             params![agent, text, now_ms()],
         )
         .map_err(|e| e.to_string())?;
-        Ok(json!({ "id": conn.last_insert_rowid(), "remembered": text }))
+        let id = conn.last_insert_rowid();
+        drop(conn);
+        self.changed();
+        Ok(json!({ "id": id, "remembered": text }))
     }
 
     /// Rewrites memory `id`.
@@ -105,6 +172,7 @@ impl Notes {
         if n == 0 {
             return Err(unknown("memory", id));
         }
+        self.changed();
         Ok(json!({ "id": id, "updated": text }))
     }
 
@@ -123,21 +191,47 @@ impl Notes {
         Ok(json!({ "removed": id }))
     }
 
-    /// The memories containing `query` (ignoring case), or all.
+    /// The memories containing `query` (ignoring case), and those like it
+    /// in meaning when recall is configured; or all.
     pub fn list_memories(&self, agent: i64, query: Option<&str>) -> Result<Value, String> {
-        let needle = query.map(str::to_lowercase).unwrap_or_default();
         let notes = self.for_prompt(agent).map_err(|e| e.to_string())?;
-        let memories: Vec<Value> = notes
+        let query = query.map(str::trim).filter(|q| !q.is_empty());
+        let Some(query) = query else {
+            let memories: Vec<Value> = notes
+                .memories
+                .into_iter()
+                .map(|(id, text)| json!({ "id": id, "text": text }))
+                .collect();
+            return Ok(json!({
+                "memories": memories,
+                "chars": notes.memory_chars,
+                "budget_chars": MEMORY_BUDGET_CHARS,
+            }));
+        };
+        let needle = query.to_lowercase();
+        let words = notes
             .memories
-            .into_iter()
+            .iter()
             .filter(|(_, m)| m.to_lowercase().contains(&needle))
-            .map(|(id, text)| json!({ "id": id, "text": text }))
+            .map(|(id, _)| *id)
             .collect();
-        Ok(json!({
+        let (found, how) = self.lookup("memory", agent, query, words)?;
+        let text: std::collections::HashMap<i64, String> = notes.memories.into_iter().collect();
+        let memories: Vec<Value> = found
+            .into_iter()
+            .filter_map(|(id, how)| {
+                let mut entry = json!({ "id": id, "text": text.get(&id)? });
+                merge(&mut entry, how);
+                Some(entry)
+            })
+            .collect();
+        let mut result = json!({
             "memories": memories,
             "chars": notes.memory_chars,
             "budget_chars": MEMORY_BUDGET_CHARS,
-        }))
+        });
+        search_note(&mut result, how);
+        Ok(result)
     }
 
     /// Adds a scratchpad entry.
@@ -157,7 +251,10 @@ impl Notes {
             params![agent, title, body, now],
         )
         .map_err(|e| e.to_string())?;
-        Ok(json!({ "id": conn.last_insert_rowid(), "title": title }))
+        let id = conn.last_insert_rowid();
+        drop(conn);
+        self.changed();
+        Ok(json!({ "id": id, "title": title }))
     }
 
     /// Changes an entry's title, body or both.
@@ -188,6 +285,7 @@ impl Notes {
         if n == 0 {
             return Err(unknown("scratchpad entry", id));
         }
+        self.changed();
         Ok(json!({ "id": id, "updated": true }))
     }
 
@@ -206,15 +304,43 @@ impl Notes {
         Ok(json!({ "removed": id }))
     }
 
-    /// Every entry's id and title.
-    pub fn list_entries(&self, agent: i64) -> Result<Value, String> {
+    /// Every entry's id and title; with `query`, the entries whose title
+    /// or body contains it (ignoring case), and those like it in meaning
+    /// when recall is configured.
+    pub fn list_entries(&self, agent: i64, query: Option<&str>) -> Result<Value, String> {
         let notes = self.for_prompt(agent).map_err(|e| e.to_string())?;
-        let entries: Vec<Value> = notes
-            .titles
+        let query = query.map(str::trim).filter(|q| !q.is_empty());
+        let Some(query) = query else {
+            let entries: Vec<Value> = notes
+                .titles
+                .into_iter()
+                .map(|(id, title)| json!({ "id": id, "title": title }))
+                .collect();
+            return Ok(json!({ "entries": entries }));
+        };
+        let words: Vec<i64> = self
+            .conn()
+            .prepare_cached(
+                "SELECT id FROM scratchpad WHERE agent_id = ?1                  AND instr(lower(title || char(10) || body), lower(?2)) > 0 ORDER BY id",
+            )
+            .and_then(|mut stmt| {
+                stmt.query_map(params![agent, query], |r| r.get(0))?
+                    .collect::<rusqlite::Result<_>>()
+            })
+            .map_err(|e| e.to_string())?;
+        let (found, how) = self.lookup("scratchpad", agent, query, words)?;
+        let titles: std::collections::HashMap<i64, String> = notes.titles.into_iter().collect();
+        let entries: Vec<Value> = found
             .into_iter()
-            .map(|(id, title)| json!({ "id": id, "title": title }))
+            .filter_map(|(id, how)| {
+                let mut entry = json!({ "id": id, "title": titles.get(&id)? });
+                merge(&mut entry, how);
+                Some(entry)
+            })
             .collect();
-        Ok(json!({ "entries": entries }))
+        let mut result = json!({ "entries": entries });
+        search_note(&mut result, how);
+        Ok(result)
     }
 
     /// One entry, with its body.
@@ -324,6 +450,31 @@ fn checked<'a>(text: &'a str, field: &str, max: usize) -> Result<&'a str, String
         ));
     }
     Ok(text)
+}
+
+/// What a lookup found: each entry's id with how it was found (`matched`,
+/// `similarity`; `None` by keyword only), and how it searched (`"hybrid"`,
+/// the note on why it could not, or `None` without recall).
+type Lookup = (Vec<(i64, Option<Value>)>, Option<Value>);
+
+/// `how` (`matched`, `similarity`) added to a listed entry.
+fn merge(entry: &mut Value, how: Option<Value>) {
+    if let (Some(entry), Some(Value::Object(how))) = (entry.as_object_mut(), how) {
+        entry.extend(how.into_iter().filter(|(_, v)| !v.is_null()));
+    }
+}
+
+/// How a lookup searched, on its result: `"search": "hybrid"`, or
+/// `"search": "keyword"` with the note saying why meaning was not.
+fn search_note(result: &mut Value, how: Option<Value>) {
+    match how {
+        Some(Value::String(s)) if s == "hybrid" => result["search"] = json!("hybrid"),
+        Some(note) => {
+            result["search"] = json!("keyword");
+            result["note"] = note;
+        }
+        None => {}
+    }
 }
 
 fn count(conn: &Connection, table: &str, agent: i64) -> Result<usize, String> {

@@ -11,8 +11,8 @@ use rusqlite::Connection;
 use tokio::sync::Notify;
 
 use super::vectors::{self, MessageVectors};
-use hearth_base::config::EmbeddingsConfig;
-use hearth_base::embed::{Embed, EmbedError};
+use hearth_base::embed::{Embed, EmbedError, EmbeddingsConfig};
+use hearth_base::store::Cold;
 
 /// Recall by meaning, as configured.
 pub struct Recall {
@@ -82,8 +82,26 @@ impl Recall {
         k: usize,
     ) -> rusqlite::Result<Vec<(i64, f32)>> {
         let mut held = self.messages.lock().unwrap_or_else(|p| p.into_inner());
-        held.refresh(conn, self.model())?;
+        held.refresh(conn, self.model(), i64::MAX)?;
         Ok(held.nearest(query, agent, self.config.min_similarity, k))
+    }
+
+    /// Reads every stored vector of the messages into memory, a few
+    /// thousand at a time, each under the store's lock for a moment only:
+    /// done at start, so the first search does not read them all while
+    /// holding the lock.
+    pub fn warm(&self, cold: &Cold) -> rusqlite::Result<usize> {
+        const CHUNK: i64 = 4_000;
+        let mut total = 0;
+        loop {
+            let conn = cold.lock();
+            let mut held = self.messages.lock().unwrap_or_else(|p| p.into_inner());
+            let read = held.refresh(&conn, self.model(), CHUNK)?;
+            total += read;
+            if (read as i64) < CHUNK {
+                return Ok(total);
+            }
+        }
     }
 
     /// Agent `agent`'s memories (`kind` "memory") or scratchpad entries

@@ -36,7 +36,7 @@ pub struct Query<'a> {
 }
 
 /// One message that matched.
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Hit {
     /// The message.
     pub message: i64,
@@ -57,6 +57,25 @@ pub struct Hit {
     pub snippet: String,
     /// Whether it holds the query as an exact phrase.
     pub exact: bool,
+    /// How it was found, in a search by meaning too (`hybrid`); `None`
+    /// in a search by keyword only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub matched: Option<Matched>,
+    /// Its cosine similarity to the query, when found by meaning.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub similarity: Option<f32>,
+}
+
+/// How a hit of a hybrid search was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Matched {
+    /// By its words only (FTS5).
+    Words,
+    /// By its meaning only (its vector).
+    Meaning,
+    /// Both.
+    Both,
 }
 
 /// A message around another, for `read_history`.
@@ -195,7 +214,7 @@ pub fn read_around(
 }
 
 /// Who spoke a message `m` of session `s`, with its turn's inbox row `i`.
-const SPEAKER: &str = "CASE
+pub(super) const SPEAKER: &str = "CASE
         WHEN m.role = 'assistant' THEN (SELECT name FROM agents WHERE id = s.agent_id)
         WHEN m.content LIKE '[{\"type\":\"tool_result\"%' THEN 'tool'
         WHEN i.source = 'scheduler' THEN 'scheduler'
@@ -277,6 +296,8 @@ fn run(
                 at_ms: r.get(6)?,
                 snippet: r.get::<_, Option<String>>(7)?.unwrap_or_default(),
                 exact,
+                matched: None,
+                similarity: None,
             })
         })?;
         hits.push(hit);

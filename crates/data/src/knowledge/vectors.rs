@@ -109,18 +109,27 @@ impl MessageVectors {
         self.ids.is_empty()
     }
 
-    /// Reads the vectors of `model` stored since the last call.
-    pub fn refresh(&mut self, conn: &Connection, model: &str) -> rusqlite::Result<usize> {
+    /// Reads the vectors of `model` stored since the last call, at most
+    /// `limit` of them; returns how many rows it read.
+    pub fn refresh(
+        &mut self,
+        conn: &Connection,
+        model: &str,
+        limit: i64,
+    ) -> rusqlite::Result<usize> {
+        // `+` keeps the planner off the (kind, item_id) index: the range
+        // of `seq` is the one to walk, usually empty.
         let mut stmt = conn.prepare_cached(
             "SELECT e.seq, e.item_id, e.vector, s.agent_id FROM embeddings e \
              JOIN messages m ON m.id = e.item_id JOIN sessions s ON s.id = m.session_id \
-             WHERE e.kind = 'message' AND e.model = ?1 AND e.seq > ?2 ORDER BY e.seq",
+             WHERE +e.kind = 'message' AND +e.model = ?1 AND e.seq > ?2 ORDER BY e.seq LIMIT ?3",
         )?;
-        let mut rows = stmt.query(params![model, self.seq])?;
+        let mut rows = stmt.query(params![model, self.seq, limit])?;
         let mut read = 0;
         while let Some(row) = rows.next()? {
             let seq: i64 = row.get(0)?;
             self.seq = self.seq.max(seq);
+            read += 1;
             let blob = row.get_ref(2)?.as_blob()?;
             let Some(vector) = from_blob(blob) else {
                 continue;
@@ -148,7 +157,6 @@ impl MessageVectors {
                     self.codes.extend_from_slice(&codes);
                 }
             }
-            read += 1;
         }
         Ok(read)
     }

@@ -18,8 +18,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use hearth_base::config::EmbeddingsConfig;
-use hearth_base::embed::{Embed, EmbedError};
+use hearth_base::embed::{Embed, EmbedError, EmbeddingsConfig};
 
 /// The client of one configured endpoint.
 pub struct Embeddings {
@@ -40,15 +39,14 @@ impl Embeddings {
 
     /// The key, if one is configured, or why it cannot be had.
     fn key(&self) -> Result<Option<String>, EmbedError> {
-        if let Some(secret) = &self.config.api_key_secret {
-            let secrets = hearth_base::secrets::Secrets::open(&secret.home);
-            let snapshot = secrets.current().map_err(|e| {
-                EmbedError::NoKey(format!("the secret {} cannot be read: {e}", secret.name))
-            })?;
-            let value = snapshot.value(&secret.name).map_err(|_| {
+        if let Some(name) = &self.config.api_key_secret {
+            let secrets = hearth_base::secrets::Secrets::open(&self.config.secrets_home);
+            let snapshot = secrets
+                .current()
+                .map_err(|e| EmbedError::NoKey(format!("the secret {name} cannot be read: {e}")))?;
+            let value = snapshot.value(name).map_err(|_| {
                 EmbedError::NoKey(format!(
-                    "the secret {name} is not set: `hearth secret set {name}`",
-                    name = secret.name
+                    "the secret {name} is not set: `hearth secret set {name}`"
                 ))
             })?;
             return Ok(Some(value.trim().to_owned()));

@@ -10,8 +10,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use hearth_base::config::MAX_DIMENSIONS;
-use hearth_base::embed::EmbedError;
+use hearth_base::embed::{EmbedError, MAX_DIMENSIONS};
 
 /// The most bytes an answer for `n` texts may have: about 25 bytes per
 /// number written out (`-0.0123456789012345678,`) and room for the rest;
