@@ -12,7 +12,9 @@ use std::time::Duration;
 
 use base64::Engine;
 use hearth_tests::documents::{docx, scanned_pdf, text_pdf, xlsx};
-use hearth_tests::fake_llm::{FakeLlm, anthropic_text, openai_text};
+use hearth_tests::fake_llm::{
+    FakeLlm, anthropic_text, anthropic_tool_use, openai_text, openai_tool_call,
+};
 use hearth_tests::fake_telegram::FakeTelegram;
 use hearth_tests::images::{images_in, jpeg};
 use hearth_tests::{Daemon, Hearth, call_err, call_ok, plugin};
@@ -315,6 +317,7 @@ fn read_file_answers_a_document_with_its_text_and_leaves_text_as_it_was() {
 
     let scan = read("scan.pdf");
     assert_eq!(scan["scanned"], true, "{scan}");
+    assert_eq!(scan["image"]["page"], 1, "the host is to show page 1");
     assert_eq!(scan["pages"], 2);
     assert!(
         scan["content"]
@@ -343,4 +346,47 @@ fn a_bad_documents_cap_is_refused_naming_its_key() {
     let out = h.cmd(&["check"]).fails();
     assert!(out.contains("documents.max_rows"), "{out}");
     assert!(out.contains("must be 1 to 1000000, not 0"), "{out}");
+}
+
+#[test]
+fn read_file_on_a_scan_shows_the_model_its_first_page() {
+    for provider in ["anthropic", "openai"] {
+        let llm = FakeLlm::start();
+        let base = match provider {
+            "openai" => format!("{}/v1", llm.url()),
+            _ => llm.url(),
+        };
+        let home = Hearth::new(&format!(
+            "[llm]\nprovider = \"{provider}\"\nmodel = \"fake-model\"\nbase_url = \"{base}\"\n\
+             api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\nvision = true\n"
+        ));
+        let scan = scanned_pdf(&jpeg(300, 400), "DCTDecode", 300, 400, 2);
+        std::fs::write(home.home().join("scan.pdf"), scan).unwrap();
+        let args = json!({ "path": "scan.pdf" });
+        llm.push(match provider {
+            "openai" => openai_tool_call("call_1", "read_file", &args),
+            _ => anthropic_tool_use(None, "toolu_1", "read_file", &args),
+        });
+        llm.push(match provider {
+            "openai" => openai_text("a scanned letter"),
+            _ => anthropic_text("a scanned letter"),
+        });
+        let _daemon = home.daemon_with(|cmd| {
+            cmd.env("HEARTH_TEST_API_KEY", "sk-test");
+        });
+        let out = home.chat("what is scan.pdf?");
+        assert_eq!(out.ok().trim(), "a scanned letter", "{provider}");
+        let requests = llm.requests();
+        assert_eq!(requests.len(), 2, "{provider}");
+        let body = &requests[1].body;
+        let images = images_in(body);
+        assert_eq!(images.len(), 1, "{provider}: {body}");
+        let (w, h) = images[0].size();
+        assert!(h > w, "{provider}: {w}x{h}");
+        assert!(
+            body.to_string()
+                .contains("the scan's first page is shown after the tool results"),
+            "{provider}"
+        );
+    }
 }

@@ -2,7 +2,8 @@
 //! with its text (hearth-documents, under the `[documents]` caps the host
 //! passes in), with notes on what was cut, instead of a refusal to show
 //! binary bytes. Raw text files never come here: they stay as they are,
-//! line ranges and all.
+//! line ranges and all. A scanned PDF's answer names its first page for
+//! the host to show the model (`"image": {"path", "page": 1}`).
 //!
 //! Only the container formats are taken (PDF, DOCX, XLSX, ODS): their
 //! first bytes are checked before the file is read whole, so a large text
@@ -109,7 +110,9 @@ pub fn read_document(
         out["title"] = json!(title);
     }
     if doc.scanned {
+        // The host shows the model the first page, as it shows an image.
         out["scanned"] = json!(true);
+        out["image"] = json!({ "path": shown, "mime": doc.kind.mime(), "page": 1 });
     }
     Ok(Some(out))
 }

@@ -25,6 +25,7 @@ use hearth_model::llm::{Block, Message, Pdf};
 use hearth_model::media::{self, ImageSettings};
 use hearth_sdk::protocol::Attachment;
 
+use super::document_caps::caps;
 use super::images::{self, Shown};
 
 /// The most PDF pages one request carries as files: Anthropic's limit.
@@ -33,18 +34,6 @@ pub const REQUEST_PDF_PAGES: usize = 100;
 /// The most PDF bytes one request carries as files: their base64 and the
 /// rest of the request within Anthropic's 32 MB.
 pub const REQUEST_PDF_BYTES: usize = 22 << 20;
-
-/// The caps `config` sets, as the reader takes them.
-pub fn caps(config: &DocumentsConfig) -> Caps {
-    Caps {
-        max_bytes: config.max_bytes,
-        max_pages: config.max_pages,
-        max_chars: config.max_chars,
-        max_sheets: config.max_sheets,
-        max_rows: config.max_rows,
-        max_cols: config.max_cols,
-    }
-}
 
 /// An attachment as a document: `None` when it is none (it is then an
 /// image or an ordinary file). Reads the file: call it off the async

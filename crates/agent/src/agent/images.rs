@@ -11,7 +11,8 @@
 //!
 //! A plugin tool shows the model an image by answering a JSON object with
 //! an `image` member, `{"path": "/abs/file.png"}` (the fs plugin's
-//! `read_file` does, for an image file). The host reads, checks and
+//! `read_file` does, for an image file; with `"page": 1` it names a
+//! scanned PDF whose first page is shown). The host reads, checks and
 //! prepares that file as it does an attachment; the block follows the
 //! call's results (Anthropic takes images after `tool_result` blocks in
 //! the same message; OpenAI's tool messages cannot hold one, so it goes
@@ -49,16 +50,23 @@ impl Agent {
     /// The image a plugin tool's result names, prepared for `llm`: a note
     /// for the result, and the blocks that follow the results.
     pub(super) async fn tool_image(&self, llm: &Llm, tool: &str, result: &Value) -> Option<Shown> {
-        let path = result.get("image")?.get("path")?.as_str()?.to_owned();
+        let named = result.get("image")?;
+        let path = named.get("path")?.as_str()?.to_owned();
         if !self.base.tools.is_plugin_tool(tool) {
             return None;
         }
+        // `"page": 1` names a scanned PDF's first page (read_file's).
+        let page = named.get("page").and_then(Value::as_u64) == Some(1);
+        let caps = super::document_caps::caps(&self.base.documents);
         let (settings, dir, tool) = (
             llm.image_settings(),
             self.base.media_dir.clone(),
             tool.to_owned(),
         );
-        let work = tokio::task::spawn_blocking(move || from_tool(&tool, &path, &settings, &dir));
+        let work = tokio::task::spawn_blocking(move || match page {
+            true => first_page_from_tool(&tool, &path, &caps, &settings, &dir),
+            false => from_tool(&tool, &path, &settings, &dir),
+        });
         match work.await {
             Ok(shown) => Some(shown),
             Err(e) => Some(Shown {
@@ -136,6 +144,47 @@ fn from_tool(tool: &str, path: &str, settings: &ImageSettings, dir: &Path) -> Sh
         },
         Err(e) => Shown {
             note: format!("\n[the image at {path} is not shown: {e}]"),
+            blocks: Vec::new(),
+        },
+    }
+}
+
+/// The first page of the scanned PDF a tool named at `path`, as an
+/// image after the tool's results, or a note saying why not.
+fn first_page_from_tool(
+    tool: &str,
+    path: &str,
+    caps: &hearth_documents::Caps,
+    settings: &ImageSettings,
+    dir: &Path,
+) -> Shown {
+    let name = Path::new(path)
+        .file_name()
+        .map_or_else(|| path.to_owned(), |n| n.to_string_lossy().into_owned());
+    let picture = std::fs::read(path)
+        .map_err(|e| format!("cannot read it: {e}"))
+        .and_then(|bytes| {
+            hearth_documents::first_page_image(&bytes, caps).map_err(|e| e.to_string())
+        })
+        .and_then(|page| {
+            let name = format!("{name}, page 1");
+            document_picture(&name, &page.bytes, path, settings, dir)
+        });
+    match picture {
+        Ok(image) => Shown {
+            note: format!(
+                "\n[the scan's first page is shown after the tool results, at {}x{}]",
+                image.width, image.height
+            ),
+            blocks: vec![
+                Block::Text {
+                    text: format!("[the first page of the scan {tool} read: {path}]"),
+                },
+                Block::Image(image),
+            ],
+        },
+        Err(why) => Shown {
+            note: format!("\n[the scan's first page cannot be shown: {why}]"),
             blocks: Vec::new(),
         },
     }

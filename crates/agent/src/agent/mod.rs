@@ -18,6 +18,7 @@ pub mod activity;
 mod attachments;
 mod budget;
 mod context;
+mod document_caps;
 mod documents;
 pub mod history;
 mod images;
