@@ -306,6 +306,18 @@ fn read_file_answers_a_document_with_its_text_and_leaves_text_as_it_was() {
     assert_eq!(word["kind"], "DOCX", "{word}");
     assert_eq!(word["content"], "Dear owner,");
 
+    // A long document is cut within what a tool's answer shows the model,
+    // with the note on the cut at its end.
+    let long: Vec<String> = (0..4_000).map(|i| format!("Paragraph {i}.")).collect();
+    let long: Vec<&str> = long.iter().map(String::as_str).collect();
+    std::fs::write(home.join("long.docx"), docx(&long)).unwrap();
+    let cut = read("long.docx");
+    assert_eq!(cut["truncated"], true, "{cut}");
+    let content = cut["content"].as_str().expect("content");
+    assert!(content.chars().count() < 21_000, "{}", content.len());
+    assert!(content.starts_with("Paragraph 0."), "{content}");
+    assert!(content.ends_with(']'), "no note at the end");
+
     let book = read("sales.xlsx");
     assert_eq!(book["kind"], "XLSX", "{book}");
     assert_eq!(book["sheets"], 1);

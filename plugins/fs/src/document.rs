@@ -21,6 +21,13 @@ use serde_json::{Value, json};
 /// readers accept within the first kilobyte.
 const HEAD: usize = 1024;
 
+/// The most characters of a document's text `read_file` answers with,
+/// whatever `[documents] max_chars` allows a message's attachment: the
+/// host shows the model 32,000 characters of a tool's answer (JSON
+/// escapes included), and the notes on what was cut come last, so they
+/// must fit in it.
+pub const READ_MAX_CHARS: usize = 20_000;
+
 /// The `documents` setting, as the host writes it from `[documents]`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -81,7 +88,11 @@ pub fn read_document(
         .read_to_end(&mut bytes)
         .map_err(io)?;
     file.seek(SeekFrom::Start(0)).map_err(io)?;
-    let doc = match hearth_documents::read(&bytes, shown, "", caps) {
+    let caps = Caps {
+        max_chars: caps.max_chars.min(READ_MAX_CHARS),
+        ..caps.clone()
+    };
+    let doc = match hearth_documents::read(&bytes, shown, "", &caps) {
         Ok(doc) if matches!(doc.kind, Kind::Pdf | Kind::Docx | Kind::Xlsx | Kind::Ods) => doc,
         // A zip that is no Office file, or text after all: as before.
         Ok(_) | Err(DocumentError::Unsupported { .. }) => return Ok(None),
