@@ -195,7 +195,34 @@ pub fn closest<'a>(name: &str, candidates: impl IntoIterator<Item = &'a str>) ->
 
 #[cfg(test)]
 mod tests {
-    use super::{closest, line_of};
+    use super::{PluginEntry, PluginsConfig, closest, line_of};
+
+    #[test]
+    fn host_settings_join_a_plugins_table_and_never_hide_its_own() {
+        let mut config = PluginsConfig::default();
+        config
+            .add_host_setting("fs", "documents", serde_json::json!({ "max_rows": 3 }))
+            .unwrap();
+        let table = serde_json::json!({ "max_read_bytes": 10 });
+        assert_eq!(
+            config.settings_of("fs", &table),
+            serde_json::json!({ "max_read_bytes": 10, "documents": { "max_rows": 3 } })
+        );
+        assert_eq!(config.settings_of("web", &table), table);
+        // A table that sets the key itself is refused, naming it.
+        config.entries.insert(
+            "fs".into(),
+            PluginEntry {
+                settings: serde_json::json!({ "documents": {} }),
+                ..PluginEntry::default()
+            },
+        );
+        let (key, message) = config
+            .add_host_setting("fs", "documents", serde_json::json!({}))
+            .unwrap_err();
+        assert_eq!(key, "plugins.fs.documents");
+        assert!(message.contains("[documents]"), "{message}");
+    }
 
     #[test]
     fn lines_point_at_the_table_or_its_key() {
