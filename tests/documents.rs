@@ -131,7 +131,7 @@ fn sheet(rows: usize) -> Vec<Vec<String>> {
 
 #[test]
 fn documents_reach_the_model_as_text_with_the_caps_shown() {
-    let bot = Bot::start("openai", "[documents]\nmax_pages = 2\nmax_rows = 3\n", 4);
+    let bot = Bot::start("openai", "[documents]\nmax_pages = 2\nmax_rows = 3\n", 5);
     let pdf = text_pdf(&["Rent is due monthly", "Deposit is two months", "Signed"]);
     let text = newest_text(&bot.document("lease.pdf", PDF, &pdf));
     assert!(text.contains("have a look"), "{text}");
@@ -166,6 +166,17 @@ fn documents_reach_the_model_as_text_with_the_caps_shown() {
         "row 5 is past max_rows: {text}"
     );
     assert!(text.contains("rows"), "no note on the rows cut: {text}");
+
+    // A CSV is a table too, under the same row cap.
+    let csv = "city;people\nOslo;709000\nBergen;291000\nTromsø;78000\nBodø;53000\n";
+    let text = newest_text(&bot.document("towns.csv", "text/csv", csv.as_bytes()));
+    assert!(
+        text.contains("[Attached document: towns.csv (CSV, "),
+        "{text}"
+    );
+    assert!(text.contains("| city | people |"), "{text}");
+    assert!(text.contains("| Bergen | 291000 |"), "{text}");
+    assert!(!text.contains("Bodø"), "past max_rows: {text}");
 
     // A damaged PDF is a note, and the turn still answers.
     let text = newest_text(&bot.document("broken.pdf", PDF, b"%PDF-1.4\nnot a pdf at all"));
