@@ -27,19 +27,20 @@ pub struct DocumentsConfig {
     /// sees images) as the file itself, a `document` block, rather than
     /// as its text.
     pub pdf_blocks: bool,
-    /// The most PDF pages one request carries as files (Anthropic takes
-    /// 100); a PDF past it, or past the room the newer ones leave, is sent
-    /// as its text.
+    /// The most pages of a PDF sent as the file (Anthropic takes 100 a
+    /// request); a longer one is sent as its text. A request carries at
+    /// most 100 pages of PDFs in all, the newest first.
     pub pdf_block_pages: usize,
-    /// The most PDF bytes one request carries as files (before base64,
-    /// which adds a third: Anthropic takes 32 MB a request in all).
+    /// The most bytes of a PDF sent as the file (before base64, which adds
+    /// a third: Anthropic takes 32 MB a request in all); a request carries
+    /// at most 22 MiB of PDFs in all, the newest first.
     pub pdf_block_bytes: usize,
 }
 
 /// Anthropic's limit of PDF pages in one request.
 const PDF_PAGES_LIMIT: usize = 100;
 
-/// The most PDF bytes a request may carry: their base64 (four thirds) and
+/// The most bytes of a PDF sent as the file: its base64 (four thirds) and
 /// the rest of the request stay under Anthropic's 32 MB.
 const PDF_BYTES_LIMIT: usize = 22 << 20;
 
