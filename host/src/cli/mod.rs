@@ -29,6 +29,7 @@ mod housekeeping;
 mod identity;
 mod inventory;
 mod mcp;
+mod model;
 mod people;
 mod records;
 mod schedule;
@@ -241,6 +242,13 @@ enum Command {
     Secret {
         #[command(subcommand)]
         action: SecretAction,
+    },
+    /// The model the owner's conversation uses; with NAME, switch to one of
+    /// the configured ones (`[llm] model`, `fallback_models`) from the next
+    /// message; `default` goes back to `[llm] model`.
+    Model {
+        /// A configured model's name, or `default`.
+        name: Option<String>,
     },
     /// Tokens and estimated cost per model, today and this month (in the
     /// owner's time zone), and the token budgets.
@@ -804,6 +812,7 @@ fn run(cli: Cli, started: Instant) -> anyhow::Result<ExitCode> {
             SecretAction::List { json } => secret::list(&config, json),
             SecretAction::Rm { name } => secret::remove(&config, &name),
         },
+        Command::Model { name } => model::run(&config, name.as_deref()),
         Command::Usage { day, month, json } => {
             use hearth_model::usage::report::Which;
             let spans: &[Which] = match (day, month) {

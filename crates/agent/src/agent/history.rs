@@ -212,6 +212,16 @@ impl Conversations {
         )
     }
 
+    /// The model agent `agent`'s row names (see `profiles::model_of`).
+    pub fn chosen_model(&self, agent: i64) -> rusqlite::Result<Option<String>> {
+        super::profiles::model_of(&self.conn(), agent)
+    }
+
+    /// `/model ARG` (see `model_choice::answer`).
+    pub fn answer_model(&self, choices: &[String], arg: &str) -> Result<String, String> {
+        super::model_choice::answer(&self.conn(), choices, arg, "/model")
+    }
+
     /// Agent `agent`'s open session for `(channel, chat)`, started if there
     /// is none.
     pub fn session(&self, agent: i64, channel: &str, chat: &str) -> rusqlite::Result<i64> {

@@ -22,6 +22,7 @@ mod document_caps;
 mod documents;
 pub mod history;
 mod images;
+pub mod model_choice;
 pub mod profiles;
 pub mod prompt;
 mod slash;
@@ -175,7 +176,28 @@ impl Agent {
 
     /// The configured model's name, if any.
     pub fn model(&self) -> Option<String> {
-        self.llm.as_ref().ok().map(|l| l.model().to_owned())
+        self.llm_now().ok().map(|l| l.model().to_owned())
+    }
+
+    /// The model a turn asks now: the agent's own; for the main agent,
+    /// the one the owner chose (`/model`, `hearth model`), read from its
+    /// row at every turn so a choice made from the terminal takes effect
+    /// without a restart (one indexed read, against a model call).
+    pub fn llm_now(&self) -> Result<Arc<Llm>, String> {
+        if !self.profile.is_main() {
+            return self.llm.clone();
+        }
+        let base = self.base.llm.clone()?;
+        match self.base.conversations.chosen_model(self.profile.id) {
+            Ok(Some(model)) if model != base.model() && base.choices().contains(&model) => {
+                Ok(Arc::new(base.with_model(&model)))
+            }
+            Ok(_) => Ok(base),
+            Err(e) => {
+                tracing::warn!("cannot read the chosen model, asking [llm] model: {e}");
+                Ok(base)
+            }
+        }
     }
 
     /// Tells the channels that show it whether a turn is running.
@@ -198,7 +220,7 @@ impl Agent {
     /// What `/status` and `hearth status` show.
     pub fn status(&self) -> serde_json::Value {
         serde_json::json!({
-            "model": self.llm.as_ref().map(|l| l.model().to_owned()).unwrap_or_else(|why| format!("none ({why})")),
+            "model": self.llm_now().map(|l| l.model().to_owned()).unwrap_or_else(|why| format!("none ({why})")),
             "prompt_cache": self.base.usage.cache_figures(),
             "uptime_s": self.base.started.elapsed().as_secs(),
             "plugins": self.base.plugins,

@@ -124,6 +124,27 @@ pub fn get(conn: &Connection, id: i64) -> rusqlite::Result<Option<Profile>> {
         .optional()
 }
 
+/// The model agent `id`'s row names: a sub-agent's own, or the one the
+/// owner chose for the main agent (`/model`, `hearth model`).
+pub fn model_of(conn: &Connection, id: i64) -> rusqlite::Result<Option<String>> {
+    Ok(conn
+        .prepare_cached("SELECT model FROM agents WHERE id = ?1")?
+        .query_row([id], |r| r.get::<_, Option<String>>(0))
+        .optional()?
+        .flatten())
+}
+
+/// Sets the model the owner chose for the main agent; `None` goes back to
+/// `[llm] model`. (`update` refuses the main agent: its identity is the
+/// config's; the model choice is the owner's, made from chat.)
+pub fn choose_main_model(conn: &Connection, model: Option<&str>) -> rusqlite::Result<()> {
+    conn.execute(
+        "UPDATE agents SET model = ?1, updated_at_ms = ?2 WHERE id = ?3",
+        params![model, now_ms(), MAIN_AGENT],
+    )?;
+    Ok(())
+}
+
 /// One agent's id by name (ignoring case).
 pub fn id_of(conn: &Connection, name: &str) -> Result<i64, AgentsError> {
     conn.prepare_cached("SELECT id FROM agents WHERE name = ?1 COLLATE NOCASE")?

@@ -20,6 +20,7 @@ const HELP: &str = "Commands:
 /groups [NAME] - agent groups; one group's members, deliverables and plan
 /groups NAME approve | reject REASON | assign ID MEMBER - decide a group's plan
 /usage - tokens and estimated cost today and this month, and the budgets
+/model [NAME | default] - the model I use, and switching among the configured ones
 /browser - what the agent's browser is doing
 /tool NAME {json} - call a tool directly
 /stop - stop what I am doing";
@@ -82,13 +83,23 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
             None => "Groups run in the daemon.".into(),
         },
         "/usage" if owner => usage(agent).await,
+        "/model" if owner && agent.profile.is_main() => match &agent.base.llm {
+            Ok(llm) => agent
+                .base
+                .conversations
+                .answer_model(&llm.choices(), rest)
+                .unwrap_or_else(|e| format!("Not switched: {e}.")),
+            Err(why) => format!("No model is configured: {why}"),
+        },
         "/browser" if owner => agent.browser_text(),
         "/stop" => "Stopped (any turn that was running has been cancelled).".into(),
         // A command typed in a sub-agent's conversation reaches only the
         // tools that agent may use.
         "/tool" if owner || !agent.profile.is_main() => call_tool(agent, claimed, rest).await,
         "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" | "/schedule"
-        | "/usage" | "/groups" | "/browser" => "That command is for the owner. Try /help.".into(),
+        | "/usage" | "/groups" | "/browser" | "/model" => {
+            "That command is for the owner. Try /help.".into()
+        }
         other => format!("Unknown command {other}. Try /help."),
     }
 }

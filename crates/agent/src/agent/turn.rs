@@ -63,7 +63,7 @@ impl Agent {
         let (reply, last) = if typed_command {
             (super::slash::handle(self, &claimed).await, None)
         } else {
-            match (&self.llm, &job) {
+            match (&self.llm_now(), &job) {
                 (Ok(llm), Some(job)) if job.model.is_some() || job.token_budget.is_some() => {
                     let llm = match &job.model {
                         Some(model) => Arc::new(llm.with_model(model)),

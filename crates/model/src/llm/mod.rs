@@ -175,6 +175,14 @@ impl Llm {
         }
     }
 
+    /// The models the owner may switch the conversation to (`/model`,
+    /// `hearth model`): `[llm] model` and its `fallback_models`, in that
+    /// order, each once. They share this client's provider, address and
+    /// key, so any of them can be asked in place of another.
+    pub fn choices(&self) -> Vec<String> {
+        choices(&self.config)
+    }
+
     /// The primary model's name.
     pub fn model(&self) -> &str {
         &self.config.model
@@ -507,6 +515,18 @@ pub fn describe(error: &dyn std::error::Error) -> String {
         source = s.source();
     }
     text
+}
+
+/// [`Llm::choices`] for a configuration, for callers without a client
+/// (the `hearth model` command).
+pub fn choices(config: &LlmConfig) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for model in std::iter::once(&config.model).chain(&config.fallback_models) {
+        if !out.contains(model) {
+            out.push(model.clone());
+        }
+    }
+    out
 }
 
 #[cfg(test)]
