@@ -5,7 +5,7 @@ use hearth_tests::Hearth;
 
 #[test]
 fn bad_configs_are_refused_with_the_key_and_line() {
-    let cases: [(&str, &[&str]); 27] = [
+    let cases: [(&str, &[&str]); 30] = [
         ("colour = \"red\"\n", &["line 1", "colour"]),
         (
             "[llm]\nprovider = \"gpt\"\nmodel = \"m\"\n",
@@ -87,6 +87,18 @@ fn bad_configs_are_refused_with_the_key_and_line() {
             &["groups.deliverable_timeout_ms", "1000"],
         ),
         ("[groups]\nauto_run = true\n", &["line 2", "auto_run"]),
+        (
+            "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\nthinking = 500\n",
+            &["llm.thinking", "at least 1024"],
+        ),
+        (
+            "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\nthinking = 8000\n",
+            &["llm.thinking", "less than max_tokens (4096)"],
+        ),
+        (
+            "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nthinking = 2048\n",
+            &["llm.thinking", "only; leave it out"],
+        ),
     ];
     for (text, expected) in cases {
         let h = Hearth::exact(text);

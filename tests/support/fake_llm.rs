@@ -358,7 +358,9 @@ fn serve(stream: TcpStream, shared: &Shared) -> io::Result<()> {
                 .position(|(marker, _)| system.contains(marker.as_str()));
             // As the real services do, a tool name outside their pattern
             // fails the whole request before any model runs.
-            let refused = scripted.then(|| bad_tool_name(&request)).flatten();
+            let refused = scripted
+                .then(|| bad_tool_name(&request).or_else(|| bad_thinking(&request)))
+                .flatten();
             // Planned only: committed once a stream is sent.
             let planned = match &mut state.cache {
                 Some(cache) if scripted => Some(plan(cache, &request)),
@@ -535,6 +537,68 @@ pub fn system_prompt(body: &Value) -> String {
 /// The 400 the service answers when a tool's name breaks its pattern:
 /// Anthropic's `^[a-zA-Z0-9_-]{1,128}$`, OpenAI's `^[a-zA-Z0-9_-]+$` (at
 /// most 64), each with its own error body.
+/// Anthropic's rules for extended thinking, as its API answers them with
+/// a 400 `invalid_request_error`: `budget_tokens` at least 1,024 and below
+/// `max_tokens`; and with thinking on, a last assistant message that asks
+/// for tools must start with the thinking block that came with it, sent
+/// back unchanged (a block without its signature is refused).
+pub fn bad_thinking(request: &Recorded) -> Option<Reply> {
+    if request.path.contains("chat/completions") {
+        return None;
+    }
+    let body = &request.body;
+    let refuse = |message: String| {
+        Some(anthropic_error(
+            400,
+            "invalid_request_error",
+            &message,
+            None,
+        ))
+    };
+    if body["thinking"]["type"] == "enabled" {
+        let budget = body["thinking"]["budget_tokens"].as_u64().unwrap_or(0);
+        let max = body["max_tokens"].as_u64().unwrap_or(0);
+        if budget < 1024 {
+            return refuse(
+                "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024"
+                    .into(),
+            );
+        }
+        if budget >= max {
+            return refuse("`max_tokens` must be greater than `thinking.budget_tokens`".into());
+        }
+    } else {
+        return None;
+    }
+    let messages = body["messages"].as_array()?;
+    let (i, last) = messages
+        .iter()
+        .enumerate()
+        .rev()
+        .find(|(_, m)| m["role"] == "assistant")?;
+    let content = last["content"].as_array()?;
+    let asks_tools = content.iter().any(|b| b["type"] == "tool_use");
+    let first = content
+        .first()
+        .map(|b| b["type"].as_str().unwrap_or_default());
+    if asks_tools && !matches!(first, Some("thinking" | "redacted_thinking")) {
+        return refuse(format!(
+            "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found \
+             `{}`. When `thinking` is enabled, a final `assistant` message must start with a \
+             thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks).",
+            first.unwrap_or("nothing")
+        ));
+    }
+    if let Some(b) = content.first().filter(|b| b["type"] == "thinking")
+        && b["signature"].as_str().unwrap_or_default().is_empty()
+    {
+        return refuse(format!(
+            "messages.{i}.content.0.thinking.signature: Field required"
+        ));
+    }
+    None
+}
+
 fn bad_tool_name(request: &Recorded) -> Option<Reply> {
     let openai = request.path.contains("chat/completions");
     let tools = request.body["tools"].as_array()?;
@@ -1029,6 +1093,21 @@ impl AnthropicStream {
         self.close(index);
     }
 
+    /// A `thinking` block as the API streams one: the thought in
+    /// `thinking_delta`s, then its seal in one `signature_delta`.
+    fn thinking(&mut self, thought: &str, signature: &str) {
+        let index = self.open(json!({"type": "thinking", "thinking": "", "signature": ""}));
+        for piece in pieces(thought, 3) {
+            self.delta(index, json!({"type": "thinking_delta", "thinking": piece}));
+        }
+        self.delta(
+            index,
+            json!({"type": "signature_delta", "signature": signature}),
+        );
+        self.output_tokens += tokens(thought);
+        self.close(index);
+    }
+
     fn tool_use(&mut self, id: &str, name: &str, input: &Value) {
         let index = self.open(json!({"type": "tool_use", "id": id, "name": name, "input": {}}));
         let json = input.to_string();
@@ -1149,6 +1228,31 @@ pub fn anthropic_tool_use(text: Option<&str>, id: &str, name: &str, input: &Valu
     }
     stream.tool_use(id, name, input);
     stream.finish("tool_use")
+}
+
+/// Anthropic with extended thinking: a `thinking` block sealed with
+/// `signature`, then a `tool_use` block; stop reason `tool_use`. The next
+/// request must send the thinking back, seal and all (see
+/// [`bad_thinking`]).
+pub fn anthropic_thinking_tool_use(
+    thought: &str,
+    signature: &str,
+    id: &str,
+    name: &str,
+    input: &Value,
+) -> Reply {
+    let mut stream = AnthropicStream::new();
+    stream.thinking(thought, signature);
+    stream.tool_use(id, name, input);
+    stream.finish("tool_use")
+}
+
+/// Anthropic with extended thinking: a `thinking` block, then the text.
+pub fn anthropic_thinking_text(thought: &str, signature: &str, text: &str) -> Reply {
+    let mut stream = AnthropicStream::new();
+    stream.thinking(thought, signature);
+    stream.text(text);
+    stream.finish("end_turn")
 }
 
 /// An Anthropic answer asking for several tools in one step, in order:

@@ -779,6 +779,9 @@ fn render(m: &Message) -> String {
                     pdf.name, pdf.pages, pdf.source
                 ))
             }
+            // The summary keeps what was said and done, not how the model
+            // got there.
+            Block::Thinking { .. } | Block::RedactedThinking { .. } => {}
         }
     }
     out

@@ -92,6 +92,10 @@ pub struct LlmConfig {
     /// `prompt_cache_key`: whether an OpenAI-compatible request carries a
     /// `prompt_cache_key` (`None`: only to OpenAI's own API).
     pub prompt_cache_key: Option<bool>,
+    /// `thinking`: the tokens of extended thinking the model may use per
+    /// answer (Anthropic's `budget_tokens`, within `max_tokens`); `None`:
+    /// no thinking.
+    pub thinking: Option<u32>,
 }
 
 /// How a provider may cache the prompt's prefix (`llm::cache`).
@@ -212,6 +216,8 @@ pub(super) struct RawLlm {
     prompt_cache: bool,
     cache_ttl: Option<String>,
     prompt_cache_key: Option<bool>,
+    #[serde(default)]
+    thinking: u32,
 }
 
 fn prompt_cache() -> bool {
@@ -378,7 +384,31 @@ pub(super) fn build_llm(
             ttl: CacheTtl::parse(raw.cache_ttl.as_deref())?,
         },
         prompt_cache_key: raw.prompt_cache_key,
+        thinking: thinking(raw.thinking, raw.provider, raw.max_tokens)?,
     }))
+}
+
+/// `[llm] thinking`: 0 is none; else a budget Anthropic takes (at least
+/// 1,024 tokens, and below `max_tokens`, which counts the thinking too).
+fn thinking(
+    budget: u32,
+    provider: ProviderKind,
+    max_tokens: u32,
+) -> Result<Option<u32>, (String, String)> {
+    let bad = |why: String| Err(("llm.thinking".to_owned(), why));
+    match budget {
+        0 => Ok(None),
+        _ if provider != ProviderKind::Anthropic => bad(
+            "extended thinking is sent to provider = \"anthropic\" only; leave it out (or 0) \
+             for this provider"
+                .into(),
+        ),
+        1..1024 => bad("must be 0 (no thinking) or at least 1024 tokens".into()),
+        _ if budget >= max_tokens => bad(format!(
+            "must be less than max_tokens ({max_tokens}), which counts the thinking too"
+        )),
+        _ => Ok(Some(budget)),
+    }
 }
 
 /// `[llm.cheap]`: what it does not name comes from `[llm]` (its address
@@ -450,6 +480,7 @@ fn build_cheap(
                 ttl: CacheTtl::FiveMinutes,
             },
             prompt_cache_key: Some(false),
+            thinking: None,
         },
         input_chars: raw.input_chars,
     })

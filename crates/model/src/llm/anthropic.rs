@@ -24,7 +24,15 @@ pub fn body(
     model: &str,
     request: &ChatRequest,
     cache: &PromptCache,
+    thinking: Option<u32>,
 ) -> Result<Vec<u8>, serde_json::Error> {
+    /// `thinking`: extended thinking within this many tokens.
+    #[derive(Serialize)]
+    struct Thinking {
+        #[serde(rename = "type")]
+        kind: &'static str,
+        budget_tokens: u32,
+    }
     #[derive(Serialize)]
     struct Tool<'a> {
         name: &'a str,
@@ -46,6 +54,8 @@ pub fn body(
     struct Body<'a> {
         model: &'a str,
         max_tokens: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        thinking: Option<Thinking>,
         stream: bool,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tools: Vec<Tool<'a>>,
@@ -67,6 +77,10 @@ pub fn body(
     serde_json::to_vec(&Body {
         model,
         max_tokens: request.max_tokens,
+        thinking: thinking.map(|budget_tokens| Thinking {
+            kind: "enabled",
+            budget_tokens,
+        }),
         system,
         messages: AnthropicMessages {
             messages: &request.messages,
@@ -99,6 +113,11 @@ pub struct Decoder {
 
 enum Partial {
     Text(String),
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    Redacted(String),
     Tool {
         id: String,
         name: String,
@@ -151,6 +170,13 @@ impl Decoder {
                             .cloned()
                             .unwrap_or(Value::Object(Map::new())),
                     },
+                    Some("thinking") => Partial::Thinking {
+                        thinking: block["thinking"].as_str().unwrap_or_default().to_owned(),
+                        signature: block["signature"].as_str().unwrap_or_default().to_owned(),
+                    },
+                    Some("redacted_thinking") => {
+                        Partial::Redacted(block["data"].as_str().unwrap_or_default().to_owned())
+                    }
                     _ => Partial::Text(block["text"].as_str().unwrap_or_default().to_owned()),
                 };
                 while self.blocks.len() < index {
@@ -173,6 +199,14 @@ impl Decoder {
                     }
                     (Some(Partial::Tool { json, .. }), Some("input_json_delta")) => {
                         json.push_str(delta["partial_json"].as_str().unwrap_or_default());
+                    }
+                    // Thinking is kept for the next request, never streamed
+                    // to the owner's chat.
+                    (Some(Partial::Thinking { thinking, .. }), Some("thinking_delta")) => {
+                        thinking.push_str(delta["thinking"].as_str().unwrap_or_default());
+                    }
+                    (Some(Partial::Thinking { signature, .. }), Some("signature_delta")) => {
+                        signature.push_str(delta["signature"].as_str().unwrap_or_default());
                     }
                     (None, _) => {
                         return Err(LlmError::Malformed(format!(
@@ -219,6 +253,14 @@ impl Decoder {
             match block {
                 Partial::Text(text) if text.is_empty() => {}
                 Partial::Text(text) => content.push(Block::Text { text }),
+                Partial::Thinking {
+                    thinking,
+                    signature,
+                } => content.push(Block::Thinking {
+                    thinking,
+                    signature,
+                }),
+                Partial::Redacted(data) => content.push(Block::RedactedThinking { data }),
                 Partial::Tool {
                     id,
                     name,

@@ -174,7 +174,10 @@ pub fn openai_user_content(message: &Message) -> Option<Value> {
             Block::Document(pdf) => {
                 Some(json!({ "type": "text", "text": documents::as_text(pdf) }))
             }
-            Block::ToolUse { .. } | Block::ToolResult { .. } => None,
+            Block::ToolUse { .. }
+            | Block::ToolResult { .. }
+            | Block::Thinking { .. }
+            | Block::RedactedThinking { .. } => None,
         })
         .collect();
     Some(Value::Array(parts))

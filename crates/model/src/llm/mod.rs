@@ -281,7 +281,7 @@ impl Llm {
         let (url, body) = match self.config.provider {
             ProviderKind::Anthropic => (
                 format!("{base}/v1/messages"),
-                anthropic::body(model, request, &self.config.cache),
+                anthropic::body(model, request, &self.config.cache, self.config.thinking),
             ),
             ProviderKind::OpenAi => (
                 format!("{base}/chat/completions"),

@@ -48,6 +48,20 @@ pub enum Block {
     /// A PDF for a model that reads PDFs, by reference like an image; its
     /// text goes instead wherever the file is not sent.
     Document(Pdf),
+    /// The model's extended thinking (`[llm] thinking`), kept so that the
+    /// next request of the same turn can send it back as the API asks
+    /// (with its signature, unchanged); never shown to anyone.
+    Thinking {
+        /// What the model thought.
+        thinking: String,
+        /// The provider's seal over it.
+        signature: String,
+    },
+    /// Thinking the provider sealed whole (only the seal comes back).
+    RedactedThinking {
+        /// The sealed thinking, sent back as it came.
+        data: String,
+    },
 }
 
 /// A PDF in the conversation: a copy of the file saved under
