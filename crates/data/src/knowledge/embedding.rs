@@ -36,7 +36,8 @@ const MAX_REFUSED_WAIT_MS: i64 = 24 * 3_600_000;
 
 /// Sets the store up for `recall`'s model, or for none: with a model, the
 /// triggers queue what is stored, vectors of another model (or length)
-/// are deleted and everything without a vector is queued; without one,
+/// are deleted, everything without a vector is queued and what was
+/// refused is tried again; without one,
 /// the queue is emptied (the vectors are kept, should the same model
 /// come back). Returns how many items were queued.
 pub fn configure(
@@ -53,6 +54,12 @@ pub fn configure(
     tx.execute(
         "INSERT OR REPLACE INTO embedding_model (id, model) VALUES (1, ?1)",
         [model],
+    )?;
+    // A restart (after the config or the endpoint was fixed) tries what
+    // was refused again at once.
+    tx.execute(
+        "UPDATE embedding_queue SET attempts = 0, next_try_ms = 0 WHERE attempts > 0",
+        [],
     )?;
     tx.execute(
         "DELETE FROM embeddings WHERE model != ?1 OR (?2 IS NOT NULL AND dims != ?2)",
