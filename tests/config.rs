@@ -5,7 +5,7 @@ use hearth_tests::Hearth;
 
 #[test]
 fn bad_configs_are_refused_with_the_key_and_line() {
-    let cases: [(&str, &[&str]); 30] = [
+    let cases: [(&str, &[&str]); 32] = [
         ("colour = \"red\"\n", &["line 1", "colour"]),
         (
             "[llm]\nprovider = \"gpt\"\nmodel = \"m\"\n",
@@ -98,6 +98,14 @@ fn bad_configs_are_refused_with_the_key_and_line() {
         (
             "[llm]\nprovider = \"openai\"\nmodel = \"m\"\nthinking = 2048\n",
             &["llm.thinking", "only; leave it out"],
+        ),
+        (
+            "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\nthinking = \"deep\"\n",
+            &["llm.thinking", "is not a way of thinking"],
+        ),
+        (
+            "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\nthinking_effort = \"low\"\n",
+            &["llm.thinking_effort", "adaptive"],
         ),
     ];
     for (text, expected) in cases {

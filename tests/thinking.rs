@@ -10,7 +10,7 @@ use hearth_tests::fake_llm::{
 };
 use serde_json::json;
 
-fn config(fake: &FakeLlm, thinking: u32) -> String {
+fn config(fake: &FakeLlm, thinking: &str) -> String {
     format!(
         "examples = true\n[llm]\nprovider = \"anthropic\"\nmodel = \"fake-model\"\nbase_url = \"{}\"\n\
          api_key_env = \"HEARTH_TEST_API_KEY\"\nmax_retries = 0\nmax_tokens = 8192\nthinking = {thinking}\n",
@@ -33,7 +33,7 @@ fn thinking_goes_back_to_the_model_with_its_seal_and_never_to_the_owner() {
         "sig-two",
         "Echoed: hi.",
     ));
-    let h = Hearth::new(&config(&fake, 2048));
+    let h = Hearth::new(&config(&fake, "2048"));
     let _daemon = h.daemon_with(|cmd| {
         cmd.env("HEARTH_TEST_API_KEY", "sk-test");
     });
@@ -71,15 +71,47 @@ fn thinking_goes_back_to_the_model_with_its_seal_and_never_to_the_owner() {
 }
 
 #[test]
+fn adaptive_thinking_sends_no_budget_and_the_effort_asked_for() {
+    let fake = FakeLlm::start();
+    fake.push(anthropic_thinking_tool_use(
+        "Use the echo tool.",
+        "sig-a",
+        "toolu_01",
+        "echo",
+        &json!({"text": "hi"}),
+    ));
+    fake.push(hearth_tests::fake_llm::anthropic_text("Done."));
+    let h = Hearth::new(&config(&fake, "\"adaptive\"\nthinking_effort = \"medium\""));
+    let _daemon = h.daemon_with(|cmd| {
+        cmd.env("HEARTH_TEST_API_KEY", "sk-test");
+    });
+    assert_eq!(h.chat("echo hi").ok().trim(), "Done.");
+    let requests = fake.requests();
+    assert_eq!(
+        requests.len(),
+        2,
+        "the fake refused a request: {requests:?}"
+    );
+    assert_eq!(requests[0].body["thinking"], json!({"type": "adaptive"}));
+    assert_eq!(
+        requests[0].body["output_config"],
+        json!({"effort": "medium"})
+    );
+    let messages = requests[1].body["messages"].to_string();
+    assert!(messages.contains(r#""signature":"sig-a""#), "{messages}");
+}
+
+#[test]
 fn without_thinking_no_budget_is_sent() {
     let fake = FakeLlm::start();
     fake.push(hearth_tests::fake_llm::anthropic_text("plain"));
-    let h = Hearth::new(&config(&fake, 0));
+    let h = Hearth::new(&config(&fake, "0"));
     let _daemon = h.daemon_with(|cmd| {
         cmd.env("HEARTH_TEST_API_KEY", "sk-test");
     });
     assert_eq!(h.chat("hello").ok().trim(), "plain");
-    assert!(fake.requests()[0].body.get("thinking").is_none());
+    let body = &fake.requests()[0].body;
+    assert!(body.get("thinking").is_none() && body.get("output_config").is_none());
 }
 
 #[test]
@@ -94,7 +126,20 @@ fn the_fake_refuses_what_anthropic_refuses() {
     let tool_use = json!({"type": "tool_use", "id": "t", "name": "echo", "input": {}});
     let thought = json!({"type": "thinking", "thinking": "x", "signature": "s"});
     let on = json!({"type": "enabled", "budget_tokens": 2048});
+    let adaptive = json!({"type": "adaptive"});
     for (body, refused) in [
+        (
+            json!({"max_tokens": 4096, "thinking": {"type": "adaptive", "budget_tokens": 2048}, "messages": []}),
+            Some("Extra inputs are not permitted"),
+        ),
+        (
+            json!({"max_tokens": 4096, "thinking": adaptive, "messages": [{"role": "assistant", "content": [tool_use]}]}),
+            None,
+        ),
+        (
+            json!({"max_tokens": 4096, "thinking": adaptive, "messages": [{"role": "assistant", "content": [{"type": "thinking", "thinking": "x"}, tool_use]}]}),
+            Some("signature: Field required"),
+        ),
         (
             json!({"max_tokens": 4096, "thinking": {"type": "enabled", "budget_tokens": 100}, "messages": []}),
             Some("greater than or equal to 1024"),

@@ -555,6 +555,16 @@ pub fn bad_thinking(request: &Recorded) -> Option<Reply> {
             None,
         ))
     };
+    if body["thinking"]["type"] == "adaptive" {
+        // The model decides whether to think, so an answer may come
+        // without thinking; whatever came must go back sealed.
+        if body["thinking"].get("budget_tokens").is_some() {
+            return refuse(
+                "thinking.adaptive.budget_tokens: Extra inputs are not permitted".into(),
+            );
+        }
+        return unsealed(body);
+    }
     if body["thinking"]["type"] == "enabled" {
         let budget = body["thinking"]["budget_tokens"].as_u64().unwrap_or(0);
         let max = body["max_tokens"].as_u64().unwrap_or(0);
@@ -589,12 +599,32 @@ pub fn bad_thinking(request: &Recorded) -> Option<Reply> {
             first.unwrap_or("nothing")
         ));
     }
-    if let Some(b) = content.first().filter(|b| b["type"] == "thinking")
-        && b["signature"].as_str().unwrap_or_default().is_empty()
-    {
-        return refuse(format!(
-            "messages.{i}.content.0.thinking.signature: Field required"
-        ));
+    unsealed(body)
+}
+
+/// A thinking block sent back without its signature, which Anthropic
+/// refuses.
+fn unsealed(body: &Value) -> Option<Reply> {
+    for (i, message) in body["messages"].as_array()?.iter().enumerate() {
+        for (j, block) in message["content"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .enumerate()
+        {
+            if block["type"] == "thinking"
+                && block["signature"].as_str().unwrap_or_default().is_empty()
+            {
+                let message =
+                    format!("messages.{i}.content.{j}.thinking.signature: Field required");
+                return Some(anthropic_error(
+                    400,
+                    "invalid_request_error",
+                    &message,
+                    None,
+                ));
+            }
+        }
     }
     None
 }

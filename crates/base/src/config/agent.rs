@@ -92,10 +92,53 @@ pub struct LlmConfig {
     /// `prompt_cache_key`: whether an OpenAI-compatible request carries a
     /// `prompt_cache_key` (`None`: only to OpenAI's own API).
     pub prompt_cache_key: Option<bool>,
-    /// `thinking`: the tokens of extended thinking the model may use per
-    /// answer (Anthropic's `budget_tokens`, within `max_tokens`); `None`:
-    /// no thinking.
-    pub thinking: Option<u32>,
+    /// `thinking` and `thinking_effort`: whether and how the model thinks
+    /// before it answers; `None`: as the model does by default.
+    pub thinking: Option<Thinking>,
+}
+
+/// `[llm] thinking`, Anthropic's two ways.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Thinking {
+    /// `"adaptive"`: the model decides when and how much (the way of
+    /// current models, which refuse a budget), at this effort if given.
+    Adaptive(Option<Effort>),
+    /// A number: extended thinking within that many tokens (the older
+    /// models' only way; `budget_tokens`, within `max_tokens`).
+    Budget(u32),
+}
+
+/// `thinking_effort`: Anthropic's `output_config.effort`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Effort {
+    /// Thinks least; may skip thinking on simple questions.
+    Low,
+    /// Between the two.
+    Medium,
+    /// The API's default: almost always thinks.
+    High,
+}
+
+impl Effort {
+    /// The wire name.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Effort::Low => "low",
+            Effort::Medium => "medium",
+            Effort::High => "high",
+        }
+    }
+}
+
+/// `thinking` as written: a budget or a mode's name.
+#[derive(Deserialize)]
+#[serde(untagged)]
+pub(super) enum RawThinking {
+    /// Tokens.
+    Budget(u32),
+    /// `"adaptive"` (or `"off"`).
+    Mode(String),
 }
 
 /// How a provider may cache the prompt's prefix (`llm::cache`).
@@ -216,8 +259,8 @@ pub(super) struct RawLlm {
     prompt_cache: bool,
     cache_ttl: Option<String>,
     prompt_cache_key: Option<bool>,
-    #[serde(default)]
-    thinking: u32,
+    thinking: Option<RawThinking>,
+    thinking_effort: Option<Effort>,
 }
 
 fn prompt_cache() -> bool {
@@ -384,31 +427,58 @@ pub(super) fn build_llm(
             ttl: CacheTtl::parse(raw.cache_ttl.as_deref())?,
         },
         prompt_cache_key: raw.prompt_cache_key,
-        thinking: thinking(raw.thinking, raw.provider, raw.max_tokens)?,
+        thinking: thinking(
+            raw.thinking,
+            raw.thinking_effort,
+            raw.provider,
+            raw.max_tokens,
+        )?,
     }))
 }
 
-/// `[llm] thinking`: 0 is none; else a budget Anthropic takes (at least
-/// 1,024 tokens, and below `max_tokens`, which counts the thinking too).
+/// `[llm] thinking`: `"adaptive"`, or a budget Anthropic takes (at least
+/// 1,024 tokens, and below `max_tokens`, which counts the thinking too);
+/// 0 or `"off"` is none. Other providers take neither.
 fn thinking(
-    budget: u32,
+    raw: Option<RawThinking>,
+    effort: Option<Effort>,
     provider: ProviderKind,
     max_tokens: u32,
-) -> Result<Option<u32>, (String, String)> {
+) -> Result<Option<Thinking>, (String, String)> {
     let bad = |why: String| Err(("llm.thinking".to_owned(), why));
-    match budget {
-        0 => Ok(None),
-        _ if provider != ProviderKind::Anthropic => bad(
-            "extended thinking is sent to provider = \"anthropic\" only; leave it out (or 0) \
-             for this provider"
-                .into(),
-        ),
-        1..1024 => bad("must be 0 (no thinking) or at least 1024 tokens".into()),
-        _ if budget >= max_tokens => bad(format!(
-            "must be less than max_tokens ({max_tokens}), which counts the thinking too"
-        )),
-        _ => Ok(Some(budget)),
+    let thinking = match raw {
+        None | Some(RawThinking::Budget(0)) => None,
+        Some(RawThinking::Mode(mode)) if mode == "off" => None,
+        Some(RawThinking::Mode(mode)) if mode == "adaptive" => Some(Thinking::Adaptive(effort)),
+        Some(RawThinking::Mode(mode)) => {
+            return bad(format!(
+                "{mode:?} is not a way of thinking: \"adaptive\", a budget in tokens, or \"off\""
+            ));
+        }
+        Some(RawThinking::Budget(1..1024)) => {
+            return bad("a budget must be at least 1024 tokens (or 0: no thinking)".into());
+        }
+        Some(RawThinking::Budget(budget)) if budget >= max_tokens => {
+            return bad(format!(
+                "must be less than max_tokens ({max_tokens}), which counts the thinking too"
+            ));
+        }
+        Some(RawThinking::Budget(budget)) => Some(Thinking::Budget(budget)),
+    };
+    if effort.is_some() && !matches!(thinking, Some(Thinking::Adaptive(_))) {
+        return Err((
+            "llm.thinking_effort".into(),
+            "goes with thinking = \"adaptive\"".into(),
+        ));
     }
+    if thinking.is_some() && provider != ProviderKind::Anthropic {
+        return bad(
+            "thinking is sent to provider = \"anthropic\" only; leave it out (or \"off\") for \
+             this provider"
+                .into(),
+        );
+    }
+    Ok(thinking)
 }
 
 /// `[llm.cheap]`: what it does not name comes from `[llm]` (its address

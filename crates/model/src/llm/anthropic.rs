@@ -12,7 +12,7 @@ use super::cache::{CacheControl, message_marks};
 use super::images::AnthropicMessages;
 use super::sse::Event;
 use super::types::{Block, ChatRequest, ChatResponse, StopReason, Usage};
-use hearth_base::config::PromptCache;
+use hearth_base::config::{PromptCache, Thinking};
 
 /// The request body for `POST /v1/messages`, serialized straight from the
 /// conversation: [`Message`](super::types::Message) and [`Block`] already have the API's shape
@@ -24,14 +24,20 @@ pub fn body(
     model: &str,
     request: &ChatRequest,
     cache: &PromptCache,
-    thinking: Option<u32>,
+    thinking: Option<Thinking>,
 ) -> Result<Vec<u8>, serde_json::Error> {
-    /// `thinking`: extended thinking within this many tokens.
+    /// `thinking`: adaptive, or within a budget.
     #[derive(Serialize)]
-    struct Thinking {
+    struct ThinkingParam {
         #[serde(rename = "type")]
         kind: &'static str,
-        budget_tokens: u32,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        budget_tokens: Option<u32>,
+    }
+    /// `output_config`: how hard the model works (with adaptive thinking).
+    #[derive(Serialize)]
+    struct OutputConfig {
+        effort: &'static str,
     }
     #[derive(Serialize)]
     struct Tool<'a> {
@@ -55,7 +61,9 @@ pub fn body(
         model: &'a str,
         max_tokens: u32,
         #[serde(skip_serializing_if = "Option::is_none")]
-        thinking: Option<Thinking>,
+        thinking: Option<ThinkingParam>,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        output_config: Option<OutputConfig>,
         stream: bool,
         #[serde(skip_serializing_if = "Vec::is_empty")]
         tools: Vec<Tool<'a>>,
@@ -77,10 +85,22 @@ pub fn body(
     serde_json::to_vec(&Body {
         model,
         max_tokens: request.max_tokens,
-        thinking: thinking.map(|budget_tokens| Thinking {
-            kind: "enabled",
-            budget_tokens,
+        thinking: thinking.map(|t| match t {
+            Thinking::Adaptive(_) => ThinkingParam {
+                kind: "adaptive",
+                budget_tokens: None,
+            },
+            Thinking::Budget(budget) => ThinkingParam {
+                kind: "enabled",
+                budget_tokens: Some(budget),
+            },
         }),
+        output_config: match thinking {
+            Some(Thinking::Adaptive(Some(effort))) => Some(OutputConfig {
+                effort: effort.as_str(),
+            }),
+            _ => None,
+        },
         system,
         messages: AnthropicMessages {
             messages: &request.messages,
