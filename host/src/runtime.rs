@@ -24,6 +24,7 @@ use hearth_base::secrets::Secrets;
 use hearth_base::store::{self, Store, StoreError};
 use hearth_data::knowledge::identity::Identity;
 use hearth_data::knowledge::notes::Notes;
+use hearth_data::knowledge::recall::Recall;
 use hearth_data::people::{People, Reach};
 use hearth_data::router::{Gate, Router};
 use hearth_data::workshop::Workshop;
@@ -78,6 +79,8 @@ pub struct Runtime {
     /// Summaries of long output by the cheap model (connected by the
     /// daemon's services).
     pub summaries: Arc<Summaries>,
+    /// Recall by meaning (`[memory.embeddings]`); `None`: keyword search.
+    pub recall: Option<Arc<Recall>>,
 }
 
 /// Why hearth could not start.
@@ -233,7 +236,14 @@ impl Runtime {
                 return Err(e.into());
             }
         };
-        let notes = Arc::new(Notes::new(store::open_connection(&db)?));
+        let recall = config.memory.embeddings.as_ref().map(|e| {
+            let endpoint = hearth_model::embeddings::Embeddings::new(e);
+            Arc::new(Recall::new(Arc::new(endpoint), e))
+        });
+        let notes = Arc::new(Notes::with_recall(
+            store::open_connection(&db)?,
+            recall.clone(),
+        ));
         let identity = Arc::new(
             Identity::open(cold.clone(), || identity_seed(&config)).map_err(StoreError::Sqlite)?,
         );
@@ -392,6 +402,7 @@ impl Runtime {
             secrets,
             usage,
             summaries,
+            recall,
         })
     }
 

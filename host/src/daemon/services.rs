@@ -17,6 +17,7 @@ use hearth_agent::agent::profiles;
 use hearth_agent::agent::{Agent, AgentBase};
 use hearth_base::store;
 use hearth_base::store::MAIN_AGENT;
+use hearth_data::knowledge::embedding;
 use hearth_data::knowledge::index::Indexer;
 use hearth_data::router::local::LocalHub;
 use hearth_data::router::outbox::Outbox;
@@ -80,7 +81,7 @@ impl Services {
             tracing::warn!("the kernel floor is {floor}");
         }
         let conversations = Arc::new(Conversations::new(store::open_connection(&db)?));
-        let indexer = Arc::new(Indexer::new(runtime.cold.clone()));
+        let indexer = Arc::new(Indexer::new(runtime.cold.clone()).waking(runtime.recall.clone()));
         let base = AgentBase {
             conversations,
             notes: Arc::clone(&runtime.notes),
@@ -114,6 +115,7 @@ impl Services {
             zone: hearth_agent::agent::stamp::owner_zone(runtime.config.owner.timezone.as_deref()),
             usage: Arc::clone(&runtime.usage),
             media_dir: runtime.config.home.join("media"),
+            documents: runtime.config.documents.clone(),
         };
         // Summaries of long output run on this runtime, from any thread.
         runtime.summaries.connect(tokio::runtime::Handle::current());
@@ -158,6 +160,18 @@ impl Services {
             tokio::spawn(control::serve(listener, control)),
         ];
         tasks.push(tokio::spawn(indexer.run()));
+        match &runtime.recall {
+            Some(recall) => tasks.push(tokio::spawn(embedding::run(
+                Arc::clone(recall),
+                runtime.cold.clone(),
+            ))),
+            // Nothing is queued for embedding without an endpoint.
+            None => {
+                if let Err(e) = embedding::configure(&runtime.cold.lock(), None, None) {
+                    tracing::warn!("cannot turn embedding off: {e}");
+                }
+            }
+        }
         if let Some(scheduler) = &runtime.scheduler {
             tasks.push(tokio::spawn(Arc::clone(scheduler).run()));
         }

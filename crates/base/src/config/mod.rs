@@ -9,9 +9,13 @@
 
 mod agent;
 mod backup;
+mod documents;
 #[cfg(test)]
 mod fuzz;
 mod groups;
+mod heartbeat;
+mod housekeeping;
+mod memory;
 mod plugins;
 mod policy;
 mod prices;
@@ -24,10 +28,18 @@ use std::path::{Path, PathBuf};
 use serde::Deserialize;
 
 pub use agent::{
-    AgentConfig, CacheTtl, CheapConfig, LlmConfig, OwnerConfig, PromptCache, ProviderKind,
+    AgentConfig, CacheTtl, CheapConfig, Effort, LlmConfig, OwnerConfig, PromptCache, ProviderKind,
+    Thinking,
 };
 pub use backup::{BackupConfig, DEFAULT_SCHEDULE as DEFAULT_BACKUP_SCHEDULE};
+pub use documents::DocumentsConfig;
 pub use groups::GroupsConfig;
+pub use heartbeat::{
+    CHECKLIST_FILE as HEARTBEAT_CHECKLIST_FILE, DEFAULT_SCHEDULE as DEFAULT_HEARTBEAT_SCHEDULE,
+    HeartbeatConfig,
+};
+pub use housekeeping::{HousekeepingConfig, Retention};
+pub use memory::{EmbeddingsConfig, MAX_DIMENSIONS, MemoryConfig};
 pub use plugins::{PluginEntry, PluginsConfig, closest, line_of};
 pub use policy::PolicyConfig;
 pub use scheduler::SchedulerConfig;
@@ -80,6 +92,14 @@ pub struct Config {
     pub backup: BackupConfig,
     /// `[groups]`.
     pub groups: GroupsConfig,
+    /// `[documents]`.
+    pub documents: DocumentsConfig,
+    /// `[heartbeat]`.
+    pub heartbeat: HeartbeatConfig,
+    /// `[housekeeping]`: how long each kind of file is kept.
+    pub housekeeping: HousekeepingConfig,
+    /// `[memory]`: recall by meaning, when an embeddings endpoint is named.
+    pub memory: MemoryConfig,
 }
 
 /// How much the agent may do without asking.
@@ -213,7 +233,15 @@ impl Config {
                 .filter_map(|(_, value)| value.as_str().map(str::to_owned))
                 .collect::<Vec<_>>()
         });
-        llm.map(|key| key.name).chain(plugins).collect()
+        let embeddings = self
+            .memory
+            .embeddings
+            .as_ref()
+            .and_then(|e| e.api_key_secret.clone());
+        llm.map(|key| key.name)
+            .chain(embeddings)
+            .chain(plugins)
+            .collect()
     }
 }
 
@@ -325,7 +353,12 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         key,
         message,
     };
-    let plugins = plugins::build(raw.plugins, &base).map_err(invalid_at)?;
+    let documents = documents::build(raw.documents).map_err(invalid_at)?;
+    let mut plugins = plugins::build(raw.plugins, &base).map_err(invalid_at)?;
+    // read_file reads documents under the same caps as the agent does.
+    plugins
+        .add_host_setting("fs", "documents", documents.caps_settings())
+        .map_err(invalid_at)?;
     let scripts = scripts::build(raw.scripts, &base).map_err(invalid_at)?;
     let llm = agent::build_llm(raw.llm, &home).map_err(invalid_at)?;
     let agent = agent::build_agent(raw.agent, &base).map_err(invalid_at)?;
@@ -344,6 +377,9 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
     let zone = crate::schedule::owner_zone(raw.owner.timezone.as_deref());
     let backup = backup::build(raw.backup, &base, &zone).map_err(invalid_at)?;
     let groups = groups::build(raw.groups).map_err(invalid_at)?;
+    let memory = memory::build(raw.memory, &home).map_err(invalid_at)?;
+    let heartbeat = heartbeat::build(raw.heartbeat, &base, &zone).map_err(invalid_at)?;
+    let housekeeping = housekeeping::build(raw.housekeeping).map_err(invalid_at)?;
     Ok(Config {
         source: path.map(Path::to_owned),
         home,
@@ -363,6 +399,10 @@ pub fn parse(text: &str, path: Option<&Path>) -> Result<Config, ConfigError> {
         prices,
         backup,
         groups,
+        documents,
+        heartbeat,
+        housekeeping,
+        memory,
     })
 }
 
@@ -424,6 +464,14 @@ struct RawConfig {
     backup: backup::RawBackup,
     #[serde(default)]
     groups: groups::RawGroups,
+    #[serde(default)]
+    documents: documents::RawDocuments,
+    #[serde(default)]
+    heartbeat: heartbeat::RawHeartbeat,
+    #[serde(default)]
+    housekeeping: housekeeping::RawHousekeeping,
+    #[serde(default)]
+    memory: memory::RawMemory,
 }
 
 impl Mode {
