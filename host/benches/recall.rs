@@ -17,6 +17,9 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+#[path = "common/history.rs"]
+mod history;
+
 use hearth::knowledge::hybrid;
 use hearth::knowledge::index::drain;
 use hearth::knowledge::recall::Recall;
@@ -24,10 +27,8 @@ use hearth::knowledge::search::Query;
 use hearth::knowledge::vectors;
 use hearth::store::Store;
 use hearth_base::embed::{Embed, EmbedError, EmbeddingsConfig};
-use serde_json::json;
+use history::{PER_SESSION, SESSIONS};
 
-const SESSIONS: i64 = 1_000;
-const PER_SESSION: i64 = 100;
 const DIMS: usize = 384;
 const ROUNDS: usize = 41;
 
@@ -64,47 +65,15 @@ fn vector(text: &str) -> Vec<f32> {
 fn main() {
     let home = tempfile::tempdir().expect("temp dir");
     let store = Store::open(&home.path().join("hearth.db")).expect("store");
-    let words = [
-        "plants", "train", "plumber", "weather", "forecast", "invoice", "dinner", "meeting",
-        "garden", "backup", "server", "holiday", "birthday", "recipe", "doctor", "budget",
-    ];
     let started = Instant::now();
-    {
-        let tx = store.conn().unchecked_transaction().expect("tx");
-        for s in 0..SESSIONS {
-            tx.execute(
-                "INSERT INTO sessions (agent_id, channel, chat, started_at_ms) VALUES (1, 'telegram', '1001', ?1)",
-                [s],
-            )
-            .expect("session");
-            let session = tx.last_insert_rowid();
-            for m in 0..PER_SESSION {
-                let i = (s * PER_SESSION + m) as usize;
-                let text = if s == 500 && m == 42 {
-                    "I saw the blue heron nests by the old mill".to_owned()
-                } else {
-                    format!(
-                        "about the {} and the {} we said {} would do, item {i}",
-                        words[i % words.len()],
-                        words[(i / 7) % words.len()],
-                        words[(i / 13) % words.len()]
-                    )
-                };
-                tx.execute(
-                    "INSERT INTO messages (session_id, role, content, created_at_ms) VALUES (?1, 'user', ?2, ?3)",
-                    rusqlite::params![session, json!([{ "type": "text", "text": text }]).to_string(), i as i64],
-                )
-                .expect("message");
-                let unit = vectors::normalized(&vector(&text)).expect("a vector");
-                tx.execute(
-                    "INSERT INTO embeddings (kind, item_id, model, dims, vector) VALUES ('message', ?1, 'bench-384', ?2, ?3)",
-                    rusqlite::params![tx.last_insert_rowid(), DIMS as i64, vectors::to_blob(&unit)],
-                )
-                .expect("vector");
-            }
-        }
-        tx.commit().expect("commit");
-    }
+    history::fill(store.conn(), |tx, id, text| {
+        let unit = vectors::normalized(&vector(text)).expect("a vector");
+        tx.execute(
+            "INSERT INTO embeddings (kind, item_id, model, dims, vector) VALUES ('message', ?1, 'bench-384', ?2, ?3)",
+            rusqlite::params![id, DIMS as i64, vectors::to_blob(&unit)],
+        )
+        .expect("vector");
+    });
     let fill = started.elapsed();
     drain(store.conn()).expect("drain");
     let config = EmbeddingsConfig {

@@ -10,53 +10,21 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+#[path = "common/history.rs"]
+mod history;
+
 use hearth::knowledge::index::drain;
 use hearth::knowledge::search::{Query, search};
 use hearth::store::Store;
-use serde_json::json;
+use history::{PER_SESSION, SESSIONS};
 
-const SESSIONS: i64 = 1_000;
-const PER_SESSION: i64 = 100;
 const ROUNDS: usize = 51;
 
 fn main() {
     let home = tempfile::tempdir().expect("temp dir");
     let store = Store::open(&home.path().join("hearth.db")).expect("store");
-    let words = [
-        "plants", "train", "plumber", "weather", "forecast", "invoice", "dinner", "meeting",
-        "garden", "backup", "server", "holiday", "birthday", "recipe", "doctor", "budget",
-    ];
     let started = Instant::now();
-    {
-        let tx = store.conn().unchecked_transaction().expect("tx");
-        for s in 0..SESSIONS {
-            tx.execute(
-                "INSERT INTO sessions (agent_id, channel, chat, started_at_ms) VALUES (1, 'telegram', '1001', ?1)",
-                [s],
-            )
-            .expect("session");
-            let session = tx.last_insert_rowid();
-            for m in 0..PER_SESSION {
-                let i = (s * PER_SESSION + m) as usize;
-                let text = if s == 500 && m == 42 {
-                    "I saw the blue heron nests by the old mill".to_owned()
-                } else {
-                    format!(
-                        "about the {} and the {} we said {} would do, item {i}",
-                        words[i % words.len()],
-                        words[(i / 7) % words.len()],
-                        words[(i / 13) % words.len()]
-                    )
-                };
-                tx.execute(
-                    "INSERT INTO messages (session_id, role, content, created_at_ms) VALUES (?1, 'user', ?2, ?3)",
-                    rusqlite::params![session, json!([{ "type": "text", "text": text }]).to_string(), i as i64],
-                )
-                .expect("message");
-            }
-        }
-        tx.commit().expect("commit");
-    }
+    history::fill(store.conn(), |_, _, _| {});
     let fill = started.elapsed();
     // What the indexer (or the first search) does with the queue.
     let started = Instant::now();
