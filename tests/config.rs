@@ -5,7 +5,7 @@ use hearth_tests::Hearth;
 
 #[test]
 fn bad_configs_are_refused_with_the_key_and_line() {
-    let cases: [(&str, &[&str]); 32] = [
+    let cases: [(&str, &[&str]); 36] = [
         ("colour = \"red\"\n", &["line 1", "colour"]),
         (
             "[llm]\nprovider = \"gpt\"\nmodel = \"m\"\n",
@@ -106,6 +106,22 @@ fn bad_configs_are_refused_with_the_key_and_line() {
         (
             "[llm]\nprovider = \"anthropic\"\nmodel = \"m\"\nthinking_effort = \"low\"\n",
             &["llm.thinking_effort", "adaptive"],
+        ),
+        (
+            "[memory.capture]\nquiet_seconds = 0\n",
+            &["memory.capture.quiet_seconds", "1 to 604800"],
+        ),
+        (
+            "[memory.capture]\nmax_per_conversation = 0\n",
+            &["memory.capture.max_per_conversation", "enabled = false"],
+        ),
+        (
+            "[memory.capture]\ncontacts = \"yes\"\n",
+            &["line 2", "invalid type"],
+        ),
+        (
+            "[memory.capture]\nquiet_minutes = 5\n",
+            &["line 2", "quiet_minutes"],
         ),
     ];
     for (text, expected) in cases {

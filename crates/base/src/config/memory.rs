@@ -1,5 +1,6 @@
-//! `[memory]`: how the agent recalls. Its one table so far,
-//! `[memory.embeddings]`, names an OpenAI-compatible `/embeddings`
+//! `[memory]`: how the agent recalls and what it keeps.
+//! `[memory.capture]` (`capture.rs`) is automatic memory capture by the
+//! cheap model. `[memory.embeddings]` names an OpenAI-compatible `/embeddings`
 //! endpoint (OpenAI, Ollama, llama.cpp, vLLM): with it, messages, memories
 //! and scratchpad entries are embedded in the background and searches
 //! rank by meaning as well as by words; without it, search is by keyword
@@ -10,6 +11,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+pub use super::capture::CaptureConfig;
 pub use crate::embed::{EmbeddingsConfig, MAX_DIMENSIONS};
 
 /// `[memory]`, validated.
@@ -17,6 +19,8 @@ pub use crate::embed::{EmbeddingsConfig, MAX_DIMENSIONS};
 pub struct MemoryConfig {
     /// `[memory.embeddings]`; `None`: keyword search only.
     pub embeddings: Option<EmbeddingsConfig>,
+    /// `[memory.capture]`: automatic capture by the cheap model.
+    pub capture: CaptureConfig,
 }
 
 /// `[memory]` as written.
@@ -24,6 +28,7 @@ pub struct MemoryConfig {
 #[serde(deny_unknown_fields)]
 pub(super) struct RawMemory {
     embeddings: Option<RawEmbeddings>,
+    capture: Option<super::capture::RawCapture>,
 }
 
 /// `[memory.embeddings]` as written.
@@ -44,8 +49,12 @@ struct RawEmbeddings {
 /// Checks `[memory]`; the error names the key. `home` holds the secret
 /// store a key may come from.
 pub(super) fn build(raw: RawMemory, home: &Path) -> Result<MemoryConfig, (String, String)> {
+    let capture = super::capture::build(raw.capture)?;
     let Some(raw) = raw.embeddings else {
-        return Ok(MemoryConfig::default());
+        return Ok(MemoryConfig {
+            embeddings: None,
+            capture,
+        });
     };
     let invalid = |key: &str, message: String| (format!("memory.embeddings.{key}"), message);
     let base_url = raw
@@ -146,6 +155,7 @@ pub(super) fn build(raw: RawMemory, home: &Path) -> Result<MemoryConfig, (String
             query_timeout_ms,
             min_similarity,
         }),
+        capture,
     })
 }
 

@@ -9,6 +9,7 @@
 
 mod agent;
 mod backup;
+mod capture;
 mod documents;
 #[cfg(test)]
 mod fuzz;
@@ -39,7 +40,7 @@ pub use heartbeat::{
     HeartbeatConfig,
 };
 pub use housekeeping::{HousekeepingConfig, Retention};
-pub use memory::{EmbeddingsConfig, MAX_DIMENSIONS, MemoryConfig};
+pub use memory::{CaptureConfig, EmbeddingsConfig, MAX_DIMENSIONS, MemoryConfig};
 pub use plugins::{PluginEntry, PluginsConfig, closest, line_of};
 pub use policy::PolicyConfig;
 pub use scheduler::SchedulerConfig;

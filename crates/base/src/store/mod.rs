@@ -38,6 +38,7 @@ const MIGRATIONS: &[&str] = &[
     include_str!("migrations/0016_usage_summary.sql"),
     include_str!("migrations/0017_groups.sql"),
     include_str!("migrations/0018_embeddings.sql"),
+    include_str!("migrations/0019_capture.sql"),
 ];
 
 /// The schema version this build writes and reads: the last migration's

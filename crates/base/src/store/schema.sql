@@ -87,7 +87,10 @@ CREATE TABLE memory (
     id            INTEGER PRIMARY KEY,
     agent_id      INTEGER NOT NULL REFERENCES agents (id),
     fact          TEXT    NOT NULL,
-    created_at_ms INTEGER NOT NULL
+    created_at_ms INTEGER NOT NULL,
+    source        TEXT    NOT NULL DEFAULT 'agent'
+                  CHECK (source IN ('agent', 'captured')),
+    session_id    INTEGER
 );
 CREATE TABLE outbox (
     id                 INTEGER PRIMARY KEY,
@@ -317,7 +320,7 @@ CREATE TABLE usage (
     session_id         INTEGER,
     inbox_id           INTEGER,
     kind               TEXT    NOT NULL
-                       CHECK (kind IN ('turn', 'pre_compaction', 'compaction', 'worker', 'summary', 'group')),
+                       CHECK (kind IN ('turn', 'pre_compaction', 'compaction', 'worker', 'summary', 'group', 'capture')),
     provider           TEXT    NOT NULL,
     model              TEXT    NOT NULL,
     input_tokens       INTEGER NOT NULL,
@@ -454,3 +457,10 @@ CREATE TRIGGER scratchpad_embedding_dropped AFTER DELETE ON scratchpad BEGIN
     DELETE FROM embedding_queue WHERE kind = 'scratchpad' AND item_id = old.id;
     DELETE FROM embeddings WHERE kind = 'scratchpad' AND item_id = old.id;
 END;
+
+-- Migration 19: automatic memory capture (see migrations/0019_capture.sql).
+CREATE TABLE capture_marks (
+    session_id       INTEGER PRIMARY KEY,
+    up_to_message_id INTEGER NOT NULL,
+    at_ms            INTEGER NOT NULL
+);

@@ -55,6 +55,8 @@ pub enum Kind {
     Summary,
     /// A step of a group's leader or member (`groups`).
     Group,
+    /// Automatic memory capture by the cheap model (`[memory.capture]`).
+    Capture,
 }
 
 impl Kind {
@@ -67,6 +69,7 @@ impl Kind {
             Kind::Worker => "worker",
             Kind::Summary => "summary",
             Kind::Group => "group",
+            Kind::Capture => "capture",
         }
     }
 }
