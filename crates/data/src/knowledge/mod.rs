@@ -6,7 +6,10 @@
 //! ([knowledge.md](../../../docs/knowledge.md)). With an embeddings
 //! endpoint, recall by meaning too: `recall` holds it, `embedding` keeps
 //! the vectors (`vectors`) in step, `hybrid` merges both kinds of hits.
+//! `capture` keeps what the cheap model picks out of a quiet conversation
+//! as memories marked captured.
 
+pub mod capture;
 pub mod embedding;
 pub mod hybrid;
 pub mod identity;

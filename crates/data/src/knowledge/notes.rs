@@ -48,6 +48,17 @@ pub struct PromptNotes {
     pub titles: Vec<(i64, String)>,
 }
 
+/// One memory as the owner's `/memory` lists it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Listed {
+    /// Its id (`/memory drop ID`).
+    pub id: i64,
+    /// The fact.
+    pub text: String,
+    /// When automatic capture added it; `None`: the agent wrote it.
+    pub captured_at_ms: Option<i64>,
+}
+
 /// The notes of every agent, on one connection.
 pub struct Notes {
     conn: Mutex<Connection>,
@@ -136,6 +147,30 @@ impl Notes {
             memory_chars,
             titles,
         })
+    }
+
+    /// Agent `agent`'s memories, oldest first, each with whether capture
+    /// added it.
+    pub fn listed(&self, agent: i64) -> rusqlite::Result<Vec<Listed>> {
+        self.conn()
+            .prepare_cached(
+                "SELECT id, fact, CASE source WHEN 'captured' THEN created_at_ms END \
+                 FROM memory WHERE agent_id = ?1 ORDER BY id",
+            )?
+            .query_map([agent], |r| {
+                Ok(Listed {
+                    id: r.get(0)?,
+                    text: r.get(1)?,
+                    captured_at_ms: r.get(2)?,
+                })
+            })?
+            .collect()
+    }
+
+    /// Wakes the indexer after memories were added elsewhere (by
+    /// capture, on its own connection).
+    pub fn added_elsewhere(&self) {
+        self.changed();
     }
 
     /// Adds a memory.

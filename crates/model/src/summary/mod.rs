@@ -11,6 +11,9 @@
 //! `[llm.cheap] timeout_ms`, and when it runs out (or the model fails, or
 //! the day's token budget is spent) the caller goes on without one. Every
 //! summary the model answers is recorded in the usage table as `summary`.
+//! The host asks the same model its own questions the same way
+//! ([`Summaries::ask`]): automatic memory capture's, recorded as
+//! `capture`.
 //!
 //! - `excerpt`: what of a long text the model reads (head and tail);
 //! - `service`: `model.summarize`, the host service plugins call.
@@ -26,7 +29,7 @@ use std::sync::mpsc::RecvTimeoutError;
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use crate::llm::{ChatRequest, Llm, LlmError, Message};
+use crate::llm::{ChatRequest, Llm, LlmError, Message, Usage};
 use crate::usage::{Call, Kind, Meter};
 use hearth_base::config::CheapConfig;
 
@@ -37,6 +40,29 @@ being done; whether it worked; every error and warning that matters, with the fi
 code or message as written; and the results (numbers, names, paths, versions). Leave out \
 progress noise. Never invent what the output does not show; if the middle was left out, do \
 not guess what it held.";
+
+/// A question of the host's own for the cheap model.
+pub struct Question<'a> {
+    /// The system prompt.
+    pub system: &'a str,
+    /// The one user message.
+    pub text: String,
+    /// What its tokens are recorded as.
+    pub kind: Kind,
+    /// The agent whose work it is.
+    pub agent: i64,
+    /// The session it is about, if any.
+    pub session: Option<i64>,
+}
+
+/// The cheap model's answer, and what it cost.
+#[derive(Clone, Debug)]
+pub struct Answer {
+    /// Its text, trimmed, never empty.
+    pub text: String,
+    /// Its tokens.
+    pub usage: Usage,
+}
 
 /// The daemon's summarizer, once connected.
 pub struct Summaries {
@@ -109,6 +135,29 @@ impl Summaries {
     /// A summary of `text`, which `about` says what it is (`the output of
     /// \`cargo build\`, exit code 101`). Async: for the agent's tasks.
     pub async fn summarize(&self, about: &str, text: &str) -> Result<String, SummaryError> {
+        let Some(config) = &self.config else {
+            return Err(SummaryError::Off);
+        };
+        let question = Question {
+            system: PROMPT,
+            text: excerpt::prompt(about, text, config.input_chars),
+            kind: Kind::Summary,
+            agent: hearth_base::store::MAIN_AGENT,
+            session: None,
+        };
+        Ok(self.ask(question).await?.text)
+    }
+
+    /// The most characters of input the cheap model reads
+    /// (`[llm.cheap] input_chars`); 0 without one.
+    pub fn input_chars(&self) -> usize {
+        self.config.as_ref().map_or(0, |c| c.input_chars)
+    }
+
+    /// The cheap model's answer to one of the host's own questions, under
+    /// the same deadline and budget as a summary, its tokens recorded as
+    /// `question.kind`.
+    pub async fn ask(&self, question: Question<'_>) -> Result<Answer, SummaryError> {
         let (Some(config), Some(connected)) = (&self.config, self.connected.get()) else {
             return Err(SummaryError::Off);
         };
@@ -116,12 +165,8 @@ impl Summaries {
             .check(None)
             .map_err(|spent| SummaryError::Budget(spent.reply(hearth_base::store::now_ms())))?;
         let request = ChatRequest::plain(
-            PROMPT,
-            vec![Message::user_text(excerpt::prompt(
-                about,
-                text,
-                config.input_chars,
-            ))],
+            question.system,
+            vec![Message::user_text(question.text)],
             config.llm.max_tokens,
         );
         let timeout = self.timeout();
@@ -130,23 +175,26 @@ impl Summaries {
             .map_err(|_| SummaryError::TimedOut(timeout))??;
         self.meter.record(
             &Call {
-                agent: hearth_base::store::MAIN_AGENT,
-                session: None,
+                agent: question.agent,
+                session: question.session,
                 turn: None,
-                kind: Kind::Summary,
+                kind: question.kind,
                 provider: connected.llm.provider(),
                 model: &response.model,
             },
             &response.usage,
         );
-        let summary = Message {
+        let text = Message {
             role: crate::llm::Role::Assistant,
             content: response.content,
         }
         .text();
-        match summary.trim() {
+        match text.trim() {
             "" => Err(SummaryError::Empty),
-            summary => Ok(summary.to_owned()),
+            text => Ok(Answer {
+                text: text.to_owned(),
+                usage: response.usage,
+            }),
         }
     }
 
