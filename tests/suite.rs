@@ -16,6 +16,7 @@ mod callbacks;
 mod canvas;
 mod canvas_auth;
 mod canvas_browser;
+mod capture;
 mod channel_health;
 mod cli_daemon;
 mod config;

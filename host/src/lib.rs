@@ -24,6 +24,7 @@ pub use hearth_policy as policy;
 pub use hearth_script as scripting;
 
 pub mod backup;
+pub mod capture;
 pub mod cli;
 pub mod daemon;
 pub mod doctor;

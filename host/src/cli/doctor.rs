@@ -47,6 +47,7 @@ pub fn run(
     }
     if let Some(config) = &config {
         findings.push(local::landlock(config.mode));
+        findings.push(local::capture(config));
     }
     findings.push(local::service());
     if let Some(home) = &home {

@@ -1,6 +1,6 @@
 //! The daemon's long-running services: the agents' runners, the outbox,
 //! the control socket, the scheduler, the search indexer, the scheduled
-//! backups and housekeeping. Started after the runtime, stopped before it.
+//! backups, housekeeping and memory capture. Started after the runtime, stopped before it.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -93,6 +93,11 @@ impl Services {
             owner: runtime.config.owner.name.clone(),
             plugins,
             floor,
+            capture: runtime
+                .config
+                .memory
+                .capture
+                .status(runtime.summaries.configured()),
             config_file: runtime
                 .config
                 .source
@@ -187,6 +192,17 @@ impl Services {
         tasks.push(tokio::spawn(crate::housekeeping::daily::run(Arc::new(
             runtime.config.clone(),
         ))));
+        // What the cheap model picks out of quiet conversations becomes
+        // memories ([memory.capture]).
+        if let Some(capture) = crate::capture::Capture::new(
+            &runtime.config,
+            &db,
+            &runtime.summaries,
+            &runtime.notes,
+            &runtime.secrets,
+        ) {
+            tasks.push(tokio::spawn(capture.run()));
+        }
         Ok(Services {
             tasks,
             runners,

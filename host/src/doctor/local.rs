@@ -1,6 +1,6 @@
 //! The doctor's checks that need only the disk: the config file, the
 //! home's permissions, the databases' integrity and schema, free space,
-//! Landlock and the systemd unit. They run in the CLI, daemon or not.
+//! Landlock, automatic memory capture's state and the systemd unit. They run in the CLI, daemon or not.
 
 use std::os::unix::fs::{MetadataExt, PermissionsExt};
 use std::path::{Path, PathBuf};
@@ -9,7 +9,7 @@ use std::process::Command;
 use rusqlite::{Connection, OpenFlags};
 
 use super::Finding;
-use hearth_base::config::{ConfigError, Mode};
+use hearth_base::config::{Config, ConfigError, Mode};
 use hearth_base::store;
 
 /// Free space below this fails: SQLite cannot be trusted to commit.
@@ -185,6 +185,23 @@ pub fn landlock(mode: Mode) -> Finding {
             "production mode's kernel floor is missing: commands the guard lets through run \
              unconfined; boot a kernel with Landlock (Linux 5.13+, `lsm=landlock`)",
         ),
+    }
+}
+
+/// Automatic memory capture: on (and how), or why it is off; a warning
+/// when the owner turned it on and no cheap model is there to run it.
+pub fn capture(config: &Config) -> Finding {
+    let cheap = config.llm.as_ref().is_some_and(|l| l.cheap.is_some());
+    let capture = &config.memory.capture;
+    let status = capture.status(cheap);
+    match (capture.enabled, cheap) {
+        (Some(true), false) => Finding::warn(
+            "memory capture",
+            status,
+            "add an [llm.cheap] table (a small, cheap model) for capture to run, or remove \
+             [memory.capture] enabled = true",
+        ),
+        _ => Finding::ok("memory capture", status),
     }
 }
 

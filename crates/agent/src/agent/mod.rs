@@ -22,6 +22,7 @@ mod document_caps;
 mod documents;
 pub mod history;
 mod images;
+mod memories;
 pub mod model_choice;
 pub mod profiles;
 pub mod prompt;
@@ -96,6 +97,9 @@ pub struct AgentBase {
     pub plugins: Vec<String>,
     /// The kernel floor, in words, for `/status`.
     pub floor: String,
+    /// Automatic memory capture, in words (`on: ...` or why it is off),
+    /// for `/status` and `/memory`.
+    pub capture: String,
     /// The config file the daemon runs with (absolute), `None` for the
     /// built-in defaults: one-shot commands use the same one.
     pub config_file: Option<std::path::PathBuf>,
@@ -284,7 +288,7 @@ impl Agent {
             }
         }
         format!(
-            "model: {}\nprompt: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels:{}{servers}\ntools: {}\nqueue: {}\nfloor: {}",
+            "model: {}\nprompt: {}\nuptime: {}h {:02}m {:02}s\nplugins: {}\nchannels:{}{servers}\ntools: {}\nqueue: {}\nfloor: {}\nmemory capture: {}",
             s["model"].as_str().unwrap_or("?"),
             cache_line(&self.base.usage.cache_figures()),
             uptime / 3600,
@@ -298,7 +302,8 @@ impl Agent {
             },
             s["tools"],
             s["queue"],
-            self.base.floor
+            self.base.floor,
+            self.base.capture
         )
     }
 

@@ -20,6 +20,7 @@ const HELP: &str = "Commands:
 /groups [NAME] - agent groups; one group's members, deliverables and plan
 /groups NAME approve | reject REASON | assign ID MEMBER - decide a group's plan
 /usage - tokens and estimated cost today and this month, and the budgets
+/memory - what I remember (captured ones marked); /memory drop ID forgets one
 /model [NAME | default] - the model I use, and switching among the configured ones
 /browser - what the agent's browser is doing
 /tool NAME {json} - call a tool directly
@@ -83,6 +84,7 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
             None => "Groups run in the daemon.".into(),
         },
         "/usage" if owner => usage(agent).await,
+        "/memory" if owner => super::memories::slash(agent, rest),
         "/model" if owner && agent.profile.is_main() => match &agent.base.llm {
             Ok(llm) => agent
                 .base
@@ -97,7 +99,7 @@ pub(super) async fn handle(agent: &Agent, claimed: &Claimed) -> String {
         // tools that agent may use.
         "/tool" if owner || !agent.profile.is_main() => call_tool(agent, claimed, rest).await,
         "/tools" | "/skills" | "/status" | "/tool" | "/agents" | "/contacts" | "/schedule"
-        | "/usage" | "/groups" | "/browser" | "/model" => {
+        | "/usage" | "/groups" | "/browser" | "/model" | "/memory" => {
             "That command is for the owner. Try /help.".into()
         }
         other => format!("Unknown command {other}. Try /help."),
