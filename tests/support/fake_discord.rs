@@ -90,6 +90,12 @@ struct State {
     dispatched: Vec<(u64, Value)>,
     /// Dispatches not yet written to a live connection.
     pending: Vec<(u64, Value)>,
+    /// The live session's connection, by its number: a dispatch is
+    /// written to it at once, as Discord pushes events, rather than when
+    /// the connection's thread next looks.
+    live: Option<(u64, TcpStream)>,
+    /// Connections accepted so far (each one's number).
+    connections: u64,
     seq: u64,
     session: u32,
     identifies: u32,
@@ -234,7 +240,7 @@ impl FakeDiscord {
         });
         state.history.push(payload["d"].clone());
         state.dispatched.push((seq, payload.clone()));
-        state.pending.push((seq, payload));
+        state.push(seq, payload);
         self.shared.changed.notify_all();
     }
 
@@ -264,7 +270,7 @@ impl FakeDiscord {
             }
         });
         state.dispatched.push((seq, payload.clone()));
-        state.pending.push((seq, payload));
+        state.push(seq, payload);
         self.shared.changed.notify_all();
     }
 
@@ -338,6 +344,44 @@ impl FakeDiscord {
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         self.shared.state.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+impl State {
+    /// Writes dispatch `seq` to the live connection now, or keeps it for
+    /// the next one (none is live, or a drop is on its way: what comes
+    /// meanwhile waits).
+    fn push(&mut self, seq: u64, payload: Value) {
+        if !self.drop_now
+            && let Some((_, stream)) = self.live.as_mut()
+            && write_text(stream, &payload.to_string()).is_ok()
+        {
+            self.written.push((seq, Instant::now()));
+            return;
+        }
+        self.pending.push((seq, payload));
+    }
+}
+
+/// Writes `text` as one unmasked WebSocket text frame (RFC 6455 5.2), as a
+/// server sends it. Every frame the gateway sends goes through here, under
+/// the state's lock, so frames written from two threads never interleave.
+fn write_text(stream: &mut TcpStream, text: &str) -> io::Result<()> {
+    let len = text.len();
+    let mut frame = Vec::with_capacity(len + 10);
+    frame.push(0x81);
+    match len {
+        0..=125 => frame.push(len as u8),
+        126..=0xFFFF => {
+            frame.push(126);
+            frame.extend_from_slice(&(len as u16).to_be_bytes());
+        }
+        _ => {
+            frame.push(127);
+            frame.extend_from_slice(&(len as u64).to_be_bytes());
+        }
+    }
+    frame.extend_from_slice(text.as_bytes());
+    stream.write_all(&frame)
 }
 
 fn lock(shared: &Shared) -> std::sync::MutexGuard<'_, State> {
@@ -823,11 +867,22 @@ fn serve_gateway(stream: TcpStream, shared: &Shared, url: &str) {
         return;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_millis(50)));
-    let send = |socket: &mut tungstenite::WebSocket<TcpStream>, payload: Value| {
-        socket.send(Message::text(payload.to_string()))
+    let id = {
+        let mut state = lock(shared);
+        state.connections += 1;
+        state.connections
+    };
+    // However this connection ends, dispatches stop being written to it.
+    let _live = Unlive { shared, id };
+    let Ok(mut out) = stream.try_clone() else {
+        return;
+    };
+    let send = |out: &mut TcpStream, payload: Value| {
+        let _state = lock(shared);
+        write_text(out, &payload.to_string())
     };
     if send(
-        &mut socket,
+        &mut out,
         json!({ "op": 10, "d": { "heartbeat_interval": HEARTBEAT_MS } }),
     )
     .is_err()
@@ -837,33 +892,15 @@ fn serve_gateway(stream: TcpStream, shared: &Shared, url: &str) {
     let mut live = false;
     let started = Instant::now();
     loop {
-        // Events for a live session, in order.
         if live {
-            let (pending, drop_now) = {
-                let mut state = lock(shared);
-                let drop_now = std::mem::take(&mut state.drop_now);
-                if drop_now {
-                    state.connected = false;
-                }
-                (
-                    if drop_now {
-                        Vec::new()
-                    } else {
-                        std::mem::take(&mut state.pending)
-                    },
-                    drop_now,
-                )
-            };
-            if drop_now {
+            let mut state = lock(shared);
+            if std::mem::take(&mut state.drop_now) {
+                state.connected = false;
+                state.live = None;
+                drop(state);
                 // Gone without a close frame; what comes meanwhile waits.
                 let _ = stream.shutdown(std::net::Shutdown::Both);
                 return;
-            }
-            for (seq, payload) in pending {
-                if send(&mut socket, payload).is_err() {
-                    return;
-                }
-                lock(shared).written.push((seq, Instant::now()));
             }
         } else if started.elapsed() > Duration::from_secs(10) {
             return;
@@ -891,7 +928,7 @@ fn serve_gateway(stream: TcpStream, shared: &Shared, url: &str) {
         match payload["op"].as_u64() {
             Some(1) => {
                 lock(shared).heartbeats += 1;
-                if send(&mut socket, json!({ "op": 11 })).is_err() {
+                if send(&mut out, json!({ "op": 11 })).is_err() {
                     return;
                 }
             }
@@ -904,61 +941,94 @@ fn serve_gateway(stream: TcpStream, shared: &Shared, url: &str) {
                     let _ = socket.flush();
                     return;
                 }
-                let ready = {
-                    let mut state = lock(shared);
-                    state.identifies += 1;
-                    state.session += 1;
-                    // A new session: nothing before it is owed.
-                    state.dispatched.clear();
-                    state.pending.clear();
-                    state.seq += 1;
-                    state.connected = true;
-                    shared.changed.notify_all();
-                    json!({ "op": 0, "s": state.seq, "t": "READY", "d": {
-                        "v": 10, "session_id": format!("session-{}", state.session),
-                        "resume_gateway_url": url,
-                        "user": { "id": BOT_ID, "username": "hearthbot", "bot": true },
-                        "guilds": [],
-                    }})
-                };
-                if send(&mut socket, ready).is_err() {
+                let mut state = lock(shared);
+                state.identifies += 1;
+                state.session += 1;
+                // A new session: nothing before it is owed.
+                state.dispatched.clear();
+                state.pending.clear();
+                state.seq += 1;
+                let ready = json!({ "op": 0, "s": state.seq, "t": "READY", "d": {
+                    "v": 10, "session_id": format!("session-{}", state.session),
+                    "resume_gateway_url": url,
+                    "user": { "id": BOT_ID, "username": "hearthbot", "bot": true },
+                    "guilds": [],
+                }});
+                if write_text(&mut out, &ready.to_string()).is_err() {
                     return;
                 }
+                if !go_live(&mut state, id, &out) {
+                    return;
+                }
+                shared.changed.notify_all();
                 live = true;
             }
             Some(6) => {
                 let seq = payload["d"]["seq"].as_u64().unwrap_or(0);
-                let replay = {
-                    let mut state = lock(shared);
-                    let known = format!("session-{}", state.session);
-                    if payload["d"]["session_id"] != known.as_str() {
-                        drop(state);
-                        let _ = send(&mut socket, json!({ "op": 9, "d": false }));
-                        continue;
+                let mut state = lock(shared);
+                let known = format!("session-{}", state.session);
+                if payload["d"]["session_id"] != known.as_str() {
+                    if write_text(&mut out, &json!({ "op": 9, "d": false }).to_string()).is_err() {
+                        return;
                     }
-                    state.resumes.push(seq);
-                    state.pending.clear();
-                    state.seq += 1;
-                    let resumed = state.seq;
-                    state.connected = true;
-                    shared.changed.notify_all();
-                    let mut replay: Vec<Value> = state
-                        .dispatched
-                        .iter()
-                        .filter(|(s, _)| *s > seq)
-                        .map(|(_, p)| p.clone())
-                        .collect();
-                    replay.push(json!({ "op": 0, "s": resumed, "t": "RESUMED", "d": {} }));
-                    replay
-                };
+                    continue;
+                }
+                state.resumes.push(seq);
+                state.pending.clear();
+                state.seq += 1;
+                let resumed = state.seq;
+                let mut replay: Vec<Value> = state
+                    .dispatched
+                    .iter()
+                    .filter(|(s, _)| *s > seq)
+                    .map(|(_, p)| p.clone())
+                    .collect();
+                replay.push(json!({ "op": 0, "s": resumed, "t": "RESUMED", "d": {} }));
                 for payload in replay {
-                    if send(&mut socket, payload).is_err() {
+                    if write_text(&mut out, &payload.to_string()).is_err() {
                         return;
                     }
                 }
+                if !go_live(&mut state, id, &out) {
+                    return;
+                }
+                shared.changed.notify_all();
                 live = true;
             }
             _ => {}
+        }
+    }
+}
+
+/// Makes connection `id` (its writing half `out`) the live one, and writes
+/// what waited for it. `false` if it cannot be written to.
+fn go_live(state: &mut State, id: u64, out: &TcpStream) -> bool {
+    let Ok(stream) = out.try_clone() else {
+        return false;
+    };
+    state.connected = true;
+    state.live = Some((id, stream));
+    for (seq, payload) in std::mem::take(&mut state.pending) {
+        state.push(seq, payload);
+    }
+    true
+}
+
+/// Ends a connection's turn as the live one when its thread returns.
+struct Unlive<'a> {
+    shared: &'a Shared,
+    id: u64,
+}
+
+impl Drop for Unlive<'_> {
+    fn drop(&mut self) {
+        let mut state = lock(self.shared);
+        if state
+            .live
+            .as_ref()
+            .is_some_and(|(live, _)| *live == self.id)
+        {
+            state.live = None;
         }
     }
 }
