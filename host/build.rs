@@ -29,6 +29,11 @@ fn main() {
         .join("idle.ld");
     std::fs::copy(order, &out).expect("copy link/idle.ld into OUT_DIR");
     println!("cargo:rustc-link-arg-bin=hearth=-Wl,-T,{}", out.display());
+    // The daemon is position-independent, and its 74,000 relative
+    // relocations took 1.8 MB as RELA entries that the loader reads at
+    // every start (the Lua workers' too). Packed (DT_RELR, glibc 2.36 and
+    // later, which LLD marks the binary as needing) they take kilobytes.
+    println!("cargo:rustc-link-arg-bin=hearth=-Wl,-z,pack-relative-relocs");
 }
 
 /// Only optimised builds for the target whose default linker is LLD (Rust
