@@ -1,13 +1,17 @@
-//! Benchmark: 1,000 inbound Discord direct messages through the fake
+//! Benchmark: 1,200 inbound Discord direct messages through the fake
 //! Discord, and the idle memory a configured Discord channel adds.
 //!
 //! The release daemon runs with the real Discord plugin against the fake
 //! Gateway and REST API and the fake model. Messages go one at a time,
-//! each answered before the next. For each: host overhead = (the reply's
-//! `POST .../messages` arrives − the `MESSAGE_CREATE` was written to the
-//! bot's connection) − (the model's answer written − the model's request
-//! arrived): the gateway read, the gate, the inbox, the turn, the outbox,
-//! the split and the send. All 1,000 must be answered once.
+//! each answered before the next: first 1,000 back to back (each sent as
+//! soon as the previous reply arrived, a warm daemon), then 200 each after
+//! 50 ms of quiet, as an owner's messages always arrive (the daemon's
+//! threads asleep, so the message pays their wake-ups). For each: host
+//! overhead = (the reply's `POST .../messages` arrives − the
+//! `MESSAGE_CREATE` was written to the bot's connection) − (the model's
+//! answer written − the model's request arrived): the gateway read, the
+//! gate, the inbox, the turn, the outbox, the split and the send. Each
+//! phase has its figure. All 1,200 must be answered once.
 //!
 //! Then the idle VmRSS of the daemon with the channel connected against
 //! the same config with `enabled = false`, medians of three alternating
@@ -21,8 +25,9 @@ use hearth_tests::fake_discord::FakeDiscord;
 use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
 use hearth_tests::{Hearth, bench, plugin};
 
+/// The messages sent back to back; `bench::AFTER_IDLE` more follow.
 const MESSAGES: usize = 1000;
-/// Users the messages rotate over (ten each, so no conversation is long
+/// Users the messages rotate over (twelve each, so no conversation is long
 /// enough to be compacted); all are allowed, so all are the owner.
 const USERS: u64 = 100;
 const FIRST_USER: u64 = 100_000_000_000_000_000;
@@ -56,11 +61,15 @@ fn main() {
         "the bot did not connect"
     );
 
-    let mut overhead = Vec::with_capacity(MESSAGES);
+    let all = MESSAGES + bench::AFTER_IDLE;
+    let mut overhead = Vec::with_capacity(all);
     let whole = Instant::now();
-    for n in 0..MESSAGES {
+    for n in 0..all {
         llm.push(anthropic_text(&format!("reply **{n}**")));
         let user = FIRST_USER + n as u64 % USERS;
+        if n >= MESSAGES {
+            std::thread::sleep(bench::IDLE_GAP);
+        }
         discord.dm(&user.to_string(), &format!("message {n}"));
         let sent = discord.wait_sent(n + 1, Duration::from_secs(30));
         assert_eq!(sent.len(), n + 1, "message {n} was not answered");
@@ -76,38 +85,28 @@ fn main() {
         );
     }
     let total = whole.elapsed();
-    let sent = discord.wait_sent(MESSAGES, Duration::from_secs(1));
+    let sent = discord.wait_sent(all, Duration::from_secs(1));
     let mut texts: Vec<_> = sent.iter().map(|s| s.content.clone()).collect();
     texts.sort();
     texts.dedup();
-    assert_eq!(sent.len(), MESSAGES, "a message was lost or answered twice");
-    assert_eq!(texts.len(), MESSAGES, "a reply was sent twice");
+    assert_eq!(sent.len(), all, "a message was lost or answered twice");
+    assert_eq!(texts.len(), all, "a reply was sent twice");
     assert_eq!(
         llm.received().len(),
-        MESSAGES,
+        all,
         "a message reached the model twice"
     );
     let _ = daemon.kill();
     let _ = daemon.wait();
 
-    overhead.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let at = |q: f64| ms(overhead[((overhead.len() - 1) as f64 * q).round() as usize]);
     println!(
-        "discord inbound: {MESSAGES} messages, all answered once, in {:.1} s",
+        "discord inbound: {all} messages ({MESSAGES} back to back, {} after {} ms idle), \
+         all answered once, in {:.1} s",
+        bench::AFTER_IDLE,
+        bench::IDLE_GAP.as_millis(),
         total.as_secs_f64()
     );
-    println!(
-        "host overhead per message: median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
-        at(0.5),
-        at(0.9),
-        at(0.99),
-        at(1.0)
-    );
-    println!(
-        "figure: discord inbound host overhead median: {:.3} ms (target <= 2)",
-        at(0.5)
-    );
+    bench::print_inbound("discord", &overhead, MESSAGES);
 
     let (on, off) = bench::idle_rss_on_off(PAIRS, IDLE, |extra| {
         let discord = FakeDiscord::start(TOKEN);

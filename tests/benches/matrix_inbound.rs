@@ -1,14 +1,17 @@
-//! Benchmark: 1,000 inbound Matrix messages through the fake homeserver,
+//! Benchmark: 1,200 inbound Matrix messages through the fake homeserver,
 //! and the idle memory a configured Matrix channel adds.
 //!
 //! The release daemon runs with the real Matrix plugin against the fake
 //! homeserver and the fake model. Messages go one at a time, each answered
-//! before the next. For each: host overhead = (the reply's `PUT
-//! .../send/m.room.message/...` arrives − the `/sync` answer carrying the
-//! message was written to the bot) − (the model's answer written − the
-//! model's request arrived): the sync read, the gate, the inbox, the turn,
-//! the outbox, the HTML rendering and the send. All 1,000 must be
-//! answered once.
+//! before the next: first 1,000 back to back (each sent as soon as the
+//! previous reply arrived, a warm daemon), then 200 each after 50 ms of
+//! quiet, as an owner's messages always arrive (the daemon's threads
+//! asleep, so the message pays their wake-ups). For each: host overhead =
+//! (the reply's `PUT .../send/m.room.message/...` arrives − the `/sync`
+//! answer carrying the message was written to the bot) − (the model's
+//! answer written − the model's request arrived): the sync read, the gate,
+//! the inbox, the turn, the outbox, the HTML rendering and the send. Each
+//! phase has its figure. All 1,200 must be answered once.
 //!
 //! Then the idle VmRSS of the daemon with the channel syncing against the
 //! same config with `enabled = false`, medians of three alternating runs
@@ -22,8 +25,9 @@ use hearth_tests::fake_llm::{FakeLlm, anthropic_text};
 use hearth_tests::fake_matrix::FakeMatrix;
 use hearth_tests::{Hearth, bench, plugin};
 
+/// The messages sent back to back; `bench::AFTER_IDLE` more follow.
 const MESSAGES: usize = 1000;
-/// Users the messages rotate over, each in a room of their own (ten
+/// Users the messages rotate over, each in a room of their own (twelve
 /// messages each, so no conversation is long enough to be compacted); all
 /// are allowed, so all are the owner.
 const USERS: usize = 100;
@@ -62,10 +66,14 @@ fn main() {
         "the bot did not sync"
     );
 
-    let mut overhead = Vec::with_capacity(MESSAGES);
+    let all = MESSAGES + bench::AFTER_IDLE;
+    let mut overhead = Vec::with_capacity(all);
     let whole = Instant::now();
-    for n in 0..MESSAGES {
+    for n in 0..all {
         llm.push(anthropic_text(&format!("reply **{n}**")));
+        if n >= MESSAGES {
+            std::thread::sleep(bench::IDLE_GAP);
+        }
         matrix.say(&room(n), &user(n), &format!("message {n}"));
         let sent = matrix.wait_sent(n + 1, Duration::from_secs(30));
         assert_eq!(sent.len(), n + 1, "message {n} was not answered");
@@ -81,41 +89,31 @@ fn main() {
         );
     }
     let total = whole.elapsed();
-    let sent = matrix.wait_sent(MESSAGES, Duration::from_secs(1));
+    let sent = matrix.wait_sent(all, Duration::from_secs(1));
     let mut texts: Vec<_> = sent
         .iter()
         .map(|s| s.content["body"].as_str().unwrap_or_default().to_owned())
         .collect();
     texts.sort();
     texts.dedup();
-    assert_eq!(sent.len(), MESSAGES, "a message was lost or answered twice");
-    assert_eq!(texts.len(), MESSAGES, "a reply was sent twice");
+    assert_eq!(sent.len(), all, "a message was lost or answered twice");
+    assert_eq!(texts.len(), all, "a reply was sent twice");
     assert_eq!(
         llm.received().len(),
-        MESSAGES,
+        all,
         "a message reached the model twice"
     );
     let _ = daemon.kill();
     let _ = daemon.wait();
 
-    overhead.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    let at = |q: f64| ms(overhead[((overhead.len() - 1) as f64 * q).round() as usize]);
     println!(
-        "matrix inbound: {MESSAGES} messages, all answered once, in {:.1} s",
+        "matrix inbound: {all} messages ({MESSAGES} back to back, {} after {} ms idle), \
+         all answered once, in {:.1} s",
+        bench::AFTER_IDLE,
+        bench::IDLE_GAP.as_millis(),
         total.as_secs_f64()
     );
-    println!(
-        "host overhead per message: median {:.3} ms, p90 {:.3} ms, p99 {:.3} ms, max {:.3} ms",
-        at(0.5),
-        at(0.9),
-        at(0.99),
-        at(1.0)
-    );
-    println!(
-        "figure: matrix inbound host overhead median: {:.3} ms (target <= 2)",
-        at(0.5)
-    );
+    bench::print_inbound("matrix", &overhead, MESSAGES);
 
     let (on, off) = bench::idle_rss_on_off(PAIRS, IDLE, |extra| {
         let matrix = FakeMatrix::start(TOKEN);

@@ -1,5 +1,6 @@
 //! What the benchmarks in `tests/benches` share: timing a closure over
-//! warm-up and measured runs, and reading percentiles off the samples.
+//! warm-up and measured runs, reading percentiles off the samples, and the
+//! channel inbound benches' two phases (back to back, then after idle).
 
 use std::time::{Duration, Instant};
 
@@ -22,6 +23,64 @@ pub fn percentiles(samples: &mut [Duration]) -> (Duration, Duration) {
     samples.sort();
     let n = samples.len();
     (samples[n / 2], samples[(n * 90 / 100).min(n - 1)])
+}
+
+/// The quiet before each after-idle message of a channel inbound bench,
+/// as an owner's messages always arrive: long enough for the daemon's
+/// threads to sleep and the CPUs to leave their busy state, so the message
+/// pays the wake-ups a back-to-back one does not.
+pub const IDLE_GAP: Duration = Duration::from_millis(50);
+
+/// How many messages a channel inbound bench sends after `IDLE_GAP` each,
+/// once its back-to-back ones are answered.
+pub const AFTER_IDLE: usize = 200;
+
+/// The median, p90, p99 and max of `samples` (sorted in place).
+pub fn spread(samples: &mut [Duration]) -> [Duration; 4] {
+    let (median, p90) = percentiles(samples);
+    let n = samples.len();
+    [
+        median,
+        p90,
+        samples[(n * 99 / 100).min(n - 1)],
+        samples[n - 1],
+    ]
+}
+
+/// Prints a channel inbound bench's host overhead per message: the spread
+/// and the figure of the first `back_to_back` of `overheads` (each message
+/// sent as soon as the previous one was answered), then of the rest (each
+/// sent after `IDLE_GAP` of quiet). The back-to-back figure is
+/// `figure: <channel> inbound host overhead median`, the other
+/// `figure: <channel> inbound host overhead after 50 ms idle median`.
+pub fn print_inbound(channel: &str, overheads: &[Duration], back_to_back: usize) {
+    let idle = format!("after {} ms idle", IDLE_GAP.as_millis());
+    let (warm, cold) = overheads.split_at(back_to_back);
+    let mut medians = [Duration::ZERO; 2];
+    for (i, (phase, part)) in [("back to back", warm), (idle.as_str(), cold)]
+        .into_iter()
+        .enumerate()
+    {
+        let [median, p90, p99, max] = spread(&mut part.to_vec());
+        println!(
+            "host overhead per message, {phase} ({} messages): median {:.3} ms, p90 {:.3} ms, \
+             p99 {:.3} ms, max {:.3} ms",
+            part.len(),
+            ms(median),
+            ms(p90),
+            ms(p99),
+            ms(max)
+        );
+        medians[i] = median;
+    }
+    println!(
+        "figure: {channel} inbound host overhead median: {:.3} ms (target <= 2)",
+        ms(medians[0])
+    );
+    println!(
+        "figure: {channel} inbound host overhead {idle} median: {:.3} ms (target <= 2)",
+        ms(medians[1])
+    );
 }
 
 /// `d` in milliseconds.
