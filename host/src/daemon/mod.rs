@@ -13,6 +13,7 @@
 
 pub mod control;
 mod notify;
+mod pageout;
 mod runners;
 mod services;
 mod watchdog;
@@ -153,6 +154,21 @@ async fn serve(
         pid = std::process::id(),
         "ready"
     );
+    // What start-up alone ran is given back once the daemon has settled,
+    // on this thread: it takes a millisecond or two, once, and a thread of
+    // its own would stay resident after.
+    tokio::spawn(async {
+        tokio::time::sleep(pageout::AFTER_READY).await;
+        let began = Instant::now();
+        let released = pageout::release_start_up_pages();
+        tracing::debug!(
+            mappings = released.mappings,
+            resident_kib = released.resident_kib,
+            refused = released.refused,
+            took_us = began.elapsed().as_micros() as u64,
+            "start-up pages given back"
+        );
+    });
 
     let mut current = runtime.config.clone();
     let signal_name = loop {
