@@ -587,3 +587,27 @@ fn a_skill_in_the_published_format_loads_unedited_and_an_unknown_key_is_a_note()
         "{notes}"
     );
 }
+
+/// The scripts' first load runs after the daemon is ready, so a slow
+/// script never holds up start-up; whoever asks for the tools during the
+/// load waits for it, so nobody sees the scripts half loaded.
+#[test]
+fn the_daemon_is_ready_before_a_slow_script_has_loaded_and_callers_wait_for_it() {
+    let h = Hearth::new("");
+    h.write(
+        "tools/slow.lua",
+        "hearth.sleep(1.5)\n\
+         return { name = 'slow', description = 'Loads slowly.', run = function() return 'ran' end }\n",
+    );
+    let daemon = h.daemon();
+    let loaded = |l: &str| l.contains("\"message\":\"scripts loaded\"");
+    assert!(
+        !daemon.logs().iter().any(|l| loaded(l)),
+        "ready came after the scripts' load:\n{}",
+        daemon.logs().join("\n")
+    );
+    let listed = h.cmd(&["tools", "--json"]).json();
+    assert!(listed.to_string().contains("\"slow\""), "{listed}");
+    assert!(daemon.logs().iter().any(|l| loaded(l)));
+    assert_eq!(h.cmd(&["tool", "call", "slow", "{}"]).json(), json!("ran"));
+}

@@ -24,9 +24,12 @@
 //! - `skill`: `SKILL.md` parsing;
 //! - `host_calls`: what a running script may ask of the host;
 //! - `history`: versions and rollback of the agent's scripts;
-//! - `watch`: hot reload.
+//! - `watch`: hot reload;
+//! - `first_load`: the latch callers wait on while the first load runs
+//!   on its own thread.
 
 mod catalog;
+mod first_load;
 mod history;
 mod host_calls;
 pub(crate) mod pool;
@@ -40,6 +43,7 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
+use first_load::FirstLoad;
 use hearth_sdk::protocol::{Risk, ToolSpec};
 use serde_json::{Value, json};
 
@@ -87,6 +91,7 @@ pub struct Scripts {
     http: host_calls::Http,
     versions: Versions,
     reload: Mutex<()>,
+    first_load: FirstLoad,
 }
 
 /// Why the script subsystem could not start.
@@ -113,8 +118,9 @@ enum FileKind {
 }
 
 impl Scripts {
-    /// Creates the agent's script folders, loads every script, and returns
-    /// the subsystem. `examples` loads the bundled Lua examples; `reserved`
+    /// Creates the agent's script folders, starts loading every script on
+    /// a thread of its own, and returns the subsystem ([`Scripts::catalog`]
+    /// waits for that load). `examples` loads the bundled Lua examples; `reserved`
     /// are tool names Lua may not take; the kv store is kept on `kv`, the
     /// shared cold connection; `hearth.http` puts `secrets` into requests;
     /// workers start under `worker_floor`.
@@ -150,18 +156,68 @@ impl Scripts {
             http: host_calls::Http::new(&config.http, secrets),
             versions: Versions::new(kv.clone()),
             reload: Mutex::new(()),
+            first_load: FirstLoad::default(),
         });
-        let files = scripts.scan();
-        scripts.reload_paths(&files);
-        // Loading used a worker; an idle daemon keeps none.
-        scripts.pool.retire_idle(Duration::ZERO);
+        // The first load runs a worker over every file, which takes longer
+        // than the rest of start-up together, and nothing needs it before
+        // the first turn: it runs on a thread of its own, and whoever asks
+        // for the catalog waits for it (`catalog`).
+        scripts.record_home_scripts();
+        let loader = Arc::clone(&scripts);
+        let spawned = std::thread::Builder::new()
+            .name("hearth-lua-load".into())
+            .spawn(move || loader.load_everything());
+        if let Err(e) = spawned {
+            tracing::warn!("scripts load before the daemon is ready: no thread for it: {e}");
+            scripts.load_everything();
+        }
         spawn_reaper(&scripts, Duration::from_millis(config.worker_idle_ms));
         Ok(scripts)
     }
 
-    /// The current catalog.
+    /// The current catalog, once the first load is done (a caller during
+    /// start-up waits for it, so nobody sees the scripts half loaded).
     pub fn catalog(&self) -> Arc<Catalog> {
+        self.first_load.wait();
+        self.current()
+    }
+
+    /// The catalog as it is now, without waiting for the first load.
+    fn current(&self) -> Arc<Catalog> {
         Arc::clone(&self.catalog.read().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Records the agent's scripts (under `$HEARTH_HOME`) as they are at
+    /// start as versions, before the daemon is ready: the load that does
+    /// this too runs later, and an edit made the moment the daemon is ready
+    /// must be a version of its own, not the first one seen.
+    fn record_home_scripts(&self) {
+        let home = self.roots.len() - 1;
+        for dir in ["lib", "tools", "skills"] {
+            for file in self.scan_dir(home, &self.roots[home].join(dir)) {
+                if let Ok(source) = read_script(&file) {
+                    self.record_by_hand(home, &file, Some(&source));
+                }
+            }
+        }
+    }
+
+    /// Scans every root, loads what it finds and marks the first load
+    /// done, whatever happens on the way.
+    fn load_everything(&self) {
+        let _done = self.first_load.done_on_drop();
+        let began = std::time::Instant::now();
+        let files = self.scan();
+        self.reload_paths(&files);
+        // Loading used a worker; an idle daemon keeps none.
+        self.pool.retire_idle(Duration::ZERO);
+        let catalog = self.current();
+        tracing::info!(
+            tools = catalog.tools().len(),
+            problems = catalog.problems().len(),
+            took_ms = began.elapsed().as_millis() as u64,
+            "scripts loaded"
+        );
     }
 
     /// The script roots (bundled first, then the examples when on, then
@@ -183,7 +239,7 @@ impl Scripts {
     /// the last good version of a file keeps serving.
     pub fn reload_paths(&self, paths: &[PathBuf]) {
         let _one_at_a_time = self.reload.lock().unwrap_or_else(|p| p.into_inner());
-        let current = self.catalog();
+        let current = self.current();
         let mut files = current.files().clone();
         let mut libraries_changed = false;
         // Files loaded in this pass after the last library was: they saw

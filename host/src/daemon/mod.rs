@@ -149,7 +149,8 @@ async fn serve(
         // Tenths of a millisecond are all a start-up time can mean.
         startup_ms = (started.elapsed().as_secs_f64() * 10_000.0).round() / 10.0,
         plugins = runtime.plugins.active().len(),
-        tools = runtime.tools.list().len(),
+        // Lua tools are counted when they have loaded ("scripts loaded").
+        tools = runtime.tools.fixed_count(),
         home = %runtime.config.home.display(),
         pid = std::process::id(),
         "ready"

@@ -277,6 +277,12 @@ impl ToolRegistry {
         args.get(key)?.as_str().map(str::to_owned)
     }
 
+    /// How many built-in and plugin tools there are; unlike [`Self::list`],
+    /// this does not wait for the scripts' first load.
+    pub fn fixed_count(&self) -> usize {
+        self.with_table(|table| table.tools.len())
+    }
+
     /// Every tool, sorted by name.
     pub fn list(&self) -> Vec<Listed> {
         let fixed: Vec<Listed> = self.with_table(|table| {
