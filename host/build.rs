@@ -1,34 +1,17 @@
-//! Lays out the release binary's machine code so that what an idle daemon
-//! runs sits together.
+//! Links the release binary with packed relative relocations, and records
+//! the commit the binary is built from, for `hearth --version`, so a bug
+//! report names the exact source.
 //!
-//! The kernel maps a binary's code in 64 KiB windows around each page it
-//! faults in, so start-up code scattered over 10 MB of text made 7 MB of
-//! it resident. `link/idle.ld` is a linker script that gathers the
-//! functions start-up and an idle daemon run, in the order they first run
-//! (written by `scripts/text-order`), into one section ahead of the rest of
-//! the code, so they share a few windows. A name it lists that a build
-//! lacks matches nothing, so a stale list costs memory, never correctness.
-//!
-//! It also records the commit the binary is built from, for `hearth
-//! --version`, so a bug report names the exact source.
-
-use std::path::Path;
+//! The code is laid out as the linker leaves it: the daemon pages out
+//! its binary's start-up pages once it has settled (`daemon/pageout.rs`),
+//! which a hand-kept function order no longer improved on (measured in
+//! docs/benchmarks.md, "Start-up time and idle memory").
 
 fn main() {
     record_commit();
-    let order = Path::new("link/idle.ld");
-    println!("cargo:rerun-if-changed={}", order.display());
-    if !orders_text() {
+    if !packs_relocations() {
         return;
     }
-    // The linker gets a copy in OUT_DIR, not a path into this checkout:
-    // cargo may reuse this script's output for another checkout of the
-    // same source sharing the target directory, and that path would be
-    // stale there.
-    let out = std::path::PathBuf::from(std::env::var_os("OUT_DIR").expect("cargo sets OUT_DIR"))
-        .join("idle.ld");
-    std::fs::copy(order, &out).expect("copy link/idle.ld into OUT_DIR");
-    println!("cargo:rustc-link-arg-bin=hearth=-Wl,-T,{}", out.display());
     // The daemon is position-independent, and its 74,000 relative
     // relocations took 1.8 MB as RELA entries that the loader reads at
     // every start (the Lua workers' too). Packed (DT_RELR, glibc 2.36 and
@@ -37,10 +20,9 @@ fn main() {
 }
 
 /// Only optimised builds for the target whose default linker is LLD (Rust
-/// 1.90 and later on x86-64 Linux) take the order, the one setup it was
-/// written and measured for; a build that names its own linker keeps the
-/// default layout.
-fn orders_text() -> bool {
+/// 1.90 and later on x86-64 Linux) pack them, the one setup this was
+/// measured for; a build that names its own linker links as it chooses.
+fn packs_relocations() -> bool {
     let env = |key: &str| std::env::var(key).unwrap_or_default();
     let linker_chosen = env("CARGO_ENCODED_RUSTFLAGS").contains("link")
         || std::env::var_os("CARGO_TARGET_X86_64_UNKNOWN_LINUX_GNU_LINKER").is_some();
