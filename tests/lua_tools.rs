@@ -611,3 +611,32 @@ fn the_daemon_is_ready_before_a_slow_script_has_loaded_and_callers_wait_for_it()
     assert!(daemon.logs().iter().any(|l| loaded(l)));
     assert_eq!(h.cmd(&["tool", "call", "slow", "{}"]).json(), json!("ran"));
 }
+
+/// An idle daemon holds no Lua worker and no thread to retire one: the
+/// thread runs while a worker lives and ends with the last.
+#[test]
+fn the_worker_reaper_runs_only_while_a_worker_lives() {
+    let h = Hearth::new("[scripts]\nworker_idle_ms = 300\n");
+    h.write("tools/quick.lua", &tool("quick", "return 'ok'"));
+    let daemon = h.daemon();
+    let threads = || {
+        std::fs::read_dir(format!("/proc/{}/task", daemon.pid()))
+            .unwrap()
+            .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+            .filter(|name| name.starts_with("hearth-lua-reap"))
+            .count()
+    };
+    let eventually_none = |what: &str| {
+        let start = Instant::now();
+        while threads() > 0 {
+            assert!(start.elapsed() < Duration::from_secs(10), "{what}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    };
+    // The scripts' first load retires its worker when it is done.
+    h.cmd(&["tools"]).ok();
+    eventually_none("a reaper after the first load");
+    assert_eq!(h.cmd(&["tool", "call", "quick", "{}"]).json(), json!("ok"));
+    assert_eq!(threads(), 1, "no reaper while a worker lives");
+    eventually_none("the reaper outlived the last worker");
+}

@@ -20,6 +20,11 @@ impl FirstLoad {
             .unwrap_or_else(|p| p.into_inner());
     }
 
+    /// Whether the first load is done.
+    pub(crate) fn is_done(&self) -> bool {
+        *self.done.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     /// A guard that marks the load done when dropped, so a load that
     /// panics still lets every waiter go on (with what was loaded).
     pub(crate) fn done_on_drop(&self) -> DoneOnDrop<'_> {
@@ -55,6 +60,7 @@ mod tests {
         latch.wait();
         assert!(load.join().is_err());
         // Done for good: a later wait returns at once.
+        assert!(latch.is_done());
         latch.wait();
     }
 }

@@ -40,7 +40,7 @@ pub mod worker;
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::{Component, Path, PathBuf};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, Mutex, RwLock, Weak};
 use std::time::Duration;
 
 use first_load::FirstLoad;
@@ -92,6 +92,10 @@ pub struct Scripts {
     versions: Versions,
     reload: Mutex<()>,
     first_load: FirstLoad,
+    /// Whether the thread that retires idle workers runs (`keep_reaping`).
+    reaping: Mutex<bool>,
+    /// This subsystem, for that thread.
+    me: Weak<Scripts>,
 }
 
 /// Why the script subsystem could not start.
@@ -146,7 +150,7 @@ impl Scripts {
         let mut roots: Vec<PathBuf> = bundled.into_iter().chain(examples).collect();
         roots.push(home.to_owned());
         let program = worker_program();
-        let scripts = Arc::new(Scripts {
+        let scripts = Arc::new_cyclic(|me| Scripts {
             roots,
             config: config.clone(),
             pool: Pool::new(program, config.memory_mb, config.workers, worker_floor),
@@ -157,6 +161,8 @@ impl Scripts {
             versions: Versions::new(kv.clone()),
             reload: Mutex::new(()),
             first_load: FirstLoad::default(),
+            reaping: Mutex::new(false),
+            me: me.clone(),
         });
         // The first load runs a worker over every file, which takes longer
         // than the rest of start-up together, and nothing needs it before
@@ -171,7 +177,6 @@ impl Scripts {
             tracing::warn!("scripts load before the daemon is ready: no thread for it: {e}");
             scripts.load_everything();
         }
-        spawn_reaper(&scripts, Duration::from_millis(config.worker_idle_ms));
         Ok(scripts)
     }
 
@@ -332,13 +337,15 @@ impl Scripts {
                 self, catalog, tool, depth, &caller, registry, method, params,
             )
         };
-        self.pool.request(
+        let answer = self.pool.request(
             &tool.chunk,
             &request,
             Duration::from_millis(deadline_ms),
             depth > 0,
             &mut host,
-        )
+        );
+        self.keep_reaping();
+        answer
     }
 
     /// Validates and writes an agent script (`tools/<x>.lua`,
@@ -550,13 +557,54 @@ impl Scripts {
                 "{method} is not available while a script loads; call it from run()"
             )),
         };
-        self.pool.request(
+        let answer = self.pool.request(
             chunk,
             request,
             Duration::from_millis(self.config.load_deadline_ms),
             false,
             &mut host,
-        )
+        );
+        self.keep_reaping();
+        answer
+    }
+
+    /// Makes sure idle workers are retired: a helper thread runs while the
+    /// pool has workers and ends with the last one, so an idle daemon has
+    /// neither workers nor the thread (nor its wake-ups).
+    fn keep_reaping(&self) {
+        // The first load retires its worker itself when it ends.
+        if !self.first_load.is_done() {
+            return;
+        }
+        let mut running = self.reaping.lock().unwrap_or_else(|p| p.into_inner());
+        if *running || self.pool.live() == 0 {
+            return;
+        }
+        let idle = Duration::from_millis(self.config.worker_idle_ms);
+        let every = (idle / 2).max(Duration::from_millis(100));
+        let me = self.me.clone();
+        let spawned = std::thread::Builder::new()
+            .name("hearth-lua-reaper".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(every);
+                    let Some(scripts) = me.upgrade() else {
+                        return;
+                    };
+                    scripts.pool.retire_idle(idle);
+                    // Checked under the flag: a call that starts a worker
+                    // after this sees the thread gone and starts another.
+                    let mut running = scripts.reaping.lock().unwrap_or_else(|p| p.into_inner());
+                    if scripts.pool.live() == 0 {
+                        *running = false;
+                        return;
+                    }
+                }
+            });
+        match spawned {
+            Ok(_) => *running = true,
+            Err(e) => tracing::warn!("idle script workers will not be retired: {e}"),
+        }
     }
 
     /// Every script file in every root, in load order.
@@ -600,27 +648,6 @@ impl Scripts {
 
     fn kv(&self) -> std::sync::MutexGuard<'_, rusqlite::Connection> {
         self.kv.lock()
-    }
-}
-
-/// Retires workers idle for `idle` from a helper thread, which ends when
-/// the scripts are dropped.
-fn spawn_reaper(scripts: &Arc<Scripts>, idle: Duration) {
-    let weak = Arc::downgrade(scripts);
-    let every = (idle / 2).max(Duration::from_millis(100));
-    let spawned = std::thread::Builder::new()
-        .name("hearth-lua-reaper".into())
-        .spawn(move || {
-            loop {
-                std::thread::sleep(every);
-                match weak.upgrade() {
-                    Some(scripts) => scripts.pool.retire_idle(idle),
-                    None => return,
-                }
-            }
-        });
-    if let Err(e) = spawned {
-        tracing::warn!("idle script workers will not be retired: {e}");
     }
 }
 

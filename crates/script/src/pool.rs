@@ -183,6 +183,11 @@ impl Pool {
         self.freed.notify_one();
     }
 
+    /// Worker processes alive now, busy or idle.
+    pub fn live(&self) -> usize {
+        self.state.lock().unwrap_or_else(|p| p.into_inner()).live
+    }
+
     /// Stops idle workers unused for `older_than`: an idle daemon holds no
     /// worker processes, and the next call starts one.
     pub fn retire_idle(&self, older_than: Duration) {
@@ -333,7 +338,7 @@ impl Worker {
         let mut child = self.child;
         let _ = child.kill();
         let _ = std::thread::Builder::new()
-            .name("hearth-lua-reap".into())
+            .name("hearth-lua-kill".into())
             .spawn(move || child.wait());
     }
 }
