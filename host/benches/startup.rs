@@ -6,7 +6,9 @@
 //! Each run starts the release binary with `config/hearth.toml` (its canvas
 //! moved to a free port) in a fresh `$HEARTH_HOME`, with `NOTIFY_SOCKET`
 //! pointing at a socket of ours, and times the spawn until `READY=1`
-//! arrives and until a `GET /` on the canvas's port has a status line back.
+//! arrives and until a `GET /` on the canvas's port has a status line back,
+//! then starts it again on the same home, as a daemon restarts (no schema
+//! to create).
 //! NullClaw's runs alternate with hearth's: its gateway and web channel,
 //! timed to the gateway's answer to `GET /health` (it sends no `READY=1`).
 //! Memory runs then let each daemon idle and read `VmRSS`, `Pss` and
@@ -61,10 +63,15 @@ fn main() {
     let nullclaw = NullClaw::from_env();
 
     let (mut http, mut ready, mut peer_http) = (Vec::new(), Vec::new(), Vec::new());
+    let (mut http_again, mut ready_again) = (Vec::new(), Vec::new());
     for _ in 0..READY_RUNS {
         let daemon = Daemon::start(&bin, "");
         http.push(ms(daemon.first_http));
         ready.push(ms(daemon.ready));
+        // The same home again, as a daemon restarts: no schema to create.
+        let daemon = Daemon::start_in(&bin, "", daemon.stop());
+        http_again.push(ms(daemon.first_http));
+        ready_again.push(ms(daemon.ready));
         daemon.stop();
         if let Some(nullclaw) = &nullclaw {
             let peer = nullclaw.start();
@@ -117,6 +124,10 @@ fn main() {
         15.0,
         2,
     );
+    let again = (median(&mut http_again), None);
+    figure("restart to first HTTP answer median", "ms", again, 6.0, 2);
+    let again = (median(&mut ready_again), None);
+    figure("restart to ready median", "ms", again, 15.0, 2);
     idle_figures("at 10 s", &at_10s, &peer_10s);
     let size = |bin: &Path| stripped_size(bin) as f64 / 1e6;
     let sizes = (size(&bin), nullclaw.as_ref().map(|n| size(&n.bin)));
@@ -278,15 +289,21 @@ struct Daemon {
     child: Child,
     ready: Duration,
     first_http: Duration,
-    _home: tempfile::TempDir,
+    home: tempfile::TempDir,
 }
 
 impl Daemon {
-    /// Starts with the bundled config and `extra` appended to it; returns
-    /// once `READY=1` has come and the canvas has answered a `GET /`.
+    /// Starts with the bundled config and `extra` appended to it, in a
+    /// fresh home; returns once `READY=1` has come and the canvas has
+    /// answered a `GET /`.
     fn start(bin: &Path, extra: &str) -> Daemon {
-        let home = tempfile::tempdir().expect("temp dir");
+        Daemon::start_in(bin, extra, tempfile::tempdir().expect("temp dir"))
+    }
+
+    /// Like [`Daemon::start`], in `home` (a stopped daemon's, for a restart).
+    fn start_in(bin: &Path, extra: &str, home: tempfile::TempDir) -> Daemon {
         let sock_path = home.path().join("notify.sock");
+        let _ = std::fs::remove_file(&sock_path);
         let sock = UnixDatagram::bind(&sock_path).expect("bind");
         sock.set_read_timeout(Some(Duration::from_secs(10)))
             .expect("timeout");
@@ -316,15 +333,17 @@ impl Daemon {
             child,
             ready: ready.join().expect("READY=1"),
             first_http,
-            _home: home,
+            home,
         }
     }
 
-    fn stop(mut self) {
+    /// Stops the daemon and hands back its home.
+    fn stop(mut self) -> tempfile::TempDir {
         // SAFETY: kill(2) on the child we spawned.
         unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
         let status = self.child.wait().expect("wait");
         assert!(status.success(), "hearth exited with {status}");
+        self.home
     }
 }
 
