@@ -126,7 +126,10 @@ fn write_new(home: &Path, path: &Path, value: &str) -> std::io::Result<()> {
             .open(&temp)?;
         file.write_all(value.as_bytes())?;
         file.write_all(b"\n")?;
-        file.sync_all()?;
+        // No fsync: the rename shows readers the whole file either way,
+        // and the token matters only while this daemon runs; after a
+        // crash the next start writes a new one. An fsync here cost
+        // every start a disk flush before the control socket was up.
         std::fs::rename(&temp, path)
     })();
     if written.is_err() {
