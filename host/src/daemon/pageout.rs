@@ -207,7 +207,10 @@ Anonymous:             0 kB
         let before = resident();
         let released = release_start_up_pages();
         let after = resident();
-        assert!(released.mappings >= 1 && released.refused == 0, "{released:?}");
+        assert!(
+            released.mappings >= 1 && released.refused == 0,
+            "{released:?}"
+        );
         assert!(
             after * 2 < before,
             "resident KiB of the binary's clean mappings: {before} before, {after} after"
