@@ -29,4 +29,5 @@ pub mod cli;
 pub mod daemon;
 pub mod doctor;
 pub mod housekeeping;
+mod resident;
 pub mod runtime;

@@ -13,7 +13,6 @@
 
 pub mod control;
 mod notify;
-mod pageout;
 mod runners;
 mod services;
 mod watchdog;
@@ -159,9 +158,9 @@ async fn serve(
     // on this thread: it takes a millisecond or two, once, and a thread of
     // its own would stay resident after.
     tokio::spawn(async {
-        tokio::time::sleep(pageout::AFTER_READY).await;
+        tokio::time::sleep(crate::resident::AFTER_READY).await;
         let began = Instant::now();
-        let released = pageout::release_start_up_pages();
+        let released = crate::resident::give_back();
         tracing::debug!(
             mappings = released.mappings,
             resident_kib = released.resident_kib,

@@ -24,7 +24,14 @@ pub async fn run(config: Arc<Config>) {
     loop {
         let config = Arc::clone(&config);
         let now = hearth_base::store::now_ms();
-        match tokio::task::spawn_blocking(move || super::run(&config, now)).await {
+        // What the run touched (its code, the heap it grew) is not needed
+        // again for a day: given back as start-up's is.
+        let run = move || {
+            let report = super::run(&config, now);
+            crate::resident::give_back();
+            report
+        };
+        match tokio::task::spawn_blocking(run).await {
             Ok(Ok(report)) if report.files > 0 || !report.failures.is_empty() => {
                 tracing::info!(
                     files = report.files,

@@ -1,10 +1,12 @@
-//! Gives back the pages of the binary that only start-up ran.
+//! Gives back the pages of the binary that one-off work ran: start-up,
+//! and each day's housekeeping.
 //!
 //! The kernel maps a binary's code in 64 KiB windows around each page a
 //! process faults in, so the code start-up runs once (the config, the
 //! store, every plugin's set-up, the scripts) leaves some 15 MiB of the
-//! binary resident that an idle daemon never runs again. Once the daemon
-//! has settled, `MADV_DONTNEED` over the binary's clean mappings takes
+//! binary resident that an idle daemon never runs again, and the first
+//! housekeeping run, 30 s later, another 4 MiB. Once such work is done,
+//! `MADV_DONTNEED` over the binary's clean mappings takes
 //! those pages out of the process; they stay in the page cache, so what
 //! the daemon runs later comes back in as it runs without reading the
 //! disk, and a `hearth` command started next finds them there. This does
@@ -22,7 +24,7 @@
 
 use std::time::Duration;
 
-/// How long after `ready` the pages are given back: long enough for the
+/// How long after `ready` start-up's pages are given back: long enough for the
 /// work that follows start-up (the scripts' first load, the services'
 /// first rounds: some 10-20 ms) to be done with its code, short enough
 /// to come before an idle daemon's quiet starts, which it would otherwise
@@ -45,7 +47,7 @@ pub struct Released {
 /// (not from the page cache) and returns
 /// the heap's free pages. Best effort: what cannot be read or is refused
 /// changes nothing.
-pub fn release_start_up_pages() -> Released {
+pub fn give_back() -> Released {
     // SAFETY: malloc_trim takes a plain size and only gives free memory
     // back; every allocation stays where it is.
     unsafe {
@@ -205,7 +207,7 @@ Anonymous:             0 kB
                 .sum::<u64>()
         };
         let before = resident();
-        let released = release_start_up_pages();
+        let released = give_back();
         let after = resident();
         assert!(
             released.mappings >= 1 && released.refused == 0,
