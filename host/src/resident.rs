@@ -24,8 +24,8 @@
 
 use std::time::Duration;
 
-/// How long after `ready` start-up's pages are given back: long enough for the
-/// work that follows start-up (the scripts' first load, the services'
+/// How long after `ready` start-up's pages are given back: long enough
+/// for the work that follows start-up (the scripts' first load, the services'
 /// first rounds: some 10-20 ms) to be done with its code, short enough
 /// to come before an idle daemon's quiet starts, which it would otherwise
 /// break with a wake-up of its own (measured: 100 ms leaves as little
@@ -44,9 +44,8 @@ pub struct Released {
 }
 
 /// Drops every clean mapping of the running executable from the process
-/// (not from the page cache) and returns
-/// the heap's free pages. Best effort: what cannot be read or is refused
-/// changes nothing.
+/// (not from the page cache) and returns the heap's free pages. Best
+/// effort: what cannot be read or is refused changes nothing.
 pub fn give_back() -> Released {
     // SAFETY: malloc_trim takes a plain size and only gives free memory
     // back; every allocation stays where it is.

@@ -198,11 +198,9 @@ impl Scripts {
     /// must be a version of its own, not the first one seen.
     fn record_home_scripts(&self) {
         let home = self.roots.len() - 1;
-        for dir in ["lib", "tools", "skills"] {
-            for file in self.scan_dir(home, &self.roots[home].join(dir)) {
-                if let Ok(source) = read_script(&file) {
-                    self.record_by_hand(home, &file, Some(&source));
-                }
+        for file in self.scan_root(home) {
+            if let Ok(source) = read_script(&file) {
+                self.record_by_hand(home, &file, Some(&source));
             }
         }
     }
@@ -610,13 +608,16 @@ impl Scripts {
     /// Every script file in every root, in load order.
     fn scan(&self) -> Vec<PathBuf> {
         (0..self.roots.len())
-            .flat_map(|root| {
-                // Libraries first: tools require them as they load.
-                ["lib", "tools", "skills"]
-                    .iter()
-                    .flat_map(|dir| self.scan_dir(root, &self.roots[root].join(dir)))
-                    .collect::<Vec<_>>()
-            })
+            .flat_map(|root| self.scan_root(root))
+            .collect()
+    }
+
+    /// Script files in one root, libraries first: tools require them as
+    /// they load.
+    fn scan_root(&self, root: usize) -> Vec<PathBuf> {
+        ["lib", "tools", "skills"]
+            .iter()
+            .flat_map(|dir| self.scan_dir(root, &self.roots[root].join(dir)))
             .collect()
     }
 
