@@ -121,7 +121,7 @@ fn host_services_answer_and_unknown_ones_are_refused() {
         .cmd(&["tool", "call", "probe_host", r#"{"service":"host.info"}"#])
         .json();
     assert_eq!(info["answer"]["abi_major"], 1);
-    assert_eq!(info["answer"]["abi_minor"], 0);
+    assert_eq!(info["answer"]["abi_minor"], 1);
     assert_eq!(info["answer"]["home"], h.home().display().to_string());
     let unknown = h
         .cmd(&["tool", "call", "probe_host", r#"{"service":"kv.nuke"}"#])

@@ -457,3 +457,43 @@ fn a_reply_the_smtp_server_defers_is_sent_again() {
         .count();
     assert_eq!(tries, 2, "one deferred, one taken");
 }
+
+#[test]
+fn a_reply_the_smtp_server_refuses_for_good_is_not_sent_again() {
+    let s = setup();
+    s.llm.push(anthropic_text("Nobody will read this."));
+    let _daemon = started(&s);
+    s.smtp.fail_next(1, 550);
+    s.imap
+        .deliver("INBOX", &owner_mail("r", "hello?", "r2@home.example"));
+    let tries = || {
+        s.smtp
+            .commands()
+            .iter()
+            .filter(|c| c.to_uppercase().starts_with("DATA"))
+            .count()
+    };
+    let failed = || -> Option<String> {
+        s.home
+            .db()
+            .query_row(
+                "SELECT last_error FROM outbox WHERE status = 'failed'",
+                [],
+                |r| r.get(0),
+            )
+            .ok()
+    };
+    let deadline = Instant::now() + WAIT;
+    let why = loop {
+        if let Some(why) = failed() {
+            break why;
+        }
+        assert!(Instant::now() < deadline, "the reply was never given up");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(why.contains("550"), "the server's answer is kept: {why}");
+    // The first retry of a transient failure would come after 2 s.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(tries(), 1, "a 550 is not tried again");
+    assert!(s.smtp.received().is_empty());
+}

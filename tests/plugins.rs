@@ -65,11 +65,11 @@ fn broken_plugins_are_refused_with_a_clear_reason_and_the_rest_keep_working() {
     let cases = [
         (
             fixture("abi_major2.so"),
-            vec!["abi_major2.so", "ABI 2.0", "ABI 1.0", "rebuild the plugin"],
+            vec!["abi_major2.so", "ABI 2.0", "ABI 1.1", "rebuild the plugin"],
         ),
         (
             fixture("abi_minor_newer.so"),
-            vec!["abi_minor_newer.so", "ABI 1.7", "ABI 1.0", "upgrade hearth"],
+            vec!["abi_minor_newer.so", "ABI 1.7", "ABI 1.1", "upgrade hearth"],
         ),
         (
             fixture("no_entry.so"),

@@ -1,5 +1,5 @@
 /*
- * hearth.h - the hearth plugin ABI, version 1.0.
+ * hearth.h - the hearth plugin ABI, version 1.1.
  *
  * A plugin is a shared library that exports one function,
  * `hearth_plugin_v1`, returning a pointer to a static HearthPlugin header.
@@ -36,7 +36,7 @@ extern "C" {
 /* "HRTH": the first field after struct_size of every plugin header. */
 #define HEARTH_ABI_MAGIC 0x48525448u
 #define HEARTH_ABI_MAJOR 1u
-#define HEARTH_ABI_MINOR 0u
+#define HEARTH_ABI_MINOR 1u
 
 /* The one symbol a plugin exports. */
 #define HEARTH_ENTRY_SYMBOL "hearth_plugin_v1"
@@ -49,6 +49,7 @@ extern "C" {
 #define HEARTH_BUSY 4        /* the host queue stayed full, or storing failed; retry later */
 #define HEARTH_CLOSED 5      /* the host is shutting down */
 #define HEARTH_INVALID 6     /* the payload was malformed (see the log) */
+#define HEARTH_REFUSED 7     /* (1.1) refused for good: the host does not retry */
 
 /* Log levels for HearthHostApi.log. */
 #define HEARTH_LOG_ERROR 1u

@@ -1,4 +1,4 @@
-//! The plugin C ABI, version 1.0: the Rust mirror of `sdk/include/hearth.h`.
+//! The plugin C ABI, version 1.1: the Rust mirror of `sdk/include/hearth.h`.
 //!
 //! This module is the only place where the layout of the boundary is
 //! written down in Rust. Both the host and the SDK build on it, and a test
@@ -18,7 +18,7 @@ pub const MAGIC: u32 = 0x4852_5448;
 /// Plugins with another major are refused.
 pub const ABI_MAJOR: u16 = 1;
 /// Plugins with a newer minor than the host's are refused.
-pub const ABI_MINOR: u16 = 0;
+pub const ABI_MINOR: u16 = 1;
 /// The one symbol a plugin exports, without a trailing NUL.
 pub const ENTRY_SYMBOL: &str = "hearth_plugin_v1";
 
@@ -39,6 +39,10 @@ pub mod status {
     pub const CLOSED: i32 = 5;
     /// The payload was malformed; the host log says why.
     pub const INVALID: i32 = 6;
+    /// (Since 1.1, from a plugin) refused for good: the same call again
+    /// cannot succeed, so the host does not retry it (a mail server's
+    /// 5xx for a reply's recipient).
+    pub const REFUSED: i32 = 7;
 }
 
 /// Log levels for [`HostApi::log`].

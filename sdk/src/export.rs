@@ -214,6 +214,7 @@ fn guarded(
     let (code, bytes) = match catch_unwind(AssertUnwindSafe(f)) {
         Ok(Ok(bytes)) => (status::OK, bytes),
         Ok(Err(e @ PluginError::Unsupported(_))) => (status::UNSUPPORTED, e.to_string().into()),
+        Ok(Err(e @ PluginError::Refused(_))) => (status::REFUSED, e.to_string().into()),
         Ok(Err(e)) => (status::ERROR, e.to_string().into()),
         Err(panic) => (
             status::PANIC,

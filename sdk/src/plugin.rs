@@ -124,9 +124,15 @@ pub enum PluginError {
     /// The plugin does not offer what was asked (unknown tool or method).
     #[error("{0}")]
     Unsupported(String),
-    /// The work itself failed.
+    /// The work itself failed; the caller may try again (a channel's
+    /// send is retried with backoff).
     #[error("{0}")]
     Failed(String),
+    /// Refused for good: the same call again cannot succeed (the
+    /// recipient's server said no), so the host gives it up at once
+    /// instead of retrying. `HEARTH_REFUSED` on the ABI.
+    #[error("{0}")]
+    Refused(String),
 }
 
 impl PluginError {

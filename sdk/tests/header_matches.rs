@@ -62,7 +62,7 @@ fn c_header_agrees_with_the_rust_mirror() {
             shutdown
         ]
     );
-    let constants: [(&str, i64); 17] = [
+    let constants: [(&str, i64); 18] = [
         ("HEARTH_ABI_MAGIC", abi::MAGIC.into()),
         ("HEARTH_ABI_MAJOR", abi::ABI_MAJOR.into()),
         ("HEARTH_ABI_MINOR", abi::ABI_MINOR.into()),
@@ -73,6 +73,7 @@ fn c_header_agrees_with_the_rust_mirror() {
         ("HEARTH_BUSY", status::BUSY.into()),
         ("HEARTH_CLOSED", status::CLOSED.into()),
         ("HEARTH_INVALID", status::INVALID.into()),
+        ("HEARTH_REFUSED", status::REFUSED.into()),
         ("HEARTH_LOG_ERROR", level::ERROR.into()),
         ("HEARTH_LOG_WARN", level::WARN.into()),
         ("HEARTH_LOG_INFO", level::INFO.into()),

@@ -20,6 +20,7 @@ use super::bridge::{Bridge, PluginContext};
 use super::loader::Library;
 use super::running::Tracked;
 use super::sink::{MAX_RESULT_BYTES, Sink};
+use hearth_base::channels::{CallError, Channel};
 use hearth_base::scope::CallScope;
 
 /// A loaded, initialised plugin.
@@ -58,6 +59,15 @@ pub enum InvokeError {
     /// The plugin answered with an error.
     #[error("{message}")]
     Failed {
+        /// The plugin.
+        plugin: String,
+        /// Its message.
+        message: String,
+    },
+    /// The plugin refused the call for good (`HEARTH_REFUSED`): the same
+    /// call again cannot succeed.
+    #[error("{message}")]
+    Refused {
         /// The plugin.
         plugin: String,
         /// Its message.
@@ -295,6 +305,13 @@ impl ActivePlugin {
                     Some(format!("disabled after a crash: {message}"));
                 Err((code, InvokeError::Panicked { plugin, message }))
             }
+            status::REFUSED => Err((
+                code,
+                InvokeError::Refused {
+                    plugin,
+                    message: out.into_text(),
+                },
+            )),
             _ => Err((
                 code,
                 InvokeError::Failed {
@@ -349,13 +366,16 @@ impl crate::views::Shows for ActivePlugin {
     }
 }
 
-impl hearth_base::channels::Channel for ActivePlugin {
+impl Channel for ActivePlugin {
     fn spec(&self) -> Option<&hearth_sdk::protocol::ChannelSpec> {
         self.description().channel.as_ref()
     }
 
-    fn call(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
-        let answer = self.invoke(method, payload).map_err(|e| e.to_string());
+    fn call(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, CallError> {
+        let answer = self.invoke(method, payload).map_err(|e| match e {
+            InvokeError::Refused { message, .. } => CallError::Refused(message),
+            other => CallError::Failed(other.to_string()),
+        });
         // Every reply the outbox delivers passes here; a send the plugin
         // refused (and the outbox retries) is not one that went out.
         if answer.is_ok() && method == hearth_sdk::protocol::method::CHANNEL_SEND {

@@ -199,14 +199,16 @@ impl Mail {
     }
 }
 
-/// A refusal for good is the caller's to see; anything else is tried
-/// again by the host's outbox.
+/// A mail that cannot be built, or that the server refused for good (a
+/// 5xx: no such mailbox, policy), is refused for good, so the host's outbox
+/// does not send it twenty times; a transient failure is tried again.
 fn to_plugin_error(e: OutboxError) -> PluginError {
     match e {
         OutboxError::Build(_) | OutboxError::File(..) => {
             PluginError::InvalidArguments(e.to_string())
         }
-        OutboxError::Transient(_) | OutboxError::Refused(_) => PluginError::Failed(e.to_string()),
+        OutboxError::Refused(_) => PluginError::Refused(e.to_string()),
+        OutboxError::Transient(_) => PluginError::Failed(e.to_string()),
     }
 }
 

@@ -712,6 +712,10 @@ fn redact(result: Result<Value, ToolError>, redactor: &Redactor) -> Result<Value
                     plugin,
                     message: clean(message),
                 },
+                InvokeError::Refused { plugin, message } => InvokeError::Refused {
+                    plugin,
+                    message: clean(message),
+                },
                 InvokeError::Panicked { plugin, message } => InvokeError::Panicked {
                     plugin,
                     message: clean(message),

@@ -240,6 +240,7 @@ mod tests {
     use std::sync::mpsc;
     use std::time::Duration;
 
+    use crate::channels::CallError;
     use hearth_sdk::protocol::{ChannelSpec, ViewFrame};
 
     use super::*;
@@ -257,7 +258,7 @@ mod tests {
             Some(&self.spec)
         }
 
-        fn call(&self, _method: &str, payload: &[u8]) -> Result<Vec<u8>, String> {
+        fn call(&self, _method: &str, payload: &[u8]) -> Result<Vec<u8>, CallError> {
             if let Some(gate) = lock(&self.gate).take() {
                 let _ = gate.recv();
             }

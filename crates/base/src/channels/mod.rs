@@ -25,5 +25,18 @@ pub trait Channel: Send + Sync {
     fn spec(&self) -> Option<&ChannelSpec>;
 
     /// Calls `method` with `payload`; the answer's bytes, or why not.
-    fn call(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, String>;
+    fn call(&self, method: &str, payload: &[u8]) -> Result<Vec<u8>, CallError>;
+}
+
+/// Why a call to a channel failed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CallError {
+    /// It failed for now (the network, the service's own trouble, the
+    /// plugin unavailable): the same call may succeed later.
+    #[error("{0}")]
+    Failed(String),
+    /// The plugin refused it for good (`HEARTH_REFUSED`): the same call
+    /// again cannot succeed, so nobody should retry it.
+    #[error("{0}")]
+    Refused(String),
 }

@@ -5,7 +5,10 @@
 //! stays pending and is retried with backoff (1 s doubling to 5 min); after
 //! 20 failures it is marked failed and logged. A send that succeeded is
 //! marked delivered; a crash between the two sends it once more, which is
-//! the one duplicate a channel without idempotent sends can see. When the
+//! the one duplicate a channel without idempotent sends can see. A send
+//! the plugin refused for good (`HEARTH_REFUSED`: a mail server's 5xx for
+//! the recipient) is marked failed at once, since retrying cannot help.
+//! When the
 //! store refuses the mark (a full disk), the outcome is held in memory and
 //! recorded again each second; the reply is not sent again meanwhile.
 
@@ -19,8 +22,8 @@ use serde_json::json;
 use tokio::sync::Notify;
 
 use super::local::LocalHub;
-use hearth_base::channels::Channel;
 use hearth_base::channels::LOCAL_CHANNEL;
+use hearth_base::channels::{CallError, Channel};
 use hearth_base::store::now_ms;
 
 /// Failures after which a reply is given up.
@@ -94,7 +97,7 @@ impl Outbox {
         // Sends whose outcome the store refused (a full disk): kept here and
         // recorded again until it takes them, and never sent meanwhile,
         // since the row still reads as due.
-        let mut unrecorded: Vec<(Due, Result<(), String>)> = Vec::new();
+        let mut unrecorded: Vec<(Due, Result<(), CallError>)> = Vec::new();
         loop {
             unrecorded.retain(|(reply, outcome)| self.record(reply, outcome.clone()).is_err());
             let due = self.due().unwrap_or_else(|e| {
@@ -126,7 +129,7 @@ impl Outbox {
         }
     }
 
-    async fn send(&self, reply: &Due) -> Result<(), String> {
+    async fn send(&self, reply: &Due) -> Result<(), CallError> {
         if reply.channel == LOCAL_CHANNEL {
             // The terminal shows files as their paths, after the text.
             let mut text = reply.text.clone();
@@ -137,14 +140,12 @@ impl Outbox {
             return if self.local.deliver(&reply.chat, &message) {
                 Ok(())
             } else {
-                Err("no local client is connected".into())
+                Err(CallError::Failed("no local client is connected".into()))
             };
         }
-        let plugin = self
-            .channels
-            .get(&reply.channel)
-            .cloned()
-            .ok_or_else(|| format!("no plugin serves the channel {:?}", reply.channel))?;
+        let plugin = self.channels.get(&reply.channel).cloned().ok_or_else(|| {
+            CallError::Failed(format!("no plugin serves the channel {:?}", reply.channel))
+        })?;
         let payload = serde_json::to_vec(&OutboundMessage {
             chat: reply.chat.clone(),
             text: reply.text.clone(),
@@ -153,14 +154,14 @@ impl Outbox {
             at_ms: reply.at_ms,
             attachments: reply.files.clone(),
         })
-        .map_err(|e| e.to_string())?;
+        .map_err(|e| CallError::Failed(e.to_string()))?;
         tokio::task::spawn_blocking(move || plugin.call(method::CHANNEL_SEND, &payload))
             .await
-            .map_err(|e| e.to_string())?
+            .map_err(|e| CallError::Failed(e.to_string()))?
             .map(|_| ())
     }
 
-    fn record(&self, reply: &Due, outcome: Result<(), String>) -> rusqlite::Result<()> {
+    fn record(&self, reply: &Due, outcome: Result<(), CallError>) -> rusqlite::Result<()> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
         match outcome {
             Ok(()) => {
@@ -171,20 +172,23 @@ impl Outbox {
             }
             Err(e) => {
                 let attempts = reply.attempts + 1;
-                let status = if attempts >= MAX_ATTEMPTS {
+                let refused = matches!(e, CallError::Refused(_));
+                let status = if refused || attempts >= MAX_ATTEMPTS {
                     "failed"
                 } else {
                     "pending"
                 };
                 let backoff = 1_000i64.saturating_mul(1 << attempts.min(9)).min(300_000);
-                if status == "failed" {
+                if refused {
+                    tracing::error!(outbox = reply.id, channel = %reply.channel, "a reply was refused for good, not retrying: {e}");
+                } else if status == "failed" {
                     tracing::error!(outbox = reply.id, channel = %reply.channel, "giving up on a reply after {attempts} attempts: {e}");
                 } else if reply.channel != LOCAL_CHANNEL {
                     tracing::warn!(outbox = reply.id, channel = %reply.channel, attempts, "reply not delivered, will retry: {e}");
                 }
                 conn.execute(
                     "UPDATE outbox SET status = ?1, attempts = ?2, next_attempt_at_ms = ?3, last_error = ?4 WHERE id = ?5",
-                    params![status, attempts, now_ms() + backoff, e, reply.id],
+                    params![status, attempts, now_ms() + backoff, e.to_string(), reply.id],
                 )?;
             }
         }
