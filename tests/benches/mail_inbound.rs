@@ -15,16 +15,11 @@
 //! out, and printed beside it: the IMAP round trips between the server's
 //! `EXISTS` and the mail (DONE, SEARCH, two FETCHes) and the SMTP
 //! conversation (greeting to the end of DATA), both the channel waiting on
-//! its server. All 1,000 must be answered once, in their threads.
+//! its server. All must be answered once, in their threads.
 //!
-//! Unlike the other channels' benches this one has a single phase, and it
-//! is the after-idle one. The SMTP client writes a reply's body and its
-//! `\r\n.\r\n` in two writes, and the second waits on the server's delayed
-//! ACK (Nagle): each reply's SMTP conversation stalls about 43 ms, so every
-//! mail reaches a daemon that has been quiet that long, as a message after
-//! 50 ms of idle reaches the others. The figure is printed under both
-//! names, the inbound one and the after-idle one; a back-to-back figure
-//! cannot be measured here, and no mail waits longer than that stall.
+//! As in the other channels' benches, 1,000 mails go back to back (each
+//! delivered as soon as the previous reply was taken), then
+//! `bench::AFTER_IDLE` more, each after `bench::IDLE_GAP` of quiet.
 //!
 //! Then the idle VmRSS of the daemon with the channel idling on the inbox
 //! against the same config with `enabled = false`, medians of three
@@ -115,9 +110,13 @@ fn main() {
     let mut with_smtp = Vec::with_capacity(MAILS);
     let mut imap_time = Vec::with_capacity(MAILS);
     let mut smtp_time = Vec::with_capacity(MAILS);
+    let all = MAILS + bench::AFTER_IDLE;
     let whole = Instant::now();
-    for n in 0..MAILS {
+    for n in 0..all {
         llm.push(anthropic_text(&format!("reply **{n}**")));
+        if n >= MAILS {
+            std::thread::sleep(bench::IDLE_GAP);
+        }
         let from = sender(n);
         let raw = mail(
             &from,
@@ -156,8 +155,8 @@ fn main() {
         smtp_time.push(data_end.saturating_duration_since(greeting));
     }
     let total = whole.elapsed();
-    let sent = smtp.wait_received(MAILS, Duration::from_secs(1));
-    assert_eq!(sent.len(), MAILS, "a mail was lost or answered twice");
+    let sent = smtp.wait_received(all, Duration::from_secs(1));
+    assert_eq!(sent.len(), all, "a mail was lost or answered twice");
     for (n, reply) in sent.iter().enumerate() {
         assert_eq!(reply.to, [sender(n)], "reply {n} went elsewhere");
         assert_eq!(
@@ -166,19 +165,18 @@ fn main() {
             "reply {n} is not in its thread"
         );
     }
-    assert_eq!(
-        llm.received().len(),
-        MAILS,
-        "a mail reached the model twice"
-    );
+    assert_eq!(llm.received().len(), all, "a mail reached the model twice");
     let _ = daemon.kill();
     let _ = daemon.wait();
 
     println!(
-        "mail inbound: {MAILS} mails, all answered once in their threads, in {:.1} s",
+        "mail inbound: {all} mails ({MAILS} back to back, {} after {} ms idle), all answered \
+         once in their threads, in {:.1} s",
+        bench::AFTER_IDLE,
+        bench::IDLE_GAP.as_millis(),
         total.as_secs_f64()
     );
-    let median = print_spread("host overhead per mail", &mut overhead);
+    bench::print_inbound("mail", &overhead, MAILS);
     print_spread(
         "  of which fetched to the model's request (gate, inbox, turn start)",
         &mut inbound,
@@ -194,16 +192,6 @@ fn main() {
     print_spread(
         "left out: SMTP conversation, greeting to the end of DATA",
         &mut smtp_time,
-    );
-    println!("figure: mail inbound host overhead median: {median:.3} ms (target <= 2)");
-    println!(
-        "each mail follows the previous reply's ~43 ms SMTP stall (its DATA's end waits on a \
-         delayed ACK), so the daemon is idle before every mail: this is the after-idle figure, \
-         and a back-to-back one is not measurable"
-    );
-    println!(
-        "figure: mail inbound host overhead after {} ms idle median: {median:.3} ms (target <= 2)",
-        bench::IDLE_GAP.as_millis()
     );
 
     let (on, off) = bench::idle_rss_on_off(PAIRS, IDLE, |extra| {
