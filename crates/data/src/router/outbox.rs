@@ -31,6 +31,8 @@ const MAX_ATTEMPTS: i64 = 20;
 /// How long an outcome the store refused waits before it is recorded
 /// again.
 const RECORD_AGAIN_AFTER: Duration = Duration::from_secs(1);
+/// How long the outbox waits to read the store again after it could not.
+const STORE_AGAIN_AFTER: Duration = Duration::from_secs(60);
 
 /// Delivers stored replies.
 pub struct Outbox {
@@ -117,14 +119,23 @@ impl Outbox {
                     unrecorded.push((reply, outcome));
                 }
             }
+            // Nothing pending: sleep until woken. Every path that stores a
+            // reply wakes the outbox (`Router::outbox_wake`), so an idle
+            // daemon does not sweep its outbox once a minute for nothing.
             let next = if unrecorded.is_empty() {
-                self.next_due_in().unwrap_or(Duration::from_secs(60))
+                self.next_due_in().unwrap_or_else(|e| {
+                    tracing::error!("cannot read the outbox: {e}");
+                    Some(STORE_AGAIN_AFTER)
+                })
             } else {
-                RECORD_AGAIN_AFTER
+                Some(RECORD_AGAIN_AFTER)
             };
-            tokio::select! {
-                () = wake.notified() => {}
-                () = tokio::time::sleep(next) => {}
+            match next {
+                Some(next) => tokio::select! {
+                    () = wake.notified() => {}
+                    () = tokio::time::sleep(next) => {}
+                },
+                None => wake.notified().await,
             }
         }
     }
@@ -233,16 +244,15 @@ impl Outbox {
         }
     }
 
-    fn next_due_in(&self) -> Option<Duration> {
+    /// How long until the next pending reply is due; `None` when none is
+    /// pending.
+    fn next_due_in(&self) -> rusqlite::Result<Option<Duration>> {
         let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        let next: Option<i64> = conn
-            .query_row(
-                "SELECT MIN(next_attempt_at_ms) FROM outbox WHERE status = 'pending'",
-                [],
-                |r| r.get(0),
-            )
-            .ok()
-            .flatten();
-        next.map(|at| Duration::from_millis((at - now_ms()).clamp(0, 300_000) as u64))
+        let next: Option<i64> = conn.query_row(
+            "SELECT MIN(next_attempt_at_ms) FROM outbox WHERE status = 'pending'",
+            [],
+            |r| r.get(0),
+        )?;
+        Ok(next.map(|at| Duration::from_millis((at - now_ms()).clamp(0, 300_000) as u64)))
     }
 }
