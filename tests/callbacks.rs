@@ -123,6 +123,9 @@ fn host_services_answer_and_unknown_ones_are_refused() {
     assert_eq!(info["answer"]["abi_major"], 1);
     assert_eq!(info["answer"]["abi_minor"], 1);
     assert_eq!(info["answer"]["home"], h.home().display().to_string());
+    // A CLI command's log keeps warnings and errors only: the plugin it
+    // loaded is told so, and hands nothing quieter over.
+    assert_eq!(info["answer"]["log_level"], "warn", "{info}");
     let unknown = h
         .cmd(&["tool", "call", "probe_host", r#"{"service":"kv.nuke"}"#])
         .json();

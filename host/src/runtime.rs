@@ -163,6 +163,7 @@ impl Runtime {
             serving: daemon,
             // `model.summarize` answers only in the daemon, with a cheap model.
             summaries: daemon && cheap_model(&config).is_some(),
+            log_level: Some(log_level()),
         };
         // Every cold path takes turns on one connection (store::Cold).
         let cold = store::Cold::open(&db)?;
@@ -509,4 +510,19 @@ fn cheap_model(config: &Config) -> Option<hearth_base::config::CheapConfig> {
         .as_ref()
         .and_then(|llm| llm.cheap.as_deref())
         .cloned()
+}
+
+/// The most verbose level the host's log keeps, for `HostInfo::log_level`:
+/// the installed subscriber's own hint (the loosest of its directives).
+fn log_level() -> String {
+    use tracing::level_filters::LevelFilter;
+    match LevelFilter::current() {
+        LevelFilter::OFF => "off",
+        LevelFilter::ERROR => "error",
+        LevelFilter::WARN => "warn",
+        LevelFilter::INFO => "info",
+        LevelFilter::DEBUG => "debug",
+        _ => "trace",
+    }
+    .to_owned()
 }

@@ -10,6 +10,7 @@ use std::sync::OnceLock;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use tracing::field::{Field, Visit};
+use tracing::level_filters::LevelFilter;
 use tracing::span::{Attributes, Id, Record};
 use tracing::{Event, Metadata, Subscriber};
 
@@ -19,16 +20,33 @@ static INSTALLED: OnceLock<Host> = OnceLock::new();
 
 /// Routes this plugin's `tracing` and `log` output to `host`. A plugin that
 /// already set its own global subscriber or logger keeps it.
+///
+/// Only events the host's log keeps are handed over (`HostInfo::log_level`,
+/// at most `debug`): each one crossing the boundary wakes the host's log
+/// thread, and a library's debug lines (an HTTP client's, per request)
+/// would wake it several times a message only to be thrown away.
 pub(crate) fn install(host: Host) {
     if INSTALLED.set(host).is_err() {
         return;
     }
+    let max = host
+        .info()
+        .ok()
+        .and_then(|info| info.log_level)
+        .map_or(LevelFilter::DEBUG, |level| kept(&level));
     let _ = tracing::subscriber::set_global_default(HostSubscriber {
         host,
+        max,
         next_span: AtomicU64::new(1),
     });
     if log::set_logger(&HostLogger).is_ok() {
-        log::set_max_level(log::LevelFilter::Debug);
+        log::set_max_level(match max {
+            LevelFilter::OFF => log::LevelFilter::Off,
+            LevelFilter::ERROR => log::LevelFilter::Error,
+            LevelFilter::WARN => log::LevelFilter::Warn,
+            LevelFilter::INFO => log::LevelFilter::Info,
+            _ => log::LevelFilter::Debug,
+        });
     }
     // A cdylib carries its own copy of std, so this hook sees only this
     // plugin's panics: they go to the host's log, not to a stderr the
@@ -44,18 +62,35 @@ pub(crate) fn install(host: Host) {
     }));
 }
 
+/// What a plugin hands over for the host's `log_level`: that level, but
+/// never TRACE, which would cost a boundary crossing per event for output
+/// the host almost never shows. A level the SDK does not know: `debug`.
+fn kept(log_level: &str) -> LevelFilter {
+    match log_level {
+        "off" => LevelFilter::OFF,
+        "error" => LevelFilter::ERROR,
+        "warn" => LevelFilter::WARN,
+        "info" => LevelFilter::INFO,
+        _ => LevelFilter::DEBUG,
+    }
+}
+
 /// A `tracing` subscriber that formats each event as one line and hands it
 /// to the host. Spans are given ids but not recorded: the host log is flat.
 struct HostSubscriber {
     host: Host,
+    /// The most verbose level handed over.
+    max: LevelFilter,
     next_span: AtomicU64,
 }
 
 impl Subscriber for HostSubscriber {
     fn enabled(&self, metadata: &Metadata<'_>) -> bool {
-        // TRACE would cost a boundary crossing per event for output the host
-        // almost never shows.
-        *metadata.level() <= tracing::Level::DEBUG
+        *metadata.level() <= self.max
+    }
+
+    fn max_level_hint(&self) -> Option<LevelFilter> {
+        Some(self.max)
     }
 
     fn new_span(&self, _span: &Attributes<'_>) -> Id {
@@ -141,5 +176,26 @@ pub(crate) fn panic_message(panic: &(dyn std::any::Any + Send)) -> String {
         s.clone()
     } else {
         "unknown panic payload".to_owned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_plugin_hands_over_what_the_host_keeps_and_never_trace() {
+        let cases = [
+            ("off", LevelFilter::OFF),
+            ("error", LevelFilter::ERROR),
+            ("warn", LevelFilter::WARN),
+            ("info", LevelFilter::INFO),
+            ("debug", LevelFilter::DEBUG),
+            ("trace", LevelFilter::DEBUG),
+            ("louder", LevelFilter::DEBUG),
+        ];
+        for (level, max) in cases {
+            assert_eq!(kept(level), max, "{level}");
+        }
     }
 }

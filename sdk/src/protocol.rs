@@ -1131,6 +1131,12 @@ pub struct HostInfo {
     /// configured and this host is the daemon.
     #[serde(default)]
     pub summaries: bool,
+    /// The most verbose level the host's log keeps: `off`, `error`, `warn`,
+    /// `info`, `debug` or `trace`. A plugin need not hand over events below
+    /// it (the Rust SDK does not): each would wake the host's log thread
+    /// only to be dropped. `None` from a host that does not say.
+    #[serde(default)]
+    pub log_level: Option<String>,
 }
 
 fn default_serving() -> bool {

@@ -130,7 +130,7 @@ impl Bridge {
         let (stop, stop_rx) = bounded::<()>(0);
         let drainer = spawn_log_drainer(log_rx, stop_rx.clone())
             .map_err(|e| BridgeError::Thread("plugin log", e))?;
-        let writer = inbox::spawn_writer(conn, job_rx, stop_rx)
+        let writer = inbox::spawn_writer(conn, job_rx, stop_rx, Arc::clone(&router))
             .map_err(|e| BridgeError::Thread("inbox writer", e))?;
         Ok(Arc::new(Bridge {
             router,
@@ -213,7 +213,7 @@ impl Bridge {
         }
         let (reply, answer) = bounded(1);
         let job = StoreJob {
-            message: message.clone(),
+            message,
             route,
             reply,
         };
@@ -223,11 +223,8 @@ impl Bridge {
             Err(SendTimeoutError::Disconnected(_)) => return status::CLOSED,
         }
         match answer.recv_timeout(self.wait) {
-            Ok(Ok(Stored::New)) => {
-                self.router.stored(&message, route.agent_id);
-                status::OK
-            }
-            Ok(Ok(Stored::Duplicate)) => status::OK,
+            // The writer has woken the agent of a new message.
+            Ok(Ok(Stored::New | Stored::Duplicate)) => status::OK,
             // The store failed (a full disk, an I/O error): the message is
             // not stored, so the channel must keep it and submit it again.
             // `ERROR` would read as a refusal of its shape, which a channel

@@ -7,17 +7,26 @@
 //! messages from 8 threads commit in a few hundred transactions, not 100k.
 //!
 //! A failed commit (a full disk: SQLite answers `SQLITE_FULL` and rolls the
+//! A new message wakes its agent from this thread, right after the commit
+//! and before the submitter hears back: the agent's runner and the channel
+//! go on in parallel, and the wake-up does not wait for the channel's
+//! thread to be scheduled first.
+//!
+//! A failed commit (a full disk: SQLite answers `SQLITE_FULL` and rolls the
 //! transaction back) answers every job with the error, and the bridge tells
 //! the channel to keep the message and submit it again; the thread goes on.
 //! While it keeps failing, the error is logged once a minute with how many
 //! messages were refused meanwhile, not once per retry.
 
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use crossbeam_channel::{Receiver, Sender, select};
 use hearth_sdk::protocol::InboundMessage;
 use rusqlite::Connection;
+
+use super::Router;
 
 /// The most messages committed in one transaction.
 const MAX_BATCH: usize = 512;
@@ -67,11 +76,13 @@ pub enum Stored {
 }
 
 /// Starts the writer. It stores jobs until `stop` is disconnected, then
-/// stores what is still queued and returns.
+/// stores what is still queued and returns; each new message wakes its
+/// agent through `router`.
 pub fn spawn_writer(
     conn: Connection,
     jobs: Receiver<StoreJob>,
     stop: Receiver<()>,
+    router: Arc<Router>,
 ) -> std::io::Result<JoinHandle<()>> {
     std::thread::Builder::new()
         .name("hearth-inbox".into())
@@ -83,7 +94,7 @@ pub fn spawn_writer(
                     recv(stop) -> _ => {
                         let rest: Vec<StoreJob> = jobs.try_iter().collect();
                         for chunk in rest.chunks(MAX_BATCH) {
-                            commit(&conn, chunk, &mut health);
+                            commit(&conn, chunk, &mut health, &router);
                         }
                         return;
                     }
@@ -91,7 +102,7 @@ pub fn spawn_writer(
                 let mut batch = Vec::with_capacity(16);
                 batch.push(first);
                 batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
-                commit(&conn, &batch, &mut health);
+                commit(&conn, &batch, &mut health, &router);
             }
         })
 }
@@ -151,8 +162,9 @@ struct Health {
     refused: usize,
 }
 
-/// Inserts a batch in one transaction and answers every job.
-fn commit(conn: &Connection, batch: &[StoreJob], health: &mut Health) {
+/// Inserts a batch in one transaction, wakes the agents of the new
+/// messages, and answers every job.
+fn commit(conn: &Connection, batch: &[StoreJob], health: &mut Health, router: &Router) {
     match insert_all(conn, batch) {
         Ok(outcomes) => {
             if let Some(since) = health.failing_since.take() {
@@ -163,6 +175,9 @@ fn commit(conn: &Connection, batch: &[StoreJob], health: &mut Health) {
                 *health = Health::default();
             }
             for (job, stored) in batch.iter().zip(outcomes) {
+                if stored == Stored::New {
+                    router.stored(&job.message, job.route.agent_id);
+                }
                 // The submitter may have given up waiting; the message is
                 // stored all the same and a resubmission is a no-op.
                 let _ = job.reply.send(Ok(stored));
