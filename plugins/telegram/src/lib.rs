@@ -143,17 +143,13 @@ impl Plugin for Telegram {
             .as_ref()
             .map(|rt| rt.handle().clone())
             .ok_or_else(|| PluginError::failed("telegram is not running"))?;
-        // The host calls from its own threads; the send runs on ours and
-        // the answer comes back over a plain channel, so no runtime is
-        // entered from inside another.
-        let (done, outcome) = std::sync::mpsc::channel();
-        let shared = Arc::clone(&running.shared);
-        handle.spawn(async move {
-            let _ = done.send(shared.deliver(&message).await);
-        });
-        outcome
-            .recv()
-            .map_err(|_| PluginError::failed("telegram stopped before the send finished"))?
+        // The host calls from a thread of its blocking pool, outside any
+        // async context, so the send runs right here on the plugin's
+        // runtime: the request goes out without first waking one of the
+        // runtime's threads. The host shuts the plugin down only once no
+        // call is running, so the runtime outlives this.
+        handle
+            .block_on(running.shared.deliver(&message))
             .map_err(PluginError::Failed)
     }
 
