@@ -38,7 +38,7 @@ use hearth_base::queue::{self, BoundedSender, SendTimeoutError};
 use hearth_base::store::{Cold, now_ms};
 use hearth_data::router::Admission;
 use hearth_data::router::Router;
-use hearth_data::router::inbox::{self, Route, StoreJob, Stored};
+use hearth_data::router::inbox::{self, Inbox, Route, StoreJob, Stored};
 use hearth_data::workshop::Workshop;
 use hearth_model::summary::{self, Summaries};
 
@@ -59,6 +59,8 @@ pub struct Bridge {
     summaries: Arc<Summaries>,
     logs: BoundedSender<LogRecord>,
     jobs: BoundedSender<StoreJob>,
+    /// Stores a lone submission on the submitter's thread.
+    inbox: Inbox,
     wait: Duration,
     closed: AtomicBool,
     finishing: AtomicBool,
@@ -130,7 +132,7 @@ impl Bridge {
         let (stop, stop_rx) = bounded::<()>(0);
         let drainer = spawn_log_drainer(log_rx, stop_rx.clone())
             .map_err(|e| BridgeError::Thread("plugin log", e))?;
-        let writer = inbox::spawn_writer(conn, job_rx, stop_rx, Arc::clone(&router))
+        let (writer, inbox) = inbox::spawn_writer(conn, job_rx, stop_rx, Arc::clone(&router))
             .map_err(|e| BridgeError::Thread("inbox writer", e))?;
         Ok(Arc::new(Bridge {
             router,
@@ -139,6 +141,7 @@ impl Bridge {
             summaries: served.summaries,
             logs,
             jobs,
+            inbox,
             wait,
             closed: AtomicBool::new(false),
             finishing: AtomicBool::new(false),
@@ -206,10 +209,17 @@ impl Bridge {
         Ok(())
     }
 
-    /// Queues a message for the inbox writer and waits for the commit.
+    /// Stores a message now if the inbox is free, else queues it for the
+    /// inbox writer; returns after the commit.
     fn store(&self, message: InboundMessage, route: Route) -> i32 {
         if self.closed.load(Ordering::SeqCst) {
             return status::CLOSED;
+        }
+        match self.inbox.try_store_now(&message, route) {
+            Some(Ok(_)) => return status::OK,
+            // As for a failed commit below: keep it and submit it again.
+            Some(Err(_)) => return status::BUSY,
+            None => {}
         }
         let (reply, answer) = bounded(1);
         let job = StoreJob {

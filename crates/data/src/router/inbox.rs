@@ -1,24 +1,25 @@
-//! The inbox writer: a thread that stores submitted messages in batches.
+//! The inbox writer: stores submitted messages, on the submitter's thread
+//! when nobody else is storing, else batched by a thread of its own.
 //!
 //! Architecture invariant: nothing is acknowledged before it is stored. A
-//! plugin's `submit` waits for this thread's answer, and the answer comes
-//! only after the transaction holding the message has committed. Batching
-//! (one transaction for everything queued) keeps that cheap under load: 100k
-//! messages from 8 threads commit in a few hundred transactions, not 100k.
+//! plugin's `submit` returns only after the transaction holding its message
+//! has committed. A lone message is stored on the submitter's own thread
+//! ([`Inbox::try_store_now`]), which spares it two thread hand-offs; when
+//! the connection is busy, submissions queue for the writer thread, which
+//! stores everything queued in one transaction: 100k messages from 8
+//! threads commit in a few hundred transactions, not 100k.
+//!
+//! A new message wakes its agent right after the commit, before the
+//! submitter hears back: the agent's runner and the channel go on in
+//! parallel.
 //!
 //! A failed commit (a full disk: SQLite answers `SQLITE_FULL` and rolls the
-//! A new message wakes its agent from this thread, right after the commit
-//! and before the submitter hears back: the agent's runner and the channel
-//! go on in parallel, and the wake-up does not wait for the channel's
-//! thread to be scheduled first.
-//!
-//! A failed commit (a full disk: SQLite answers `SQLITE_FULL` and rolls the
-//! transaction back) answers every job with the error, and the bridge tells
-//! the channel to keep the message and submit it again; the thread goes on.
-//! While it keeps failing, the error is logged once a minute with how many
+//! transaction back) answers every submission with the error, and the
+//! bridge tells the channel to keep the message and submit it again. While
+//! it keeps failing, the error is logged once a minute with how many
 //! messages were refused meanwhile, not once per retry.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex, TryLockError};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -75,26 +76,70 @@ pub enum Stored {
     Duplicate,
 }
 
+/// The inbox's connection, shared by the writer thread and by submitters
+/// that find it free: a lone message is stored on the submitter's own
+/// thread, without two thread hand-offs (to the writer and back), and the
+/// writer batches only when submissions queue up behind each other.
+#[derive(Clone)]
+pub struct Inbox {
+    shared: Arc<Mutex<Shared>>,
+    router: Arc<Router>,
+}
+
+/// What the writer and the submitters share.
+struct Shared {
+    conn: Connection,
+    health: Health,
+}
+
+impl Inbox {
+    /// Stores `message` for `route` now, on this thread, if nobody else is
+    /// storing: `None` when the connection is busy (queue it for the
+    /// writer instead). A new message's agent is woken before this
+    /// returns.
+    pub fn try_store_now(
+        &self,
+        message: &InboundMessage,
+        route: Route,
+    ) -> Option<Result<Stored, String>> {
+        let mut shared = match self.shared.try_lock() {
+            Ok(shared) => shared,
+            Err(TryLockError::WouldBlock) => return None,
+            Err(TryLockError::Poisoned(p)) => p.into_inner(),
+        };
+        let outcome = store(&mut shared, &self.router, &[(message, route)]);
+        Some(outcome.map(|stored| stored[0]))
+    }
+}
+
 /// Starts the writer. It stores jobs until `stop` is disconnected, then
 /// stores what is still queued and returns; each new message wakes its
-/// agent through `router`.
+/// agent through `router`. The [`Inbox`] stores on the caller's thread
+/// when the writer is idle.
 pub fn spawn_writer(
     conn: Connection,
     jobs: Receiver<StoreJob>,
     stop: Receiver<()>,
     router: Arc<Router>,
-) -> std::io::Result<JoinHandle<()>> {
-    std::thread::Builder::new()
+) -> std::io::Result<(JoinHandle<()>, Inbox)> {
+    let inbox = Inbox {
+        shared: Arc::new(Mutex::new(Shared {
+            conn,
+            health: Health::default(),
+        })),
+        router,
+    };
+    let writer = inbox.clone();
+    let handle = std::thread::Builder::new()
         .name("hearth-inbox".into())
         .spawn(move || {
-            let mut health = Health::default();
             loop {
                 let first = select! {
                     recv(jobs) -> job => match job { Ok(job) => job, Err(_) => return },
                     recv(stop) -> _ => {
                         let rest: Vec<StoreJob> = jobs.try_iter().collect();
                         for chunk in rest.chunks(MAX_BATCH) {
-                            commit(&conn, chunk, &mut health, &router);
+                            writer.commit(chunk);
                         }
                         return;
                     }
@@ -102,9 +147,33 @@ pub fn spawn_writer(
                 let mut batch = Vec::with_capacity(16);
                 batch.push(first);
                 batch.extend(jobs.try_iter().take(MAX_BATCH - 1));
-                commit(&conn, &batch, &mut health, &router);
+                writer.commit(&batch);
             }
-        })
+        })?;
+    Ok((handle, inbox))
+}
+
+impl Inbox {
+    /// Stores a batch of queued jobs in one transaction and answers each.
+    fn commit(&self, batch: &[StoreJob]) {
+        let mut shared = self.shared.lock().unwrap_or_else(|p| p.into_inner());
+        let items: Vec<(&InboundMessage, Route)> =
+            batch.iter().map(|j| (&j.message, j.route)).collect();
+        match store(&mut shared, &self.router, &items) {
+            Ok(outcomes) => {
+                for (job, stored) in batch.iter().zip(outcomes) {
+                    // The submitter may have given up waiting; the message is
+                    // stored all the same and a resubmission is a no-op.
+                    let _ = job.reply.send(Ok(stored));
+                }
+            }
+            Err(e) => {
+                for job in batch {
+                    let _ = job.reply.send(Err(e.clone()));
+                }
+            }
+        }
+    }
 }
 
 /// Inserts one message for `route`; a known idempotency key changes
@@ -162,10 +231,16 @@ struct Health {
     refused: usize,
 }
 
-/// Inserts a batch in one transaction, wakes the agents of the new
-/// messages, and answers every job.
-fn commit(conn: &Connection, batch: &[StoreJob], health: &mut Health, router: &Router) {
-    match insert_all(conn, batch) {
+/// Inserts `items` in one transaction and wakes the agents of the new
+/// messages; a failure is logged (once a minute while it lasts) and
+/// returned for every item.
+fn store(
+    shared: &mut Shared,
+    router: &Router,
+    items: &[(&InboundMessage, Route)],
+) -> Result<Vec<Stored>, String> {
+    let health = &mut shared.health;
+    match insert_all(&shared.conn, items) {
         Ok(outcomes) => {
             if let Some(since) = health.failing_since.take() {
                 tracing::info!(
@@ -174,19 +249,17 @@ fn commit(conn: &Connection, batch: &[StoreJob], health: &mut Health, router: &R
                 );
                 *health = Health::default();
             }
-            for (job, stored) in batch.iter().zip(outcomes) {
-                if stored == Stored::New {
-                    router.stored(&job.message, job.route.agent_id);
+            for ((message, route), stored) in items.iter().zip(&outcomes) {
+                if *stored == Stored::New {
+                    router.stored(message, route.agent_id);
                 }
-                // The submitter may have given up waiting; the message is
-                // stored all the same and a resubmission is a no-op.
-                let _ = job.reply.send(Ok(stored));
             }
+            Ok(outcomes)
         }
         Err(e) => {
             let now = Instant::now();
             health.failing_since.get_or_insert(now);
-            health.refused += batch.len();
+            health.refused += items.len();
             if health
                 .logged
                 .is_none_or(|at| now.duration_since(at) >= REPEAT_LOG_EVERY)
@@ -200,18 +273,19 @@ fn commit(conn: &Connection, batch: &[StoreJob], health: &mut Health, router: &R
                 health.logged = Some(now);
                 health.refused = 0;
             }
-            for job in batch {
-                let _ = job.reply.send(Err(e.to_string()));
-            }
+            Err(e.to_string())
         }
     }
 }
 
-fn insert_all(conn: &Connection, batch: &[StoreJob]) -> rusqlite::Result<Vec<Stored>> {
+fn insert_all(
+    conn: &Connection,
+    items: &[(&InboundMessage, Route)],
+) -> rusqlite::Result<Vec<Stored>> {
     let tx = conn.unchecked_transaction()?;
-    let outcomes = batch
+    let outcomes = items
         .iter()
-        .map(|job| insert(&tx, &job.message, &job.route))
+        .map(|(message, route)| insert(&tx, message, route))
         .collect::<rusqlite::Result<Vec<_>>>()?;
     tx.commit()?;
     Ok(outcomes)
