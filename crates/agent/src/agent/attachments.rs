@@ -31,6 +31,10 @@ impl Agent {
         attachments: Vec<Attachment>,
     ) -> (String, Vec<Block>) {
         let owned = text.to_owned();
+        if attachments.is_empty() {
+            // Nothing to decode: no trip to a blocking thread and back.
+            return (owned, Vec::new());
+        }
         let (settings, dir) = (llm.image_settings(), self.base.media_dir.clone());
         let config = self.base.documents.clone();
         let work = tokio::task::spawn_blocking(move || {

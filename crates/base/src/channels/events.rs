@@ -12,6 +12,7 @@
 //! kilobytes) never fill a queue: each channel keeps only the newest frame
 //! not yet handed over, and a slow channel skips the ones in between.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 
@@ -33,13 +34,40 @@ enum Item {
     View,
 }
 
+/// One channel's queue, and how many of the events (and view markers) put
+/// in it its thread has not handed over yet: a flush with none
+/// outstanding answers at once, without a round trip through the thread.
+struct Queue {
+    tx: BoundedSender<Item>,
+    outstanding: Arc<AtomicUsize>,
+}
+
+impl Queue {
+    fn try_send(&self, item: Item) -> Result<(), TrySendError<Item>> {
+        let counted = !matches!(item, Item::Flush(_));
+        if counted {
+            self.outstanding.fetch_add(1, Ordering::AcqRel);
+        }
+        let sent = self.tx.try_send(item);
+        if sent.is_err() && counted {
+            self.outstanding.fetch_sub(1, Ordering::AcqRel);
+        }
+        sent
+    }
+
+    /// Whether every event put in the queue has been handed over.
+    fn drained(&self) -> bool {
+        self.outstanding.load(Ordering::Acquire) == 0
+    }
+}
+
 /// The newest live-view frame (serialized) waiting for one channel.
 type Slot = Arc<Mutex<Option<Vec<u8>>>>;
 
 /// The event queues of every event-capable channel.
 #[derive(Default)]
 pub struct ChannelEvents {
-    queues: Mutex<Vec<(String, BoundedSender<Item>)>>,
+    queues: Mutex<Vec<(String, Queue)>>,
     threads: Mutex<Vec<JoinHandle<()>>>,
     /// The channels that show live tool output (`ChannelSpec::tool_output`).
     tool_output: Vec<String>,
@@ -62,6 +90,8 @@ impl ChannelEvents {
                 continue;
             }
             let (tx, rx) = queue::bounded::<Item>(QUEUE);
+            let outstanding = Arc::new(AtomicUsize::new(0));
+            let handed = Arc::clone(&outstanding);
             let target = Arc::clone(plugin);
             let slot = Slot::default();
             let newest = Arc::clone(&slot);
@@ -69,6 +99,7 @@ impl ChannelEvents {
                 .name(format!("hearth-events-{}", channel.name))
                 .spawn(move || {
                     for item in rx {
+                        let counted = !matches!(item, Item::Flush(_));
                         match item {
                             Item::Event(payload) => {
                                 if let Err(e) = target.call(method::CHANNEL_EVENT, &payload) {
@@ -87,6 +118,9 @@ impl ChannelEvents {
                                 }
                             }
                         }
+                        if counted {
+                            handed.fetch_sub(1, Ordering::AcqRel);
+                        }
                     }
                 });
             match spawned {
@@ -100,7 +134,7 @@ impl ChannelEvents {
                     if channel.views {
                         events.views.push((channel.name.clone(), slot));
                     }
-                    lock(&events.queues).push((channel.name.clone(), tx));
+                    lock(&events.queues).push((channel.name.clone(), Queue { tx, outstanding }));
                     lock(&events.threads).push(thread);
                 }
                 Err(e) => {
@@ -200,7 +234,7 @@ impl ChannelEvents {
         let queued = lock(&self.queues)
             .iter()
             .find(|(name, _)| name == channel)
-            .is_some_and(|(_, tx)| tx.try_send(Item::Flush(done)).is_ok());
+            .is_some_and(|(_, tx)| !tx.drained() && tx.try_send(Item::Flush(done)).is_ok());
         if queued {
             let _ = tokio::time::timeout(wait, flushed).await;
         }
@@ -310,6 +344,36 @@ mod tests {
         events.close();
         let seen = lock(&held.seen).clone();
         assert_eq!(seen, ["first", "frame 499"], "only the newest waited");
+    }
+
+    #[test]
+    fn a_flush_waits_for_an_event_still_being_handed_over_and_not_otherwise() {
+        let (held, release) = channel(true);
+        let events = ChannelEvents::start(&[Arc::clone(&held)]);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_time()
+            .build()
+            .unwrap();
+        let flushed = |wait: Duration| {
+            let start = std::time::Instant::now();
+            runtime.block_on(events.flush("canvas", wait));
+            start.elapsed()
+        };
+        // Nothing queued: no wait at all, whatever the bound.
+        assert!(flushed(Duration::from_secs(60)) < Duration::from_secs(30));
+        // The first frame is held inside its hand-over: the flush waits
+        // out its bound.
+        assert!(events.view(&frame("held")));
+        assert!(flushed(Duration::from_millis(200)) >= Duration::from_millis(200));
+        release.send(()).unwrap();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while lock(&held.seen).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "never handed over");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        // Handed over: the flush answers at once again.
+        assert!(flushed(Duration::from_secs(60)) < Duration::from_secs(30));
+        events.close();
     }
 
     #[test]
