@@ -375,8 +375,10 @@ impl Runtime {
             guards,
             gate,
             grants: Grants::new(cold.clone()),
+            // Written a few rows a tool call, read by `hearth audit`: a
+            // cold connection (no lookaside, a small page cache).
             audit: Audit::new(
-                store::open_connection(&db)?,
+                store::open_cold_connection(&db)?,
                 known_secrets(&config),
                 Arc::clone(&secrets),
             ),

@@ -135,8 +135,9 @@ impl Services {
         agent.announce(false);
         let runners = Runners::new(base, Arc::clone(&runtime.people));
         let hub = Arc::new(LocalHub::default());
+        // A few statements a reply: a cold connection.
         let outbox = Arc::new(Outbox::new(
-            store::open_connection(&db)?,
+            store::open_cold_connection(&db)?,
             runtime.plugins.active(),
             Arc::clone(&hub),
         ));

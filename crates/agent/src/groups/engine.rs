@@ -17,7 +17,9 @@ use super::store::{self, Deliverable, Group, Status};
 use super::{Groups, lock, plan, prompts, tools};
 use hearth_model::llm::{Llm, Message, Role};
 
-/// How often the task looks even when nothing woke it.
+/// How often the task looks even when nothing woke it, while a group is
+/// active (with none, it sleeps until a change wakes it: every change goes
+/// through the daemon and pokes it).
 const PASS: Duration = Duration::from_secs(60);
 /// Reminders a member gets when it stops without reporting its
 /// deliverable complete, before the deliverable fails.
@@ -37,21 +39,29 @@ pub(super) enum Job {
 }
 
 impl Groups {
-    /// The task: a pass whenever something changes, and every minute.
+    /// The task: a pass whenever something changes, and every minute while
+    /// a group is active.
     pub async fn run(self: Arc<Self>) {
         self.announce_all();
         loop {
-            if let Err(e) = self.pass() {
-                tracing::error!("the groups' pass failed: {e}");
+            match self.pass() {
+                Ok(0) => self.wake.notified().await,
+                Ok(_) => {
+                    let _ = tokio::time::timeout(PASS, self.wake.notified()).await;
+                }
+                Err(e) => {
+                    tracing::error!("the groups' pass failed: {e}");
+                    let _ = tokio::time::timeout(PASS, self.wake.notified()).await;
+                }
             }
-            let _ = tokio::time::timeout(PASS, self.wake.notified()).await;
         }
     }
 
     /// One look at every active group; one group's trouble does not hold
-    /// up the others.
-    fn pass(self: &Arc<Self>) -> Result<(), super::GroupError> {
+    /// up the others. Returns how many are active.
+    fn pass(self: &Arc<Self>) -> Result<usize, super::GroupError> {
         let groups = store::active(&self.cold.lock())?;
+        let active = groups.len();
         for group in groups {
             match group.status {
                 Status::Planning => self.start(Job::Plan(group.id)),
@@ -63,7 +73,7 @@ impl Groups {
                 _ => {}
             }
         }
-        Ok(())
+        Ok(active)
     }
 
     /// Starts the deliverables that may start, resumes those a restart
