@@ -221,8 +221,13 @@ impl Runtime {
             tracing::warn!("{e}");
         }
         hearth_base::logging::redact_with(Arc::clone(&secrets));
+        // Hot reload is the daemon's: a CLI command's scripts stay as loaded.
+        let scripts_config = hearth_base::config::ScriptsConfig {
+            watch: daemon && config.scripts.watch,
+            ..config.scripts.clone()
+        };
         let scripts = match Scripts::start(
-            &config.scripts,
+            &scripts_config,
             config.examples,
             &config.home,
             cold.clone(),

@@ -92,6 +92,9 @@ pub struct Scripts {
     versions: Versions,
     reload: Mutex<()>,
     first_load: FirstLoad,
+    /// Hot reload, when `config.watch` is on: started by the first load,
+    /// stopped by [`Scripts::stop_watching`].
+    watcher: Mutex<Option<watch::Watcher>>,
     /// Whether the thread that retires idle workers runs (`keep_reaping`).
     reaping: Mutex<bool>,
     /// This subsystem, for that thread.
@@ -161,6 +164,7 @@ impl Scripts {
             versions: Versions::new(kv.clone()),
             reload: Mutex::new(()),
             first_load: FirstLoad::default(),
+            watcher: Mutex::new(None),
             reaping: Mutex::new(false),
             me: me.clone(),
         });
@@ -210,6 +214,22 @@ impl Scripts {
     fn load_everything(&self) {
         let _done = self.first_load.done_on_drop();
         let began = std::time::Instant::now();
+        // Watching first, then loading: a file saved before its folder is
+        // watched is read by this load, one saved after is an event, so
+        // no save is missed. Here and not on the daemon's start-up path:
+        // each watch is a round trip to notify's thread.
+        if self.config.watch
+            && let Some(me) = self.me.upgrade()
+        {
+            match watch::start(me) {
+                Ok(watcher) => {
+                    *self.watcher.lock().unwrap_or_else(|p| p.into_inner()) = Some(watcher)
+                }
+                Err(e) => {
+                    tracing::warn!("script hot reload is off: cannot watch the script folders: {e}")
+                }
+            }
+        }
         let files = self.scan();
         self.reload_paths(&files);
         // Loading used a worker; an idle daemon keeps none.
@@ -221,6 +241,18 @@ impl Scripts {
             took_ms = began.elapsed().as_millis() as u64,
             "scripts loaded"
         );
+    }
+
+    /// Stops hot reload (the daemon, at shutdown); waits for the first
+    /// load, which starts it.
+    pub fn stop_watching(&self) {
+        self.first_load.wait();
+        let watcher = self
+            .watcher
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .take();
+        drop(watcher);
     }
 
     /// The script roots (bundled first, then the examples when on, then

@@ -124,23 +124,6 @@ async fn serve(
     let deadline = Duration::from_millis(runtime.config.daemon.shutdown_timeout_ms);
     let run_id = record_start(&runtime);
     let services = services::Services::start(&runtime, control, started)?;
-    // Watching before `ready`: a script saved the moment the daemon says
-    // it is ready is picked up, never missed.
-    let watcher = match (runtime.config.scripts.watch, runtime.tools.scripts()) {
-        (true, Some(scripts)) => {
-            match hearth_script::watch::start(std::sync::Arc::clone(scripts)) {
-                Ok(w) => Some(w),
-                Err(e) => {
-                    tracing::warn!(
-                        "script hot reload is off: cannot watch the script folders: {e}"
-                    );
-                    None
-                }
-            }
-        }
-        _ => None,
-    };
-
     notify::ready();
     // systemd arms the watchdog at READY=1, so the pings start here.
     let pings = watchdog::start();
@@ -182,7 +165,9 @@ async fn serve(
     };
 
     tracing::info!(signal = signal_name, "stopping");
-    drop(watcher);
+    if let Some(scripts) = runtime.tools.scripts() {
+        scripts.stop_watching();
+    }
     if let Some(pings) = pings {
         pings.abort();
     }
