@@ -380,13 +380,7 @@ impl Runtime {
             guards,
             gate,
             grants: Grants::new(cold.clone()),
-            // Written a few rows a tool call, read by `hearth audit`: a
-            // cold connection (no lookaside, a small page cache).
-            audit: Audit::new(
-                store::open_cold_connection(&db)?,
-                known_secrets(&config),
-                Arc::clone(&secrets),
-            ),
+            audit: Audit::new(cold.clone(), known_secrets(&config), Arc::clone(&secrets)),
         }));
         let (tools, tool_warnings) = ToolRegistry::new(&plugins, builtins, policy);
         let cold_handle = cold;

@@ -30,7 +30,7 @@ use serde_json::Value;
 
 use hearth_base::caller::Caller;
 use hearth_base::secrets::{Redactor, Secrets, Snapshot};
-use hearth_base::store::now_ms;
+use hearth_base::store::{Cold, now_ms};
 
 /// What the audit records about one call.
 pub struct Entry<'a> {
@@ -138,7 +138,7 @@ impl Audit {
     /// An audit writing on `conn`, scrubbing from what it stores the
     /// values `secrets` (replaced by [`REDACTED`]) and the owner's secrets
     /// as they are at each call (replaced by `[secret:NAME]`).
-    pub fn new(conn: Connection, secrets: Vec<String>, owners: Arc<Secrets>) -> Audit {
+    pub fn new(conn: Cold, secrets: Vec<String>, owners: Arc<Secrets>) -> Audit {
         Audit {
             writer: writer::Writer::start(conn),
             secrets: own_secrets(&secrets),

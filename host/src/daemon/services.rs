@@ -135,9 +135,8 @@ impl Services {
         agent.announce(false);
         let runners = Runners::new(base, Arc::clone(&runtime.people));
         let hub = Arc::new(LocalHub::default());
-        // A few statements a reply: a cold connection.
         let outbox = Arc::new(Outbox::new(
-            store::open_cold_connection(&db)?,
+            runtime.cold.clone(),
             runtime.plugins.active(),
             Arc::clone(&hub),
         ));

@@ -13,7 +13,7 @@
 //! recorded again each second; the reply is not sent again meanwhile.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use hearth_sdk::protocol::{Attachment, OutboundMessage, method};
@@ -24,7 +24,7 @@ use tokio::sync::Notify;
 use super::local::LocalHub;
 use hearth_base::channels::LOCAL_CHANNEL;
 use hearth_base::channels::{CallError, Channel};
-use hearth_base::store::now_ms;
+use hearth_base::store::{Cold, now_ms};
 
 /// Failures after which a reply is given up.
 const MAX_ATTEMPTS: i64 = 20;
@@ -36,7 +36,8 @@ const STORE_AGAIN_AFTER: Duration = Duration::from_secs(60);
 
 /// Delivers stored replies.
 pub struct Outbox {
-    conn: Mutex<Connection>,
+    /// The shared cold connection: a few statements a reply.
+    conn: Cold,
     channels: HashMap<String, Arc<dyn Channel>>,
     local: Arc<LocalHub>,
 }
@@ -75,7 +76,7 @@ struct Due {
 impl Outbox {
     /// An outbox over `conn`, delivering through `plugins` and `local`.
     pub fn new<C: Channel + 'static>(
-        conn: Connection,
+        conn: Cold,
         plugins: &[Arc<C>],
         local: Arc<LocalHub>,
     ) -> Outbox {
@@ -87,7 +88,7 @@ impl Outbox {
             })
             .collect();
         Outbox {
-            conn: Mutex::new(conn),
+            conn,
             channels,
             local,
         }
@@ -173,7 +174,7 @@ impl Outbox {
     }
 
     fn record(&self, reply: &Due, outcome: Result<(), CallError>) -> rusqlite::Result<()> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.conn.lock();
         match outcome {
             Ok(()) => {
                 conn.prepare_cached(
@@ -207,7 +208,7 @@ impl Outbox {
     }
 
     fn due(&self) -> rusqlite::Result<Vec<Due>> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.conn.lock();
         let mut stmt = conn.prepare_cached(
             "SELECT o.id, o.channel, o.chat, o.text, o.attempts, i.idempotency_key, o.created_at_ms, o.attachments \
              FROM outbox o LEFT JOIN inbox i ON i.id = o.inbox_id \
@@ -235,7 +236,7 @@ impl Outbox {
 
     /// A local client just connected: retry its chat's pending replies now.
     pub fn retry_local_now(&self, chat: &str) {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.conn.lock();
         if let Err(e) = conn.execute(
             "UPDATE outbox SET next_attempt_at_ms = 0 WHERE status = 'pending' AND channel = ?1 AND chat = ?2",
             params![LOCAL_CHANNEL, chat],
@@ -247,7 +248,7 @@ impl Outbox {
     /// How long until the next pending reply is due; `None` when none is
     /// pending.
     fn next_due_in(&self) -> rusqlite::Result<Option<Duration>> {
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
+        let conn = self.conn.lock();
         let next: Option<i64> = conn.query_row(
             "SELECT MIN(next_attempt_at_ms) FROM outbox WHERE status = 'pending'",
             [],

@@ -21,6 +21,7 @@
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::JoinHandle;
 
+use hearth_base::store::Cold;
 use rusqlite::{Connection, params};
 
 /// One row as it will be stored (already redacted); the fields are the
@@ -55,7 +56,8 @@ const MAX_PENDING: usize = 4096;
 const LINGER: std::time::Duration = std::time::Duration::from_micros(500);
 
 struct Shared {
-    conn: Mutex<Connection>,
+    /// The shared cold connection: a few rows a tool call.
+    conn: Cold,
     queue: Mutex<Queue>,
     /// The writer waits here for rows.
     wake: Condvar,
@@ -79,9 +81,9 @@ struct Queue {
 impl Writer {
     /// Starts the writer on `conn`. Without a thread (the system refused
     /// one) rows are written in place, as after `close`.
-    pub fn start(conn: Connection) -> Writer {
+    pub fn start(conn: Cold) -> Writer {
         let shared = Arc::new(Shared {
-            conn: Mutex::new(conn),
+            conn,
             queue: Mutex::new(Queue::default()),
             wake: Condvar::new(),
             committed: Condvar::new(),
@@ -111,7 +113,7 @@ impl Writer {
         let mut queue = lock(&self.shared.queue);
         if queue.closed {
             drop(queue);
-            write(&lock(&self.shared.conn), std::slice::from_ref(&row));
+            write(&self.shared.conn.lock(), std::slice::from_ref(&row));
             return;
         }
         while queue.rows.len() >= MAX_PENDING && !queue.closed {
@@ -147,7 +149,7 @@ impl Writer {
         // Rows a panicking writer left behind still get their chance.
         let rows = std::mem::take(&mut lock(&self.shared.queue).rows);
         if !rows.is_empty() {
-            write(&lock(&self.shared.conn), &rows);
+            write(&self.shared.conn.lock(), &rows);
         }
     }
 }
@@ -183,7 +185,7 @@ impl Shared {
                 // freed instead of growing a new vector each time.
                 std::mem::swap(&mut queue.rows, &mut batch);
             }
-            write(&lock(&self.conn), &batch);
+            write(&self.conn.lock(), &batch);
             let mut queue = lock(&self.queue);
             queue.written += batch.len() as u64;
             batch.clear();
@@ -267,7 +269,7 @@ mod tests {
         let dir = tempfile::tempdir().expect("temp dir");
         let path = dir.path().join("hearth.db");
         hearth_base::store::Store::open(&path).expect("store");
-        let writer = Writer::start(hearth_base::store::open_connection(&path).expect("conn"));
+        let writer = Writer::start(hearth_base::store::Cold::open(&path).expect("conn"));
         (dir, path, writer)
     }
 
