@@ -124,6 +124,11 @@ async fn serve(
     let deadline = Duration::from_millis(runtime.config.daemon.shutdown_timeout_ms);
     let run_id = record_start(&runtime);
     let services = services::Services::start(&runtime, control, started)?;
+    // Start-up read the whole schema and wrote the first rows through
+    // these two; their page caches need not keep it (the hot connections
+    // fill theirs by use).
+    let _ = runtime.store.conn().release_memory();
+    let _ = runtime.cold.lock().release_memory();
     notify::ready();
     // systemd arms the watchdog at READY=1, so the pings start here.
     let pings = watchdog::start();
