@@ -497,3 +497,66 @@ fn a_reply_the_smtp_server_refuses_for_good_is_not_sent_again() {
     assert_eq!(tries(), 1, "a 550 is not tried again");
     assert!(s.smtp.received().is_empty());
 }
+
+#[test]
+fn an_allowed_stranger_gets_one_pairing_code_by_mail_and_gets_in_once_approved() {
+    const CAROL: &str = "carol@friends.example";
+    let s = setup_with(
+        ImapOptions::default(),
+        "unknown_sender = \"pairing\"\n",
+        None,
+    );
+    let config = std::fs::read_to_string(s.home.config()).unwrap();
+    s.home.write_config(&format!(
+        "{}[owner.identities]\nmail = [{OWNER:?}]\n",
+        config.replace(
+            &format!("allowed_senders = [{OWNER:?}]"),
+            &format!("allowed_senders = [{OWNER:?}, {CAROL:?}]"),
+        )
+    ));
+    let carols = |subject: &str, id: &str, body: &str| {
+        mail(CAROL, AGENT, subject, body)
+            .message_id(id)
+            .authentication_results(
+                "mx.fake.example; dkim=pass header.d=friends.example header.s=s1; \
+                 spf=pass smtp.mailfrom=carol@friends.example",
+            )
+            .build()
+    };
+    s.llm.push(anthropic_text("Hello Carol."));
+    let _daemon = started(&s);
+    s.imap
+        .deliver("INBOX", &carols("hi", "c1@friends.example", "first words"));
+    let sent = s.smtp.wait_received(1, WAIT);
+    assert_eq!(sent[0].to, [CAROL], "the code goes back to her");
+    let text = String::from_utf8_lossy(&sent[0].data).into_owned();
+    let code = s
+        .home
+        .cmd(&["contacts"])
+        .ok()
+        .split_whitespace()
+        .find(|w| w.len() == 6 && text.contains(w))
+        .map(str::to_owned)
+        .unwrap_or_else(|| panic!("no pending code in the mail: {text}"));
+    assert!(asked(&s).is_empty(), "a stranger's mail reached the model");
+
+    let approved = s
+        .home
+        .cmd(&["contacts", "approve", &code, "--name", "Carol"])
+        .ok()
+        .to_owned();
+    assert!(approved.contains("Carol is a contact now"), "{approved}");
+    s.imap.deliver(
+        "INBOX",
+        &carols("again", "c2@friends.example", "second words"),
+    );
+    let sent = s.smtp.wait_received(2, WAIT);
+    assert_eq!(sent[1].to, [CAROL]);
+    assert!(String::from_utf8_lossy(&sent[1].data).contains("Hello Carol."));
+    let seen = asked(&s).concat();
+    assert!(seen.contains("second words"), "{seen}");
+    assert!(
+        !seen.contains("first words"),
+        "her mail before approval stays out"
+    );
+}
