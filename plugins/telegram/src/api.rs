@@ -63,6 +63,20 @@ pub struct Upload<'a> {
 }
 
 impl ApiError {
+    /// Whether sending the same request again cannot help: the Bot API
+    /// refused it as a bad request or forbidden (a chat that is gone, a
+    /// bot the user blocked), or a file is over the cap. A 429 and the
+    /// server's own errors (5xx) pass with time.
+    pub fn is_for_good(&self) -> bool {
+        matches!(
+            self,
+            ApiError::Refused {
+                code: 400 | 403,
+                ..
+            } | ApiError::TooLarge { .. }
+        )
+    }
+
     /// Whether the Bot API said the HTML could not be parsed.
     pub fn is_parse_error(&self) -> bool {
         matches!(self, ApiError::Refused { code: 400, description, .. } if description.contains("can't parse entities"))
@@ -192,4 +206,31 @@ impl Api {
 fn transport(e: reqwest::Error) -> ApiError {
     // The URL holds the token: drop it from the message.
     ApiError::Transport(e.without_url().to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_bad_requests_forbidden_ones_and_files_over_the_cap_are_for_good() {
+        let refused = |code: i64| ApiError::Refused {
+            code,
+            description: "x".into(),
+            retry_after: None,
+        };
+        let cases = [
+            (refused(400), true),
+            (refused(403), true),
+            (ApiError::TooLarge { size: 2, cap: 1 }, true),
+            (refused(429), false),
+            (refused(500), false),
+            (refused(502), false),
+            (ApiError::Transport("reset".into()), false),
+            (ApiError::Malformed("html".into()), false),
+        ];
+        for (error, for_good) in cases {
+            assert_eq!(error.is_for_good(), for_good, "{error}");
+        }
+    }
 }

@@ -150,7 +150,10 @@ impl Plugin for Telegram {
         // call is running, so the runtime outlives this.
         handle
             .block_on(running.shared.deliver(&message))
-            .map_err(PluginError::Failed)
+            .map_err(|e| match e {
+                outbound::DeliverError::Refused(why) => PluginError::Refused(why),
+                outbound::DeliverError::Failed(why) => PluginError::Failed(why),
+            })
     }
 
     fn event(&self, event: ChannelEvent) -> Result<(), PluginError> {

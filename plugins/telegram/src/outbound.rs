@@ -28,13 +28,25 @@ const MAX_FLOOD_WAIT: Duration = Duration::from_secs(300);
 /// Photos up to this size go as photos; larger images go as documents.
 const MAX_PHOTO_BYTES: u64 = 10 << 20;
 
+/// Why a reply was not delivered.
+#[derive(Debug, thiserror::Error)]
+pub enum DeliverError {
+    /// Telegram refused it for good ([`ApiError::is_for_good`]), or the
+    /// chat is not a Telegram chat id: sending it again cannot help.
+    #[error("{0}")]
+    Refused(String),
+    /// It may go through later (the network, a 429 that outlasted the
+    /// wait, Telegram's own trouble).
+    #[error("{0}")]
+    Failed(String),
+}
+
 impl Shared {
     /// Sends one reply: its text as one or more messages, then its files.
-    pub async fn deliver(&self, message: &OutboundMessage) -> Result<SendReceipt, String> {
-        let chat: i64 = message
-            .chat
-            .parse()
-            .map_err(|_| format!("{:?} is not a Telegram chat id", message.chat))?;
+    pub async fn deliver(&self, message: &OutboundMessage) -> Result<SendReceipt, DeliverError> {
+        let chat: i64 = message.chat.parse().map_err(|_| {
+            DeliverError::Refused(format!("{:?} is not a Telegram chat id", message.chat))
+        })?;
         // A short reply with one voice file is that voice message's caption.
         let caption = crate::voice::caption(message);
         let mut parts: Vec<Part> = match caption {
@@ -66,7 +78,14 @@ impl Shared {
                         lock(&self.outbound.progress).insert(key.clone(), n + 1);
                     }
                 }
-                Err(e) => return Err(format!("part {} of {}: {e}", n + 1, parts.len())),
+                Err(e) => {
+                    let why = format!("part {} of {}: {e}", n + 1, parts.len());
+                    return Err(if e.is_for_good() {
+                        DeliverError::Refused(why)
+                    } else {
+                        DeliverError::Failed(why)
+                    });
+                }
             }
         }
         lock(&self.outbound.progress).remove(&key);
