@@ -233,9 +233,8 @@ fn take(account: &Account, validity: u32, uid: u32, letter: Letter) -> bool {
         attachments,
         sender_name: letter.from_name.clone(),
     };
-    if !account.submit(&Submission::Message(message)) {
-        return false;
-    }
+    // The thread and the sender first: the host may start the turn, and
+    // send its reply or a card, before `submit` returns.
     let mut references = letter.references.clone();
     if !letter.message_id.is_empty() {
         references.push(letter.message_id.clone());
@@ -248,8 +247,8 @@ fn take(account: &Account, validity: u32, uid: u32, letter: Letter) -> bool {
             subject: letter.subject.clone(),
         },
     );
-    *lock(&account.last_sender) = Some(letter.from);
-    true
+    *lock(&account.last_sender) = Some(letter.from.clone());
+    account.submit(&Submission::Message(message))
 }
 
 /// The answer a reply to a card gives: its first word, yes or no.

@@ -174,9 +174,10 @@ fn envelope_in(core: &Core, envelope: &Value) {
             .filter(|n| !n.trim().is_empty())
             .map(|n| n.chars().take(80).collect()),
     });
-    if submit(core, &message, &key) {
-        core.set_last_chat(chat);
-    }
+    // First: the turn this message starts may show "typing…" (in the
+    // last chat) before `submit` returns.
+    core.set_last_chat(chat);
+    submit(core, &message, &key);
 }
 
 /// `> quoted text` and a line break, when the message quotes another.
