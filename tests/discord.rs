@@ -181,6 +181,35 @@ fn a_rate_limited_send_waits_its_turn_and_goes_through() {
 }
 
 #[test]
+fn a_reply_discord_refuses_for_good_is_not_sent_again() {
+    let s = setup(TOKEN);
+    s.llm.push(anthropic_text("You will not see this."));
+    let _daemon = daemon(&s);
+    assert!(s.discord.wait_connected(WAIT));
+    s.discord
+        .refuse_next(403, 50007, "Cannot send messages to this user");
+    s.discord.dm(OWNER, "hi");
+    let deadline = Instant::now() + WAIT;
+    let why: String = loop {
+        let failed = s.home.db().query_row(
+            "SELECT last_error FROM outbox WHERE status = 'failed'",
+            [],
+            |r| r.get(0),
+        );
+        if let Ok(why) = failed {
+            break why;
+        }
+        assert!(Instant::now() < deadline, "the reply was never given up");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert!(why.contains("Cannot send messages to this user"), "{why}");
+    // A send that may pass later is tried again after 2 s; this one is not.
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(s.discord.refused(), 1);
+    assert!(s.discord.wait_sent(1, Duration::ZERO).is_empty());
+}
+
+#[test]
 fn a_bad_token_is_reported_and_not_retried_forever() {
     let s = setup("wrong-token");
     let _daemon = daemon(&s);

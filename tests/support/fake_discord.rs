@@ -106,6 +106,11 @@ struct State {
     drop_now: bool,
     /// The next this many message sends get a 429.
     rate_limited: u32,
+    /// The next message send is refused with this status, error code and
+    /// message.
+    refuse: Option<(u16, u64, String)>,
+    /// How many sends were refused that way.
+    refused: u32,
     /// How many 429s were answered.
     limited: u32,
     /// Interactions the bot acknowledged, by id.
@@ -291,6 +296,18 @@ impl FakeDiscord {
     pub fn drop_connection(&self) {
         self.lock().drop_now = true;
         self.shared.changed.notify_all();
+    }
+
+    /// The next message send is refused with HTTP `status` and Discord's
+    /// JSON error (`code`, `message`), as Discord refuses a send to a
+    /// channel the bot cannot see: `refuse_next(403, 50001, "Missing Access")`.
+    pub fn refuse_next(&self, status: u16, code: u64, message: &str) {
+        self.lock().refuse = Some((status, code, message.to_owned()));
+    }
+
+    /// How many sends [`FakeDiscord::refuse_next`] refused.
+    pub fn refused(&self) -> u32 {
+        self.lock().refused
     }
 
     /// The next `n` message sends are answered 429.
@@ -481,6 +498,15 @@ fn answer(
                     ("x-ratelimit-reset-after".to_owned(), after.to_owned()),
                 ]
             };
+            if let Some((status, code, message)) = state.refuse.take() {
+                state.refused += 1;
+                shared.changed.notify_all();
+                return (
+                    status,
+                    Vec::new(),
+                    json!({ "message": message, "code": code }),
+                );
+            }
             if state.rate_limited > 0 {
                 state.rate_limited -= 1;
                 state.limited += 1;

@@ -373,7 +373,7 @@ impl Shared {
                         later.push(note);
                     }
                 }
-                Err(e) => return Err(PluginError::Failed(e.to_string())),
+                Err(e) => return Err(send_error(&e)),
             }
         };
         if later.is_empty() {
@@ -388,7 +388,7 @@ impl Shared {
             last = self
                 .rest
                 .send_message(chat, piece, None, nonce.as_deref())
-                .map_err(|e| PluginError::Failed(e.to_string()))?;
+                .map_err(|e| send_error(&e))?;
         }
         Ok(last)
     }
@@ -582,4 +582,15 @@ fn load_cursors(host: &Host) -> BTreeMap<String, String> {
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A send Discord refused for good is `HEARTH_REFUSED`, so the host's
+/// outbox gives it up instead of sending it twenty times; anything else
+/// is tried again later.
+fn send_error(e: &rest::RestError) -> PluginError {
+    if e.is_for_good() {
+        PluginError::Refused(e.to_string())
+    } else {
+        PluginError::Failed(e.to_string())
+    }
 }

@@ -59,6 +59,21 @@ pub enum RestError {
 }
 
 impl RestError {
+    /// Whether sending the same request again cannot help: Discord refused
+    /// it as malformed (400), forbidden (403: no access to the channel,
+    /// a user who takes no direct messages) or unknown (404: the channel
+    /// is gone). A 429 is waited out before it gets here; a 5xx or a
+    /// connection that failed may pass later.
+    pub fn is_for_good(&self) -> bool {
+        matches!(
+            self,
+            RestError::Refused {
+                status: 400 | 403 | 404 | 413,
+                ..
+            }
+        )
+    }
+
     /// Whether Discord refused the request as too large (413, or error
     /// 40005): the same request will never go through.
     pub fn too_large(&self) -> bool {
@@ -500,6 +515,19 @@ mod tests {
             why: "413".into(),
         };
         assert!(!unreachable.too_large());
+        for (status, for_good) in [
+            (400, true),
+            (403, true),
+            (404, true),
+            (413, true),
+            (401, false),
+            (429, false),
+            (500, false),
+            (502, false),
+        ] {
+            assert_eq!(refused(status, None).is_for_good(), for_good, "{status}");
+        }
+        assert!(!unreachable.is_for_good());
     }
 
     #[test]
