@@ -189,19 +189,7 @@ fn a_reply_discord_refuses_for_good_is_not_sent_again() {
     s.discord
         .refuse_next(403, 50007, "Cannot send messages to this user");
     s.discord.dm(OWNER, "hi");
-    let deadline = Instant::now() + WAIT;
-    let why: String = loop {
-        let failed = s.home.db().query_row(
-            "SELECT last_error FROM outbox WHERE status = 'failed'",
-            [],
-            |r| r.get(0),
-        );
-        if let Ok(why) = failed {
-            break why;
-        }
-        assert!(Instant::now() < deadline, "the reply was never given up");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let why = s.home.wait_failed_reply(WAIT);
     assert!(why.contains("Cannot send messages to this user"), "{why}");
     // A send that may pass later is tried again after 2 s; this one is not.
     std::thread::sleep(Duration::from_secs(3));

@@ -473,24 +473,7 @@ fn a_reply_the_smtp_server_refuses_for_good_is_not_sent_again() {
             .filter(|c| c.to_uppercase().starts_with("DATA"))
             .count()
     };
-    let failed = || -> Option<String> {
-        s.home
-            .db()
-            .query_row(
-                "SELECT last_error FROM outbox WHERE status = 'failed'",
-                [],
-                |r| r.get(0),
-            )
-            .ok()
-    };
-    let deadline = Instant::now() + WAIT;
-    let why = loop {
-        if let Some(why) = failed() {
-            break why;
-        }
-        assert!(Instant::now() < deadline, "the reply was never given up");
-        std::thread::sleep(Duration::from_millis(50));
-    };
+    let why = s.home.wait_failed_reply(WAIT);
     assert!(why.contains("550"), "the server's answer is kept: {why}");
     // The first retry of a transient failure would come after 2 s.
     std::thread::sleep(Duration::from_secs(3));

@@ -424,6 +424,24 @@ impl Hearth {
     pub fn db(&self) -> rusqlite::Connection {
         rusqlite::Connection::open(self.home().join("hearth.db")).expect("open hearth.db")
     }
+
+    /// Waits up to `wait` until the outbox has given a reply up (`failed`);
+    /// the error it kept. Panics if none was given up by then.
+    pub fn wait_failed_reply(&self, wait: Duration) -> String {
+        let deadline = Instant::now() + wait;
+        loop {
+            let failed = self.db().query_row(
+                "SELECT last_error FROM outbox WHERE status = 'failed'",
+                [],
+                |r| r.get(0),
+            );
+            if let Ok(why) = failed {
+                return why;
+            }
+            assert!(Instant::now() < deadline, "the reply was never given up");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
 }
 
 impl From<Output> for Run {
