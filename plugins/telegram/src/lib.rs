@@ -144,10 +144,11 @@ impl Plugin for Telegram {
             .map(|rt| rt.handle().clone())
             .ok_or_else(|| PluginError::failed("telegram is not running"))?;
         // The host calls from a thread of its blocking pool, outside any
-        // async context, so the send runs right here on the plugin's
-        // runtime: the request goes out without first waking one of the
-        // runtime's threads. The host shuts the plugin down only once no
-        // call is running, so the runtime outlives this.
+        // async context, so the send is driven right here on the plugin's
+        // runtime, with no task spawned and no channel back (the pooled
+        // HTTP connection's own task still runs on the runtime's thread).
+        // The host shuts the plugin down only once no call is running, so
+        // the runtime outlives this.
         handle
             .block_on(running.shared.deliver(&message))
             .map_err(|e| match e {
