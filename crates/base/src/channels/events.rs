@@ -44,7 +44,7 @@ struct Queue {
 
 impl Queue {
     fn try_send(&self, item: Item) -> Result<(), TrySendError<Item>> {
-        let counted = !matches!(item, Item::Flush(_));
+        let counted = item.is_handed_over();
         if counted {
             self.outstanding.fetch_add(1, Ordering::AcqRel);
         }
@@ -58,6 +58,13 @@ impl Queue {
     /// Whether every event put in the queue has been handed over.
     fn drained(&self) -> bool {
         self.outstanding.load(Ordering::Acquire) == 0
+    }
+}
+
+impl Item {
+    /// Whether the thread hands this to the channel (a flush only answers).
+    fn is_handed_over(&self) -> bool {
+        !matches!(self, Item::Flush(_))
     }
 }
 
@@ -99,7 +106,7 @@ impl ChannelEvents {
                 .name(format!("hearth-events-{}", channel.name))
                 .spawn(move || {
                     for item in rx {
-                        let counted = !matches!(item, Item::Flush(_));
+                        let counted = item.is_handed_over();
                         match item {
                             Item::Event(payload) => {
                                 if let Err(e) = target.call(method::CHANNEL_EVENT, &payload) {
